@@ -1,0 +1,79 @@
+//! A lock-free Bloom filter over `AtomicU64` words that is Guava's `BloomFilter`, bit for bit.
+//!
+//! Every link the crawler discovers passes through a filter of this crate, from many fetch
+//! workers at once, before it may enter the URL queue. The design follows Guava's
+//! `BloomFilter` with `BloomFilterStrategies.LockFreeBitArray` so closely that filters move
+//! between the two: a Java service can `BloomFilter.readFrom` what [`BloomFilter::write_to`]
+//! wrote, and we query what it wrote. The correspondence, piece by piece:
+//!
+//! | Guava                                          | here                                         |
+//! |------------------------------------------------|----------------------------------------------|
+//! | `LockFreeBitArray` (`AtomicLongArray`, CAS)     | [`BitArray`] (`Box<[AtomicU64]>`, check-first `fetch_or`; `set_cas` for Guava's loop) |
+//! | `LockFreeBitArray.bitCount` (`LongAddable`)     | a striped, cache-padded counter, exact once writers finish |
+//! | `optimalNumOfBits`, `optimalNumOfHashFunctions` | [`optimal_num_of_bits`], [`optimal_num_of_hash_functions`] (Java's rounding and casts kept) |
+//! | `MURMUR128_MITZ_64` / `MURMUR128_MITZ_32`       | [`Strategy`] (Murmur3 x64-128, seed 0, from the `mur3` crate) |
+//! | `Funnel<T>`, `PrimitiveSink`, `Funnels.*`       | [`Funnel`], [`Sink`], [`StringFunnel`], [`UnencodedCharsFunnel`], [`ByteArrayFunnel`], [`IntegerFunnel`], [`LongFunnel`] |
+//! | `put`, `mightContain`, `putAll`, `isCompatible`, `approximateElementCount`, `expectedFpp`, `copy` | the same names in snake case on [`BloomFilter`] |
+//! | `writeTo` / `readFrom`                          | [`BloomFilter::write_to`] / [`BloomFilter::read_from`], byte-identical |
+//!
+//! Design decisions:
+//! - **Check first, then set.** `put` loads each word before writing and skips bits that are
+//!   already 1. Duplicates are the common case in a crawl, and a load leaves the cache line
+//!   shared between cores where a read-modify-write would bounce it.
+//! - **`put` may say "new" twice.** Two threads putting the same new item at the same moment
+//!   can both flip some bit and both get `true` — exactly as in Guava. Callers that need
+//!   exactly-once admission (the frontier) tolerate this as a rare duplicate fetch or
+//!   deduplicate downstream; a filter never says "new" for an item put *before* the call
+//!   started.
+//! - **No false negatives, ever**, under any interleaving: bits are only ever set (clearing
+//!   happens only in [`RotatingBloomFilter`] rotation and in [`CountingBloomFilter::remove`],
+//!   both by design).
+//! - **Hostile bytes are errors.** Deserialisation validates the header and allocates only as
+//!   fast as real bytes arrive, so a 6-byte file claiming 16 GiB of words costs nothing.
+//! - **Sizing limits are Guava's**: at most 2^31-1 words (≈1.4·10^11 bits, 16 GiB) because
+//!   the format stores a signed 32-bit word count; 1 to 255 hash functions (one byte).
+//!
+//! The source documents' variants are small layers on the same pieces:
+//! [`CountingBloomFilter`] (removable items, 4-bit saturating counters),
+//! [`ScalableBloomFilter`] (grows past its estimate while keeping its FPP below target) and
+//! [`RotatingBloomFilter`] (periodic rebuild: keeps the last `G` generations).
+//!
+//! ```
+//! use bloom::{BloomFilter, StringFunnel};
+//!
+//! let seen = BloomFilter::new(StringFunnel, 10_000_000, 0.01).unwrap();
+//! assert!(seen.put("https://example.com/"));      // certainly new: enqueue it
+//! assert!(!seen.put("https://example.com/"));     // seen before: skip it
+//! let mut bytes = Vec::new();
+//! seen.write_to(&mut bytes).unwrap();              // Guava's `writeTo` format
+//! let again = BloomFilter::read_from(&bytes[..], StringFunnel).unwrap();
+//! assert!(again.might_contain("https://example.com/"));
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod bits;
+mod counter;
+mod counting;
+mod error;
+mod filter;
+mod funnel;
+mod raw;
+mod rotating;
+mod scalable;
+mod sizing;
+mod strategy;
+
+pub use bits::{BitArray, MAX_WORDS};
+pub use counting::CountingBloomFilter;
+pub use error::{Error, ReadError};
+pub use filter::BloomFilter;
+pub use funnel::{
+    ByteArrayFunnel, Funnel, Hash128, IntegerFunnel, LongFunnel, Sink, StringFunnel,
+    UnencodedCharsFunnel,
+};
+pub use raw::RawFilter;
+pub use rotating::RotatingBloomFilter;
+pub use scalable::ScalableBloomFilter;
+pub use sizing::{optimal_num_of_bits, optimal_num_of_hash_functions, shape_for};
+pub use strategy::{Indices, Strategy};

@@ -1,0 +1,385 @@
+//! `RawFilter`: the untyped core every filter in this crate shares — a [`BitArray`], a hash
+//! count and a [`Strategy`], operating on already-computed [`Hash128`]s.
+//!
+//! Splitting hashing (the funnel, in the typed wrapper) from probing lets the scalable and
+//! rotating variants hash an item once and probe several arrays with the same hash, and lets
+//! callers that need a fingerprint anyway (the frontier's exact mode) reuse it.
+
+use std::io::{self, Read, Write};
+
+use crate::bits::{BitArray, MAX_WORDS};
+use crate::error::{Error, ReadError};
+use crate::funnel::Hash128;
+use crate::sizing;
+use crate::strategy::Strategy;
+
+/// Bytes of Guava's header: strategy ordinal, hash count, word count (big-endian i32).
+const HEADER_LEN: usize = 6;
+
+/// Words read per step when deserialising, so that a header claiming 2^31 words allocates
+/// only as fast as real bytes arrive.
+const READ_CHUNK_WORDS: usize = 1 << 16;
+
+/// A Bloom filter without a funnel: bits, hash count and strategy.
+#[derive(Debug)]
+pub struct RawFilter {
+    bits: BitArray,
+    num_hashes: u32,
+    strategy: Strategy,
+}
+
+impl RawFilter {
+    /// Sized as Guava's `BloomFilter.create(_, expected_insertions, fpp)` sizes it.
+    pub fn new(expected_insertions: u64, fpp: f64) -> Result<Self, Error> {
+        Self::with_strategy(expected_insertions, fpp, Strategy::default())
+    }
+
+    /// Like [`new`](Self::new) with an explicit strategy.
+    pub fn with_strategy(
+        expected_insertions: u64,
+        fpp: f64,
+        strategy: Strategy,
+    ) -> Result<Self, Error> {
+        let (bits, num_hashes) = sizing::shape_for(expected_insertions, fpp)?;
+        Self::from_parts(BitArray::with_bits(bits)?, num_hashes, strategy)
+    }
+
+    /// Assembles a filter from a bit array and a hash count in `1..=255`.
+    pub fn from_parts(bits: BitArray, num_hashes: u32, strategy: Strategy) -> Result<Self, Error> {
+        if !(1..=255).contains(&num_hashes) {
+            return Err(Error::InvalidHashFunctionCount(u64::from(num_hashes)));
+        }
+        Ok(Self {
+            bits,
+            num_hashes,
+            strategy,
+        })
+    }
+
+    /// Sets the item's bits; `true` if any bit changed (the item was certainly new).
+    #[inline]
+    pub fn put_hash(&self, hash: Hash128) -> bool {
+        let bit_size = self.bits.bit_size();
+        match self.strategy {
+            Strategy::Murmur128Mitz64 => {
+                let mut combined = hash.h1;
+                let mut changed = false;
+                for _ in 0..self.num_hashes {
+                    changed |= self.bits.set((combined & i64::MAX as u64) % bit_size);
+                    combined = combined.wrapping_add(hash.h2);
+                }
+                changed
+            }
+            _ => {
+                let mut changed = false;
+                for index in self.strategy.indices(hash, self.num_hashes, bit_size) {
+                    changed |= self.bits.set(index);
+                }
+                changed
+            }
+        }
+    }
+
+    /// `false` if the item was certainly never put; `true` if it might have been.
+    #[inline]
+    pub fn might_contain_hash(&self, hash: Hash128) -> bool {
+        let bit_size = self.bits.bit_size();
+        match self.strategy {
+            Strategy::Murmur128Mitz64 => {
+                let mut combined = hash.h1;
+                for _ in 0..self.num_hashes {
+                    if !self.bits.get((combined & i64::MAX as u64) % bit_size) {
+                        return false;
+                    }
+                    combined = combined.wrapping_add(hash.h2);
+                }
+                true
+            }
+            _ => self
+                .strategy
+                .indices(hash, self.num_hashes, bit_size)
+                .all(|i| self.bits.get(i)),
+        }
+    }
+
+    /// The bit array.
+    pub fn bits(&self) -> &BitArray {
+        &self.bits
+    }
+
+    /// Number of bits (a multiple of 64).
+    pub fn bit_size(&self) -> u64 {
+        self.bits.bit_size()
+    }
+
+    /// Number of hash functions `k`.
+    pub fn num_hash_functions(&self) -> u32 {
+        self.num_hashes
+    }
+
+    /// The hashing strategy.
+    pub fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+
+    /// Guava's `approximateElementCount`: `-m/k · ln(1 - bitCount/m)`, rounded half up.
+    pub fn approximate_element_count(&self) -> u64 {
+        let bit_size = self.bits.bit_size() as f64;
+        let fraction = self.bits.bit_count() as f64 / bit_size;
+        let estimate = -(-fraction).ln_1p() * bit_size / f64::from(self.num_hashes);
+        // DoubleMath.roundToLong(x, HALF_UP); the estimate is finite and ≥ 0 except for a
+        // completely full filter, where Guava would throw and we saturate instead.
+        let floor = estimate.floor();
+        let rounded = if estimate - floor >= 0.5 {
+            floor + 1.0
+        } else {
+            floor
+        };
+        rounded as u64
+    }
+
+    /// Guava's `expectedFpp`: `(bitCount / bitSize) ^ k`, with `pow` as Java computes it (not
+    /// repeated multiplication, which differs in the last bit).
+    pub fn expected_fpp(&self) -> f64 {
+        (self.bits.bit_count() as f64 / self.bits.bit_size() as f64)
+            .powf(f64::from(self.num_hashes))
+    }
+
+    /// Guava's `isCompatible`, minus the funnel (the typed wrapper checks that).
+    pub fn is_compatible(&self, other: &RawFilter) -> bool {
+        self.num_hashes == other.num_hashes
+            && self.bit_size() == other.bit_size()
+            && self.strategy == other.strategy
+    }
+
+    /// Why `other` cannot be merged into `self`, if it cannot.
+    pub(crate) fn incompatibility(&self, other: &RawFilter) -> Option<String> {
+        if std::ptr::eq(self, other) {
+            return Some("cannot combine a filter with itself".into());
+        }
+        if self.num_hashes != other.num_hashes {
+            return Some(format!(
+                "hash function counts differ ({} vs {})",
+                self.num_hashes, other.num_hashes
+            ));
+        }
+        if self.bit_size() != other.bit_size() {
+            return Some(format!(
+                "bit sizes differ ({} vs {})",
+                self.bit_size(),
+                other.bit_size()
+            ));
+        }
+        if self.strategy != other.strategy {
+            return Some(format!(
+                "strategies differ ({} vs {})",
+                self.strategy.name(),
+                other.strategy.name()
+            ));
+        }
+        None
+    }
+
+    /// ORs `other` into `self` (Guava's `putAll`).
+    pub fn put_all(&self, other: &RawFilter) -> Result<(), Error> {
+        if let Some(reason) = self.incompatibility(other) {
+            return Err(Error::Incompatible(reason));
+        }
+        self.bits.union(&other.bits);
+        Ok(())
+    }
+
+    /// A deep copy (Guava's `copy`).
+    pub fn copy(&self) -> Self {
+        Self {
+            bits: BitArray::from_words(self.bits.to_words())
+                .expect("a live filter has a valid word count"),
+            num_hashes: self.num_hashes,
+            strategy: self.strategy,
+        }
+    }
+
+    /// Number of bytes [`write_to`](Self::write_to) produces.
+    pub fn serialized_len(&self) -> u64 {
+        HEADER_LEN as u64 + self.bits.word_count() as u64 * 8
+    }
+
+    /// Guava's `writeTo`: ordinal byte, hash-count byte, big-endian word count, big-endian
+    /// words. Concurrent `put`s while writing may or may not be included.
+    pub fn write_to<W: Write>(&self, mut out: W) -> io::Result<()> {
+        let mut header = [0u8; HEADER_LEN];
+        header[0] = self.strategy.ordinal();
+        header[1] = self.num_hashes as u8; // 1..=255, checked at construction
+        header[2..].copy_from_slice(&(self.bits.word_count() as i32).to_be_bytes());
+        out.write_all(&header)?;
+        // Buffer a chunk of words at a time: one `write_all` per word is slow on raw files.
+        let mut buf = Vec::with_capacity(8 * 4096.min(self.bits.word_count()));
+        for chunk_start in (0..self.bits.word_count()).step_by(4096) {
+            buf.clear();
+            let end = (chunk_start + 4096).min(self.bits.word_count());
+            for i in chunk_start..end {
+                buf.extend_from_slice(&self.bits.word(i).to_be_bytes());
+            }
+            out.write_all(&buf)?;
+        }
+        Ok(())
+    }
+
+    /// Guava's `readFrom`: reads exactly one filter, leaving any following bytes unread.
+    /// Hostile input yields an error; memory grows only with bytes actually read.
+    pub fn read_from<R: Read>(mut input: R) -> Result<Self, ReadError> {
+        let mut header = [0u8; HEADER_LEN];
+        let got = read_full(&mut input, &mut header)?;
+        if got < HEADER_LEN {
+            return Err(ReadError::Truncated {
+                expected: HEADER_LEN as u64,
+                found: got as u64,
+            });
+        }
+        let ordinal = header[0] as i8;
+        let strategy = u8::try_from(ordinal)
+            .ok()
+            .and_then(Strategy::from_ordinal)
+            .ok_or(ReadError::UnknownStrategy(ordinal))?;
+        let num_hashes = u32::from(header[1]);
+        if num_hashes == 0 {
+            return Err(ReadError::ZeroHashFunctions);
+        }
+        let word_count = i32::from_be_bytes([header[2], header[3], header[4], header[5]]);
+        if word_count <= 0 {
+            return Err(ReadError::BadWordCount(word_count));
+        }
+        let word_count = word_count as usize;
+        debug_assert!(word_count as u64 <= MAX_WORDS);
+        let expected = HEADER_LEN as u64 + word_count as u64 * 8;
+
+        let mut words: Vec<u64> = Vec::with_capacity(word_count.min(READ_CHUNK_WORDS));
+        let mut chunk = vec![0u8; 8 * word_count.min(READ_CHUNK_WORDS)];
+        while words.len() < word_count {
+            let want = (word_count - words.len()).min(READ_CHUNK_WORDS) * 8;
+            let got = read_full(&mut input, &mut chunk[..want])?;
+            words.extend(
+                chunk[..got - got % 8]
+                    .chunks_exact(8)
+                    .map(|b| u64::from_be_bytes(b.try_into().expect("8-byte chunk"))),
+            );
+            if got < want {
+                return Err(ReadError::Truncated {
+                    expected,
+                    found: HEADER_LEN as u64 + (words.len() * 8 + got % 8) as u64,
+                });
+            }
+        }
+        let bits = BitArray::from_words(words).map_err(|_| ReadError::BadWordCount(0))?;
+        Self::from_parts(bits, num_hashes, strategy).map_err(|_| ReadError::ZeroHashFunctions)
+    }
+
+    /// Reads a filter that must fill `bytes` exactly.
+    pub fn from_slice(mut bytes: &[u8]) -> Result<Self, ReadError> {
+        let filter = Self::read_from(&mut bytes)?;
+        if !bytes.is_empty() {
+            return Err(ReadError::TrailingBytes(bytes.len() as u64));
+        }
+        Ok(filter)
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns how many bytes were read.
+fn read_full<R: Read>(input: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> RawFilter {
+        let f = RawFilter::new(100, 0.01).unwrap();
+        for i in 0..100u64 {
+            f.put_hash(Hash128::of_bytes(&i.to_le_bytes()));
+        }
+        f
+    }
+
+    #[test]
+    fn round_trips_through_guava_format() {
+        let f = sample();
+        let mut bytes = Vec::new();
+        f.write_to(&mut bytes).unwrap();
+        assert_eq!(bytes.len() as u64, f.serialized_len());
+        assert_eq!(bytes[0], 1, "MURMUR128_MITZ_64 ordinal");
+        assert_eq!(bytes[1], 7, "k for 1%");
+        assert_eq!(&bytes[2..6], &(f.bits().word_count() as i32).to_be_bytes());
+        let g = RawFilter::from_slice(&bytes).unwrap();
+        assert_eq!(g.bits().to_words(), f.bits().to_words());
+        assert_eq!(g.bits().bit_count(), f.bits().bit_count());
+        assert!(g.is_compatible(&f));
+    }
+
+    #[test]
+    fn hostile_headers_are_errors_not_allocations() {
+        // Claims 2^31-1 words (16 GiB) but carries 3 bytes of them.
+        let bytes = [1u8, 7, 0x7f, 0xff, 0xff, 0xff, 1, 2, 3];
+        match RawFilter::from_slice(&bytes) {
+            Err(ReadError::Truncated { expected, found }) => {
+                assert_eq!(expected, 6 + (i32::MAX as u64) * 8);
+                assert_eq!(found, 9);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(matches!(
+            RawFilter::from_slice(&[1, 7, 0xff, 0xff, 0xff, 0xff]),
+            Err(ReadError::BadWordCount(-1))
+        ));
+        assert!(matches!(
+            RawFilter::from_slice(&[1, 7, 0, 0, 0, 0]),
+            Err(ReadError::BadWordCount(0))
+        ));
+        assert!(matches!(
+            RawFilter::from_slice(&[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]),
+            Err(ReadError::ZeroHashFunctions)
+        ));
+        assert!(matches!(
+            RawFilter::from_slice(&[2, 7, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]),
+            Err(ReadError::UnknownStrategy(2))
+        ));
+        assert!(matches!(
+            RawFilter::from_slice(&[0xff, 7, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]),
+            Err(ReadError::UnknownStrategy(-1))
+        ));
+        assert!(matches!(
+            RawFilter::from_slice(&[1, 7]),
+            Err(ReadError::Truncated {
+                expected: 6,
+                found: 2
+            })
+        ));
+        assert!(matches!(
+            RawFilter::from_slice(&[1, 7, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 9]),
+            Err(ReadError::TrailingBytes(1))
+        ));
+    }
+
+    #[test]
+    fn put_all_refuses_mismatched_shapes() {
+        let a = sample();
+        let b = RawFilter::new(1000, 0.01).unwrap();
+        assert!(matches!(a.put_all(&b), Err(Error::Incompatible(_))));
+        assert!(matches!(a.put_all(&a), Err(Error::Incompatible(_))));
+        let c = RawFilter::with_strategy(100, 0.01, Strategy::Murmur128Mitz32).unwrap();
+        assert!(matches!(a.put_all(&c), Err(Error::Incompatible(_))));
+        let d = RawFilter::new(100, 0.01).unwrap();
+        d.put_all(&a).unwrap();
+        assert_eq!(d.bits().to_words(), a.bits().to_words());
+        assert_eq!(d.bits().bit_count(), a.bits().popcount());
+    }
+}

@@ -1,0 +1,79 @@
+//! Property tests: the invariants no input may break.
+
+use bloom::{BloomFilter, CountingBloomFilter, ScalableBloomFilter, StringFunnel};
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever was put is always reported as possibly present.
+    #[test]
+    fn no_false_negatives(keys in prop::collection::vec(".{0,40}", 0..400), n in 1u64..500, p in 0.001f64..0.5) {
+        let filter = BloomFilter::new(StringFunnel, n, p).unwrap();
+        for k in &keys {
+            filter.put(k);
+        }
+        for k in &keys {
+            prop_assert!(filter.might_contain(k));
+        }
+        prop_assert_eq!(filter.bit_count(), filter.raw().bits().popcount());
+    }
+
+    /// `put` says "changed" exactly when `might_contain` said "absent" just before.
+    #[test]
+    fn put_return_agrees_with_might_contain(keys in prop::collection::vec("[a-z]{0,6}", 0..300)) {
+        let filter = BloomFilter::new(StringFunnel, 50, 0.05).unwrap();
+        for k in &keys {
+            let before = filter.might_contain(k);
+            prop_assert_eq!(filter.put(k), !before);
+            prop_assert!(filter.might_contain(k));
+        }
+    }
+
+    /// Serialising and reading back preserves every answer.
+    #[test]
+    fn serialization_round_trips(keys in prop::collection::vec(any::<String>(), 0..200), probes in prop::collection::vec(any::<String>(), 0..200)) {
+        let filter = BloomFilter::new(StringFunnel, 100, 0.01).unwrap();
+        for k in &keys {
+            filter.put(k);
+        }
+        let back = BloomFilter::from_slice(&filter.to_bytes(), StringFunnel).unwrap();
+        for k in keys.iter().chain(&probes) {
+            prop_assert_eq!(back.might_contain(k), filter.might_contain(k));
+        }
+    }
+
+    /// Arbitrary bytes never panic the reader.
+    #[test]
+    fn hostile_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+        let _ = BloomFilter::from_slice(&bytes, StringFunnel);
+        let _ = BloomFilter::read_from(&bytes[..], StringFunnel);
+    }
+
+    /// The variants keep the no-false-negative promise too (counting: for items not removed).
+    #[test]
+    fn variants_have_no_false_negatives(keys in prop::collection::vec("[a-z0-9]{1,12}", 1..300), removed in prop::collection::vec(any::<prop::sample::Index>(), 0..50)) {
+        let scalable = ScalableBloomFilter::new(StringFunnel, 16, 0.01).unwrap();
+        let counting = CountingBloomFilter::new(StringFunnel, 64, 0.01).unwrap();
+        for k in &keys {
+            scalable.put(k);
+            counting.put(k);
+        }
+        let mut gone = std::collections::HashSet::new();
+        for idx in &removed {
+            let k = idx.get(&keys);
+            if gone.insert(k.clone()) {
+                // Remove every insertion of `k`.
+                for _ in keys.iter().filter(|x| *x == k) {
+                    prop_assert!(counting.remove(k));
+                }
+            }
+        }
+        for k in &keys {
+            prop_assert!(scalable.might_contain(k));
+            if !gone.contains(k) {
+                prop_assert!(counting.might_contain(k), "false negative for {}", k);
+            }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: `cargo test` for every crate, then the cross-checks against the
+# real Guava (Java 17 + Debian's libguava-java), which this script installs when missing.
+#
+#   scripts/test.sh            # everything
+#   SKIP_JAVA=1 scripts/test.sh  # Rust tests only (the committed Guava fixtures still run)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+GUAVA_JAR="${GUAVA_JAR:-/usr/share/java/guava.jar}"
+
+# Debian packages the Java cross-checks need; installed only when something is missing.
+install_java() {
+    if command -v javac >/dev/null 2>&1 && [[ -f "$GUAVA_JAR" ]]; then
+        return 0
+    fi
+    if [[ "$(id -u)" -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "test.sh: javac or $GUAVA_JAR missing and cannot apt-get install here" >&2
+        return 1
+    fi
+    echo "test.sh: installing openjdk-17-jdk-headless and libguava-java" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq openjdk-17-jdk-headless libguava-java >/dev/null
+}
+
+echo "== cargo test --workspace"
+cargo test --workspace --locked
+
+if [[ "${SKIP_JAVA:-0}" == 1 ]]; then
+    echo "== Guava cross-checks skipped (SKIP_JAVA=1)"
+    exit 0
+fi
+install_java
+
+echo "== Guava cross-check 1: the committed fixtures are what Guava writes today"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+GUAVA_JAR="$GUAVA_JAR" crates/bloom/java/gen-fixtures.sh "$work/fixtures" 2>/dev/null
+diff -r crates/bloom/tests/fixtures/guava "$work/fixtures"
+echo "fixtures identical ($(ls "$work/fixtures" | wc -l) files)"
+
+echo "== Guava cross-check 2: Java reads what 'crawler bloom build' wrote"
+crawler=target/debug/crawler
+[[ -x "$crawler" ]] || cargo build --locked --bin crawler
+javac -encoding UTF-8 -cp "$GUAVA_JAR" -d "$work/classes" crates/bloom/java/GuavaQuery.java
+# Keys with non-ASCII text; probes are the keys plus as many never-inserted ones.
+for i in $(seq 1 3000); do echo "https://host$((i % 37)).example.com/页面/$i?q=é$i"; done >"$work/keys"
+for i in $(seq 3001 9000); do echo "https://host$((i % 37)).example.com/页面/$i?q=é$i"; done >"$work/absent"
+cat "$work/keys" "$work/absent" >"$work/probes"
+"$crawler" bloom build --expected 3000 --fpp 0.01 --out "$work/f.bloom" --input "$work/keys"
+"$crawler" bloom query "$work/f.bloom" --input "$work/probes" >"$work/ours"
+java -cp "$work/classes:$GUAVA_JAR" GuavaQuery "$work/f.bloom" <"$work/probes" >"$work/guava"
+diff "$work/ours" "$work/guava"
+echo "Guava and crawler agree on $(wc -l <"$work/probes") probes" \
+     "($(head -n 3000 "$work/ours" | grep -c 1) of 3000 inserted present," \
+     "$(tail -n 6000 "$work/ours" | grep -c 1 || true) of 6000 absent are false positives)"

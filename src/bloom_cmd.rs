@@ -1,0 +1,182 @@
+//! `crawler bloom build | query | info`: Bloom filter files that Java services share with us.
+//!
+//! Keys are read one per line (a trailing `\r` is dropped, so CRLF files work) and hashed as
+//! Guava's `Funnels.stringFunnel(UTF_8)` hashes a `String`, so a Java service can
+//! `BloomFilter.readFrom(in, Funnels.stringFunnel(UTF_8))` what `build` wrote and get the same
+//! answers as `query`.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use bloom::{BloomFilter, StringFunnel};
+
+use crate::cli::{BloomCommand, BuildArgs, InfoArgs, QueryArgs};
+use crate::exit::{Failure, DATA, IO, NO_INPUT, USAGE};
+
+type Filter = BloomFilter<str, StringFunnel>;
+
+pub fn run(cmd: BloomCommand) -> Result<(), Failure> {
+    match cmd {
+        BloomCommand::Build(args) => build(args),
+        BloomCommand::Query(args) => query(args),
+        BloomCommand::Info(args) => info(args),
+    }
+}
+
+fn build(args: BuildArgs) -> Result<(), Failure> {
+    let filter = Filter::new(StringFunnel, args.expected, args.fpp).map_err(|e| {
+        Failure::new(
+            USAGE,
+            format!(
+                "cannot size a filter for --expected {} --fpp {}: {e}",
+                args.expected, args.fpp
+            ),
+        )
+    })?;
+    for_each_key(args.input.as_deref(), |key| {
+        filter.put(key);
+        Ok(())
+    })?;
+    write_atomically(&args.out, |out| filter.write_to(out))
+        .map_err(|e| Failure::new(IO, format!("cannot write {}: {e}", args.out.display())))
+}
+
+fn query(args: QueryArgs) -> Result<(), Failure> {
+    let filter = load(&args.file)?;
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let written = for_each_key(args.input.as_deref(), |key| {
+        let answer: &[u8] = if filter.might_contain(key) {
+            b"1\n"
+        } else {
+            b"0\n"
+        };
+        out.write_all(answer).map_err(output_failure)
+    });
+    written?;
+    out.flush().map_err(output_failure)
+}
+
+fn info(args: InfoArgs) -> Result<(), Failure> {
+    let filter = load(&args.file)?;
+    let text = format!(
+        "strategy: {}\nbit_size: {}\nhash_functions: {}\nbit_count: {}\napproximate_element_count: {}\nexpected_fpp: {}\nfile_bytes: {}\n",
+        filter.strategy().name(),
+        filter.bit_size(),
+        filter.num_hash_functions(),
+        filter.bit_count(),
+        filter.approximate_element_count(),
+        filter.expected_fpp(),
+        filter.raw().serialized_len(),
+    );
+    io::stdout()
+        .write_all(text.as_bytes())
+        .map_err(output_failure)
+}
+
+/// A closed stdout (e.g. `| head`) ends the command quietly; other write errors are reported.
+fn output_failure(e: io::Error) -> Failure {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    Failure::new(IO, format!("cannot write output: {e}"))
+}
+
+fn open(path: &Path) -> Result<File, Failure> {
+    File::open(path)
+        .map_err(|e| Failure::new(NO_INPUT, format!("cannot open {}: {e}", path.display())))
+}
+
+fn load(path: &Path) -> Result<Filter, Failure> {
+    let file = open(path)?;
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let filter = Filter::read_from(&mut reader, StringFunnel).map_err(|e| {
+        Failure::new(
+            DATA,
+            format!("{} is not a Guava Bloom filter: {e}", path.display()),
+        )
+    })?;
+    // A file is one filter; anything after it means it is not what the user thinks it is.
+    let mut rest = [0u8; 1];
+    match reader.read(&mut rest) {
+        Ok(0) => Ok(filter),
+        Ok(_) => Err(Failure::new(
+            DATA,
+            format!(
+                "{} is not a Guava Bloom filter: unexpected bytes after the filter",
+                path.display()
+            ),
+        )),
+        Err(e) => Err(Failure::new(
+            DATA,
+            format!("cannot read {}: {e}", path.display()),
+        )),
+    }
+}
+
+/// Calls `f` with every key of `input` (stdin when `None`).
+fn for_each_key(
+    input: Option<&Path>,
+    mut f: impl FnMut(&str) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let (reader, name): (Box<dyn BufRead>, String) = match input {
+        Some(path) => (
+            Box::new(BufReader::with_capacity(1 << 16, open(path)?)),
+            path.display().to_string(),
+        ),
+        None => (Box::new(io::stdin().lock()), "standard input".to_owned()),
+    };
+    let mut reader = reader;
+    let mut line = Vec::with_capacity(256);
+    let mut number = 0u64;
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Failure::new(DATA, format!("cannot read {name}: {e}")))?;
+        if n == 0 {
+            return Ok(());
+        }
+        number += 1;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        let key = std::str::from_utf8(&line).map_err(|e| {
+            Failure::new(
+                DATA,
+                format!("{name}: line {number} is not valid UTF-8 ({e})"),
+            )
+        })?;
+        f(key)?;
+    }
+}
+
+/// Writes to a temporary file beside `path` and renames it into place, so a reader never
+/// sees a half-written filter.
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut tmp = PathBuf::from(path);
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(format!(".tmp{}", std::process::id()));
+    tmp.set_file_name(name);
+    let result = (|| {
+        let mut out = BufWriter::new(File::create(&tmp)?);
+        write(&mut out)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

@@ -1,0 +1,30 @@
+//! The `crawler` binary: parse the command line, run the command, map failure to an exit code.
+//!
+//! Exit codes follow sysexits(3): 0 success, 64 bad usage, 65 bad input data (e.g. a file that
+//! is not a Guava Bloom filter), 66 an input file that cannot be opened, 74 an I/O error
+//! while writing output.
+
+mod bloom_cmd;
+mod cli;
+mod exit;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(exit::USAGE)
+            } else {
+                ExitCode::SUCCESS // --help, --version
+            };
+        }
+    };
+    match cli.command {
+        cli::Command::Bloom(cmd) => exit::report(bloom_cmd::run(cmd)),
+    }
+}

@@ -1,0 +1,4 @@
+//! End-to-end tests of the `crawler` binary: one test binary, one module per area.
+
+mod bloom_cli;
+mod util;
