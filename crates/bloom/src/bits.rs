@@ -98,6 +98,23 @@ impl BitArray {
         true
     }
 
+    /// Like [`set`](Self::set) but leaves the count to the caller, who adds all of one item's
+    /// flips at once with [`add_count`](Self::add_count): one counter update per `put`
+    /// instead of one per bit.
+    #[inline]
+    pub(crate) fn set_uncounted(&self, index: u64) -> bool {
+        let word = &self.words[(index >> 6) as usize];
+        let mask = 1u64 << (index & 63);
+        word.load(Ordering::Relaxed) & mask == 0
+            && word.fetch_or(mask, Ordering::Relaxed) & mask == 0
+    }
+
+    /// Adds flips made with [`set_uncounted`](Self::set_uncounted) to the count.
+    #[inline]
+    pub(crate) fn add_count(&self, flipped: u64) {
+        self.count.add(flipped as i64);
+    }
+
     /// Like [`set`](Self::set), but with Guava's compare-and-swap loop instead of `fetch_or`.
     #[inline]
     pub fn set_cas(&self, index: u64) -> bool {

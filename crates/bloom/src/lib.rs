@@ -56,6 +56,7 @@ mod bits;
 mod counter;
 mod counting;
 mod error;
+mod fastmod;
 mod filter;
 mod funnel;
 mod raw;

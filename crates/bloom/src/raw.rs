@@ -9,6 +9,7 @@ use std::io::{self, Read, Write};
 
 use crate::bits::{BitArray, MAX_WORDS};
 use crate::error::{Error, ReadError};
+use crate::fastmod::FastMod;
 use crate::funnel::Hash128;
 use crate::sizing;
 use crate::strategy::Strategy;
@@ -26,6 +27,8 @@ pub struct RawFilter {
     bits: BitArray,
     num_hashes: u32,
     strategy: Strategy,
+    /// `% bit_size` without a division instruction; derived from `bits`.
+    modulo: FastMod,
 }
 
 impl RawFilter {
@@ -50,6 +53,7 @@ impl RawFilter {
             return Err(Error::InvalidHashFunctionCount(u64::from(num_hashes)));
         }
         Ok(Self {
+            modulo: FastMod::new(bits.bit_size()),
             bits,
             num_hashes,
             strategy,
@@ -57,49 +61,71 @@ impl RawFilter {
     }
 
     /// Sets the item's bits; `true` if any bit changed (the item was certainly new).
+    ///
+    /// Two passes: the first only *loads* the `k` words — independent loads whose cache misses
+    /// overlap — and returns at once for an item already present (no write at all); the second
+    /// sets the missing bits, whose lines are now cached, and adds all flips to the count in
+    /// one step. A locked `fetch_or` orders the memory operations around it, so interleaving
+    /// loads and `fetch_or`s would serialise the misses.
     #[inline]
     pub fn put_hash(&self, hash: Hash128) -> bool {
-        let bit_size = self.bits.bit_size();
-        match self.strategy {
-            Strategy::Murmur128Mitz64 => {
-                let mut combined = hash.h1;
-                let mut changed = false;
-                for _ in 0..self.num_hashes {
-                    changed |= self.bits.set((combined & i64::MAX as u64) % bit_size);
-                    combined = combined.wrapping_add(hash.h2);
-                }
-                changed
-            }
-            _ => {
-                let mut changed = false;
-                for index in self.strategy.indices(hash, self.num_hashes, bit_size) {
-                    changed |= self.bits.set(index);
-                }
-                changed
-            }
+        if self.strategy != Strategy::Murmur128Mitz64 {
+            return self.put_hash_generic(hash);
         }
+        let mut combined = hash.h1;
+        let mut all_set = true;
+        for _ in 0..self.num_hashes {
+            all_set &= self.bits.get(self.modulo.rem(combined & i64::MAX as u64));
+            combined = combined.wrapping_add(hash.h2);
+        }
+        if all_set {
+            return false;
+        }
+        let mut combined = hash.h1;
+        let mut flipped = 0;
+        for _ in 0..self.num_hashes {
+            flipped += u64::from(
+                self.bits
+                    .set_uncounted(self.modulo.rem(combined & i64::MAX as u64)),
+            );
+            combined = combined.wrapping_add(hash.h2);
+        }
+        if flipped == 0 {
+            return false; // another thread set the missing bits between the passes
+        }
+        self.bits.add_count(flipped);
+        true
+    }
+
+    #[cold]
+    fn put_hash_generic(&self, hash: Hash128) -> bool {
+        let mut changed = false;
+        for index in self
+            .strategy
+            .indices(hash, self.num_hashes, self.bits.bit_size())
+        {
+            changed |= self.bits.set(index);
+        }
+        changed
     }
 
     /// `false` if the item was certainly never put; `true` if it might have been.
     #[inline]
     pub fn might_contain_hash(&self, hash: Hash128) -> bool {
-        let bit_size = self.bits.bit_size();
-        match self.strategy {
-            Strategy::Murmur128Mitz64 => {
-                let mut combined = hash.h1;
-                for _ in 0..self.num_hashes {
-                    if !self.bits.get((combined & i64::MAX as u64) % bit_size) {
-                        return false;
-                    }
-                    combined = combined.wrapping_add(hash.h2);
-                }
-                true
-            }
-            _ => self
+        if self.strategy != Strategy::Murmur128Mitz64 {
+            return self
                 .strategy
-                .indices(hash, self.num_hashes, bit_size)
-                .all(|i| self.bits.get(i)),
+                .indices(hash, self.num_hashes, self.bits.bit_size())
+                .all(|i| self.bits.get(i));
         }
+        let mut combined = hash.h1;
+        for _ in 0..self.num_hashes {
+            if !self.bits.get(self.modulo.rem(combined & i64::MAX as u64)) {
+                return false;
+            }
+            combined = combined.wrapping_add(hash.h2);
+        }
+        true
     }
 
     /// The bit array.
@@ -196,6 +222,7 @@ impl RawFilter {
                 .expect("a live filter has a valid word count"),
             num_hashes: self.num_hashes,
             strategy: self.strategy,
+            modulo: self.modulo,
         }
     }
 
