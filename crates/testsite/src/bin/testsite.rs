@@ -1,0 +1,167 @@
+//! `testsite`: serve a generated web on loopback, or print its ground truth.
+
+use std::net::IpAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, ValueEnum};
+use testsite::{Addressing, Hostile, Observer, Site, SiteConfig};
+
+/// Serve a deterministic, multi-host test web (or print what a correct crawler must fetch).
+#[derive(Debug, Parser)]
+#[command(name = "testsite", version)]
+struct Args {
+    /// Numeric pages (generated on request, never stored).
+    #[arg(long, default_value_t = testsite::DEFAULT_PAGES)]
+    pages: u64,
+    /// Tree links per page.
+    #[arg(long, default_value_t = testsite::DEFAULT_FANOUT)]
+    fanout: u32,
+    /// Extra pseudo-random links per page (duplicates, cross-host).
+    #[arg(long, default_value_t = testsite::DEFAULT_EXTRA_LINKS)]
+    extra_links: u32,
+    /// Virtual hosts.
+    #[arg(long, default_value_t = testsite::DEFAULT_HOSTS)]
+    hosts: u32,
+    /// Length of each host's deep chain of pages.
+    #[arg(long, default_value_t = testsite::DEFAULT_DEPTH)]
+    depth: u32,
+    /// Orphan pages per host (served, never linked).
+    #[arg(long, default_value_t = testsite::DEFAULT_ORPHANS)]
+    orphans: u32,
+    /// Seed of every pseudo-random choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Hosts by name (`h0.test`, told apart by the Host header) or by address (127.0.0.x).
+    #[arg(long, value_enum, default_value_t = AddressingArg::Names)]
+    addressing: AddressingArg,
+    /// Crawl-delay (seconds) in host 0's robots.txt.
+    #[arg(long)]
+    crawl_delay: Option<f64>,
+    /// Hostile modes, comma-separated, or `all`: slow-first-byte, drip, endless, huge,
+    /// gzip-bomb, many-links, nested, trap, huge-headers.
+    #[arg(long, default_value = "")]
+    hostile: String,
+    /// Seconds the slow-first-byte page waits.
+    #[arg(long, default_value_t = 30)]
+    slow_secs: u64,
+    /// Address to listen on (names mode).
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: IpAddr,
+    /// Port to listen on; every URL contains it (unless it is 80).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Worker threads of the server (1 = everything on one core).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Print the ground truth (`URL<TAB>expected outcome`, then `# counts` and `# trap`
+    /// lines) for this configuration and port, and exit.
+    #[arg(long)]
+    ground_truth: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AddressingArg {
+    Names,
+    Ips,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let hostile = match Hostile::parse(&args.hostile) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("testsite: --hostile: {e}");
+            return ExitCode::from(64);
+        }
+    };
+    let cfg = SiteConfig {
+        pages: args.pages,
+        fanout: args.fanout,
+        extra_links: args.extra_links,
+        hosts: args.hosts,
+        depth: args.depth,
+        orphans: args.orphans,
+        seed: args.seed,
+        addressing: match args.addressing {
+            AddressingArg::Names => Addressing::Names,
+            AddressingArg::Ips => Addressing::Ips,
+        },
+        crawl_delay: args.crawl_delay,
+        slow_secs: args.slow_secs,
+        hostile,
+    };
+    if let Err(e) = cfg.validate() {
+        eprintln!("testsite: {e}");
+        return ExitCode::from(64);
+    }
+    if args.ground_truth {
+        return print_ground_truth(cfg, args.port);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads.max(1))
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("testsite: cannot start the runtime: {e}");
+            return ExitCode::from(71);
+        }
+    };
+    runtime.block_on(async move {
+        let (listeners, port) = match testsite::bind(&cfg, args.bind, args.port).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!(
+                    "testsite: cannot listen on {}:{}: {e}",
+                    args.bind, args.port
+                );
+                return ExitCode::from(69);
+            }
+        };
+        let site = Site::new(cfg, port).expect("validated above");
+        eprintln!(
+            "testsite: serving {} hosts; seed URL {}",
+            site.config().hosts,
+            site.seed_url()
+        );
+        let observer = Arc::new(Observer::new(false));
+        testsite::serve(listeners, site, Arc::clone(&observer), async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await;
+        eprintln!(
+            "testsite: stopped after {} requests",
+            observer.total_requests()
+        );
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_ground_truth(cfg: SiteConfig, port: u16) -> ExitCode {
+    use std::io::Write;
+    let site = Site::new(cfg, port).expect("validated");
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut counts = std::collections::BTreeMap::<String, u64>::new();
+    let mut failed = false;
+    site.walk_ground_truth(|url, expected| {
+        *counts.entry(expected.to_string()).or_default() += 1;
+        failed |= writeln!(out, "{url}\t{expected}").is_err();
+    });
+    let counts: Vec<String> = counts
+        .iter()
+        .map(|(k, v)| format!("\"{k}\": {v}"))
+        .collect();
+    failed |= writeln!(out, "# counts {{{}}}", counts.join(", ")).is_err();
+    for prefix in site.trap_prefixes() {
+        failed |= writeln!(out, "# trap {prefix}").is_err();
+    }
+    failed |= out.flush().is_err();
+    if failed {
+        ExitCode::from(74)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,254 @@
+//! What a site looks like: every knob of the generated web, with defaults and validation.
+
+use std::fmt;
+
+/// How virtual hosts are told apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addressing {
+    /// Hosts are names (`h0.test`, `h1.test`, …) on one listener, told apart by the `Host`
+    /// header; a crawler maps the names to the listener (a resolve override, or DNS aliases).
+    Names,
+    /// Host `i` is the address `127.0.0.{i+1}`, each bound separately on the same port, so no
+    /// name resolution is needed at all.
+    Ips,
+}
+
+/// Hostile behaviours, each switched on separately. All live on host 0 and are linked from its
+/// root page only when switched on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hostile {
+    /// Headers only after `slow_secs`.
+    pub slow_first_byte: bool,
+    /// Headers at once, then one byte every 500 ms (slowloris), for up to ten minutes.
+    pub drip: bool,
+    /// A body that never ends.
+    pub endless: bool,
+    /// A 1 GiB body with a correct `Content-Length`.
+    pub huge: bool,
+    /// A 1 MiB gzip body that inflates to 1 GiB.
+    pub gzip_bomb: bool,
+    /// A page with 100,000 links (all to pages that exist anyway).
+    pub many_links: bool,
+    /// 100,000 levels of unclosed, malformed tags with one link at the bottom.
+    pub nested: bool,
+    /// A spider trap: an ever-growing path and an endless calendar.
+    pub trap: bool,
+    /// A response with about 256 KiB of headers.
+    pub huge_headers: bool,
+}
+
+impl Hostile {
+    /// Every hostile mode on.
+    pub fn all() -> Self {
+        Self {
+            slow_first_byte: true,
+            drip: true,
+            endless: true,
+            huge: true,
+            gzip_bomb: true,
+            many_links: true,
+            nested: true,
+            trap: true,
+            huge_headers: true,
+        }
+    }
+
+    /// The names accepted by [`Hostile::parse`], in order.
+    pub const NAMES: [&'static str; 9] = [
+        "slow-first-byte",
+        "drip",
+        "endless",
+        "huge",
+        "gzip-bomb",
+        "many-links",
+        "nested",
+        "trap",
+        "huge-headers",
+    ];
+
+    /// Parses a comma-separated list of mode names, or `all`.
+    pub fn parse(list: &str) -> Result<Self, String> {
+        let mut h = Hostile::default();
+        for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match name {
+                "all" => h = Hostile::all(),
+                "slow-first-byte" => h.slow_first_byte = true,
+                "drip" => h.drip = true,
+                "endless" => h.endless = true,
+                "huge" => h.huge = true,
+                "gzip-bomb" => h.gzip_bomb = true,
+                "many-links" => h.many_links = true,
+                "nested" => h.nested = true,
+                "trap" => h.trap = true,
+                "huge-headers" => h.huge_headers = true,
+                other => {
+                    return Err(format!(
+                        "unknown hostile mode `{other}` (known: all, {})",
+                        Hostile::NAMES.join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(h)
+    }
+
+    /// Whether any mode is on.
+    pub fn any(&self) -> bool {
+        *self != Hostile::default()
+    }
+}
+
+/// Default number of numeric pages.
+pub const DEFAULT_PAGES: u64 = 1000;
+/// Default tree links per page.
+pub const DEFAULT_FANOUT: u32 = 8;
+/// Default random (mostly duplicate) links per page.
+pub const DEFAULT_EXTRA_LINKS: u32 = 8;
+/// Default number of virtual hosts.
+pub const DEFAULT_HOSTS: u32 = 5;
+/// Default length of each host's deep chain.
+pub const DEFAULT_DEPTH: u32 = 20;
+/// Default orphan pages per host.
+pub const DEFAULT_ORPHANS: u32 = 3;
+/// The most pages a site may have (pages are generated on request, never stored).
+pub const MAX_PAGES: u64 = 1_000_000_000;
+
+/// The whole description of a generated site. The same config gives the same site.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SiteConfig {
+    /// Numeric pages `/…/p{id}.html`, spread over the hosts.
+    pub pages: u64,
+    /// Tree links per page: page `p` links to `p·F+1 ..= p·F+F`, so every page is reachable
+    /// and breadth-first depth grows as `log_F(pages)`.
+    pub fanout: u32,
+    /// Extra links per page to pseudo-random pages: duplicates and cross-host links.
+    pub extra_links: u32,
+    /// Virtual hosts (at most 254 with [`Addressing::Ips`]).
+    pub hosts: u32,
+    /// Length of each host's chain `/chain/0 → /chain/1 → …`, reachable only link by link.
+    pub depth: u32,
+    /// Pages per host that exist but are linked from nowhere: a crawler must not find them.
+    pub orphans: u32,
+    /// Seed of every pseudo-random choice (link targets, how each link is written).
+    pub seed: u64,
+    /// How hosts are told apart.
+    pub addressing: Addressing,
+    /// `Crawl-delay` (seconds) announced in host 0's robots.txt, if any.
+    pub crawl_delay: Option<f64>,
+    /// How long `slow-first-byte` waits, in seconds.
+    pub slow_secs: u64,
+    /// Hostile behaviours on host 0.
+    pub hostile: Hostile,
+}
+
+impl Default for SiteConfig {
+    fn default() -> Self {
+        Self {
+            pages: DEFAULT_PAGES,
+            fanout: DEFAULT_FANOUT,
+            extra_links: DEFAULT_EXTRA_LINKS,
+            hosts: DEFAULT_HOSTS,
+            depth: DEFAULT_DEPTH,
+            orphans: DEFAULT_ORPHANS,
+            seed: 1,
+            addressing: Addressing::Names,
+            crawl_delay: None,
+            slow_secs: 30,
+            hostile: Hostile::default(),
+        }
+    }
+}
+
+/// Every problem with a config, reported together.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError(pub Vec<String>);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid site config: {}", self.0.join("; "))
+    }
+}
+
+impl SiteConfig {
+    /// Checks every field; lists all problems at once.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        if self.pages == 0 || self.pages > MAX_PAGES {
+            problems.push(format!(
+                "pages must be in 1..={MAX_PAGES}, got {}",
+                self.pages
+            ));
+        }
+        if self.fanout == 0 || self.fanout > 10_000 {
+            problems.push(format!("fanout must be in 1..=10000, got {}", self.fanout));
+        }
+        if self.extra_links > 10_000 {
+            problems.push(format!(
+                "extra_links must be at most 10000, got {}",
+                self.extra_links
+            ));
+        }
+        let max_hosts = match self.addressing {
+            Addressing::Names => 10_000,
+            Addressing::Ips => 254,
+        };
+        if self.hosts == 0 || self.hosts > max_hosts {
+            problems.push(format!(
+                "hosts must be in 1..={max_hosts}, got {}",
+                self.hosts
+            ));
+        }
+        if u64::from(self.hosts) > self.pages {
+            problems.push(format!(
+                "hosts ({}) must not exceed pages ({}): page i is the root of host i",
+                self.hosts, self.pages
+            ));
+        }
+        if self.depth > 100_000 {
+            problems.push(format!("depth must be at most 100000, got {}", self.depth));
+        }
+        if self.orphans > 1000 {
+            problems.push(format!(
+                "orphans must be at most 1000, got {}",
+                self.orphans
+            ));
+        }
+        if let Some(d) = self.crawl_delay {
+            if !(d.is_finite() && (0.0..=3600.0).contains(&d)) {
+                problems.push(format!("crawl_delay must be in 0..=3600 seconds, got {d}"));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError(problems))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_every_problem() {
+        let cfg = SiteConfig {
+            pages: 0,
+            fanout: 0,
+            hosts: 0,
+            ..SiteConfig::default()
+        };
+        let err = cfg.validate().unwrap_err();
+        assert_eq!(err.0.len(), 3, "{err}");
+        assert!(SiteConfig::default().validate().is_ok());
+    }
+
+    #[test]
+    fn parses_hostile_lists() {
+        assert_eq!(Hostile::parse("all").unwrap(), Hostile::all());
+        let h = Hostile::parse("drip, trap").unwrap();
+        assert!(h.drip && h.trap && !h.huge);
+        assert!(Hostile::parse("nope").is_err());
+        assert!(!Hostile::parse("").unwrap().any());
+    }
+}

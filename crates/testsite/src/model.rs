@@ -1,0 +1,835 @@
+//! The site model: which URLs exist, what each one serves and where its links point — all
+//! computed on demand from the config and its seed, so a site of 10^8 pages costs no memory.
+//!
+//! Every URL the model produces is in the canonical form a correct normaliser yields (lower
+//! case host, no default port, no dot segments, no fragment, UTF-8 percent-encoded path), so
+//! the ground truth is a list of canonical URLs. How each link is *written* in a page (relative,
+//! protocol-relative, upper-case host, `%7E`, …) is chosen separately, in `render`.
+
+use std::fmt;
+
+use crate::config::{Addressing, SiteConfig};
+
+/// Index of a virtual host.
+pub type HostId = u32;
+
+/// A canonical link target: a host and a canonical path (with query, if any).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Target {
+    /// The host serving the target.
+    pub host: HostId,
+    /// Canonical path and query, starting with `/`.
+    pub path: String,
+}
+
+/// A link on a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// Where it points.
+    pub target: Target,
+    /// `rel="nofollow"`.
+    pub nofollow: bool,
+}
+
+/// How an HTML page declares its character set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Charset {
+    /// UTF-8, declared in the header.
+    Utf8,
+    /// ISO-8859-1, declared only in the `Content-Type` header.
+    Latin1Header,
+    /// Shift_JIS, declared only in a `<meta charset>`.
+    ShiftJisMeta,
+    /// Declared UTF-8 but with invalid byte sequences in the text.
+    BrokenUtf8,
+}
+
+/// Content-Encoding a page is served with when the client accepts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// `gzip`.
+    Gzip,
+    /// `br`.
+    Brotli,
+}
+
+/// A hostile behaviour (see [`crate::config::Hostile`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HostileKind {
+    SlowFirstByte,
+    Drip,
+    Endless,
+    Huge,
+    GzipBomb,
+    HugeHeaders,
+}
+
+impl HostileKind {
+    /// The mode's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostileKind::SlowFirstByte => "slow-first-byte",
+            HostileKind::Drip => "drip",
+            HostileKind::Endless => "endless",
+            HostileKind::Huge => "huge",
+            HostileKind::GzipBomb => "gzip-bomb",
+            HostileKind::HugeHeaders => "huge-headers",
+        }
+    }
+}
+
+/// The robots.txt policy of a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RobotsKind {
+    /// Disallow `/private/` but allow `/private/public/`, disallow `/*.pdf$`, and an optional
+    /// `Crawl-delay`.
+    Rules,
+    /// robots.txt answers 404: everything is allowed.
+    Missing,
+    /// robots.txt answers 500: RFC 9309 says treat the host as fully disallowed.
+    ServerError,
+    /// robots.txt is binary garbage with no valid rule: everything is allowed.
+    Garbage,
+}
+
+/// An HTML document as the model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Html {
+    /// `<title>`.
+    pub title: String,
+    /// Links in document order.
+    pub links: Vec<Link>,
+    /// `<base href>` directory (a canonical path ending in `/`), if the page has one.
+    pub base: Option<String>,
+    /// `<meta name="robots" content="nofollow, noindex">`.
+    pub meta_nofollow: bool,
+    /// How the character set is declared.
+    pub charset: Charset,
+    /// Compression used when the client accepts it.
+    pub encoding: Option<Encoding>,
+    /// A `Content-Type` that lies (the body is HTML, the header says otherwise).
+    pub content_type_lie: Option<&'static str>,
+    /// Filler paragraphs (the page's size beyond its links).
+    pub filler: u32,
+}
+
+impl Html {
+    fn new(title: impl Into<String>, links: Vec<Link>) -> Self {
+        Self {
+            title: title.into(),
+            links,
+            base: None,
+            meta_nofollow: false,
+            charset: Charset::Utf8,
+            encoding: None,
+            content_type_lie: None,
+            filler: 1,
+        }
+    }
+}
+
+/// What a URL serves.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resource {
+    /// An HTML page (status 200).
+    Html(Html),
+    /// A redirect.
+    Redirect {
+        /// 301, 302, 307 or 308.
+        status: u16,
+        /// Where to.
+        location: Target,
+        /// Whether `Location` is written as a relative reference.
+        relative: bool,
+    },
+    /// A status with a short body and nothing else.
+    Status(u16),
+    /// Fails with `status` (with `Retry-After` if set) on the first request, then serves `then`.
+    Transient {
+        /// The first answer: 500, 503 or 429.
+        status: u16,
+        /// `Retry-After` seconds.
+        retry_after: Option<u32>,
+        /// What later requests get.
+        then: Box<Resource>,
+    },
+    /// Non-HTML bytes with a content type.
+    Binary {
+        /// `Content-Type`.
+        content_type: &'static str,
+        /// Seed of the generated bytes.
+        seed: u64,
+        /// Length of the body.
+        len: usize,
+    },
+    /// robots.txt of a host.
+    Robots(RobotsKind),
+    /// A hostile behaviour.
+    Hostile(HostileKind),
+    /// A spider-trap page: valid HTML whose links lead ever deeper.
+    Trap(Html),
+    /// Nothing here.
+    NotFound,
+}
+
+/// What a correct crawler with default settings records for a URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Expected {
+    /// A final HTTP status (after retries of transient failures).
+    Status(u16),
+    /// A hostile behaviour: the record must exist and say what went wrong (or was cut).
+    Hostile(HostileKind),
+}
+
+impl fmt::Display for Expected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expected::Status(s) => write!(f, "{s}"),
+            Expected::Hostile(k) => write!(f, "hostile:{}", k.name()),
+        }
+    }
+}
+
+/// splitmix64 over a combination of inputs: the site's only source of "randomness".
+pub fn mix(seed: u64, a: u64, b: u64) -> u64 {
+    let mut z = seed
+        .wrapping_add(a.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(b.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A generated site bound to a port (URLs contain it unless it is 80).
+#[derive(Debug, Clone)]
+pub struct Site {
+    cfg: SiteConfig,
+    port: u16,
+}
+
+/// Special resources every host serves, linked from its root page (paths are canonical).
+pub const SPECIAL_LINKS: &[&str] = &[
+    "/redirect/301",
+    "/redirect/302",
+    "/redirect/307",
+    "/redirect/308",
+    "/redirect/chain/3",
+    "/redirect/loop-a",
+    "/redirect/cross-host",
+    "/redirect/to-private",
+    "/missing",
+    "/gone",
+    "/flaky",
+    "/busy",
+    "/slow-down",
+    "/files/photo.png",
+    "/files/report.pdf",
+    "/files/report.pdf?download=1",
+    "/files/report.pdf?download=1&x=2",
+    "/files/data.json",
+    "/lie/html-as-image",
+    "/lie/binary-as-html",
+    "/enc/latin1",
+    "/enc/sjis",
+    "/enc/bad-utf8",
+    "/nofollow",
+    "/meta-nofollow",
+    "/compressed/gzip",
+    "/compressed/br",
+    "/chain/0",
+];
+
+impl Site {
+    /// A site for `cfg` served on `port`.
+    pub fn new(cfg: SiteConfig, port: u16) -> Result<Self, crate::config::ConfigError> {
+        cfg.validate()?;
+        Ok(Self { cfg, port })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SiteConfig {
+        &self.cfg
+    }
+
+    /// The port in every URL.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Host `h`'s name as it appears in URLs (`h3.test` or `127.0.0.4`).
+    pub fn host_name(&self, h: HostId) -> String {
+        match self.cfg.addressing {
+            Addressing::Names => format!("h{h}.test"),
+            Addressing::Ips => format!("127.0.0.{}", h + 1),
+        }
+    }
+
+    /// The host a `Host` header value (or a bound address) names, if it is one of ours.
+    pub fn host_id(&self, authority: &str) -> Option<HostId> {
+        let host = match authority.rsplit_once(':') {
+            Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+            _ => authority,
+        };
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let id = match self.cfg.addressing {
+            Addressing::Names => host
+                .strip_prefix('h')?
+                .strip_suffix(".test")?
+                .parse()
+                .ok()?,
+            Addressing::Ips => host
+                .strip_prefix("127.0.0.")?
+                .parse::<u32>()
+                .ok()?
+                .checked_sub(1)?,
+        };
+        // Reject "h01.test" and the like: only the canonical spelling names a host.
+        (id < self.cfg.hosts && self.host_name(id) == host).then_some(id)
+    }
+
+    /// `http://host[:port]`.
+    pub fn origin(&self, h: HostId) -> String {
+        if self.port == 80 {
+            format!("http://{}", self.host_name(h))
+        } else {
+            format!("http://{}:{}", self.host_name(h), self.port)
+        }
+    }
+
+    /// The canonical absolute URL of a target.
+    pub fn url(&self, t: &Target) -> String {
+        format!("{}{}", self.origin(t.host), t.path)
+    }
+
+    /// The crawl's seed: host 0's root page.
+    pub fn seed_url(&self) -> String {
+        format!("{}/", self.origin(0))
+    }
+
+    /// Which robots.txt policy host `h` has.
+    pub fn robots_kind(&self, h: HostId) -> RobotsKind {
+        match h {
+            1 => RobotsKind::Missing,
+            2 => RobotsKind::ServerError,
+            3 => RobotsKind::Garbage,
+            _ => RobotsKind::Rules,
+        }
+    }
+
+    /// The robots.txt text of a host with [`RobotsKind::Rules`].
+    pub fn robots_rules(&self, h: HostId) -> String {
+        let mut text = format!(
+            "# robots.txt of {}\nUser-agent: *\nDisallow: /private/\nAllow: /private/public/\nDisallow: /*.pdf$\n",
+            self.host_name(h)
+        );
+        if let (0, Some(delay)) = (h, self.cfg.crawl_delay) {
+            text.push_str(&format!("Crawl-delay: {delay}\n"));
+        }
+        text.push_str("\nUser-agent: BadBot\nDisallow: /\n");
+        text
+    }
+
+    /// Whether a correct crawler may fetch `path` (canonical path and query) on host `h`.
+    pub fn is_disallowed(&self, h: HostId, path: &str) -> bool {
+        if path == "/robots.txt" {
+            return false;
+        }
+        match self.robots_kind(h) {
+            RobotsKind::Missing | RobotsKind::Garbage => false,
+            RobotsKind::ServerError => true,
+            RobotsKind::Rules => {
+                (path.starts_with("/private/") && !path.starts_with("/private/public/"))
+                    || path.ends_with(".pdf")
+            }
+        }
+    }
+
+    /// The host of numeric page `p`.
+    pub fn page_host(&self, p: u64) -> HostId {
+        (p % u64::from(self.cfg.hosts)) as HostId
+    }
+
+    /// The canonical path of numeric page `p`. Pages `0..hosts` are the hosts' root pages.
+    pub fn page_path(&self, p: u64) -> String {
+        if p < u64::from(self.cfg.hosts) {
+            "/".to_owned()
+        } else if p % 50 == 7 {
+            format!("/private/p{p}.html")
+        } else if p % 50 == 17 {
+            format!("/private/public/p{p}.html")
+        } else if p % 11 == 3 {
+            format!("/~u{}/p{p}.html", p % 5)
+        } else {
+            format!("/s{}/d{}/p{p}.html", p % 7, p % 13)
+        }
+    }
+
+    /// The numeric page at canonical `path` on host `h`, if any.
+    pub fn page_at(&self, h: HostId, path: &str) -> Option<u64> {
+        if path == "/" {
+            return Some(u64::from(h));
+        }
+        let name = path.rsplit('/').next()?;
+        let p: u64 = name
+            .strip_prefix('p')?
+            .strip_suffix(".html")?
+            .parse()
+            .ok()?;
+        (p < self.cfg.pages && self.page_host(p) == h && self.page_path(p) == path).then_some(p)
+    }
+
+    /// A target for numeric page `p`.
+    pub fn page_target(&self, p: u64) -> Target {
+        Target {
+            host: self.page_host(p),
+            path: self.page_path(p),
+        }
+    }
+
+    /// The `k`-th page of host `h` (wrapping to its root if the site is small).
+    fn some_page(&self, h: HostId, k: u64) -> Target {
+        let p = u64::from(h) + u64::from(self.cfg.hosts) * (k + 1);
+        if p < self.cfg.pages {
+            self.page_target(p)
+        } else {
+            Target {
+                host: h,
+                path: "/".into(),
+            }
+        }
+    }
+
+    fn link(&self, host: HostId, path: &str) -> Link {
+        Link {
+            target: Target {
+                host,
+                path: path.to_owned(),
+            },
+            nofollow: false,
+        }
+    }
+
+    /// The numeric pages page `p` links to: its tree children `p·F+1 ..= p·F+F`, then
+    /// `extra_links` pseudo-random pages.
+    pub fn page_link_ids(&self, p: u64) -> impl Iterator<Item = u64> + '_ {
+        let cfg = &self.cfg;
+        let f = u64::from(cfg.fanout);
+        let first_child = p.saturating_mul(f).saturating_add(1);
+        let children = first_child
+            ..first_child
+                .saturating_add(f)
+                .min(cfg.pages)
+                .max(first_child);
+        let extras = (0..u64::from(cfg.extra_links))
+            .map(move |j| mix(cfg.seed, p, j + 1_000_000) % cfg.pages);
+        children.chain(extras)
+    }
+
+    /// Whether numeric page `p` is disallowed by its host's robots.txt (fast path of
+    /// [`is_disallowed`](Self::is_disallowed), no strings).
+    pub fn page_disallowed(&self, p: u64) -> bool {
+        match self.robots_kind(self.page_host(p)) {
+            RobotsKind::ServerError => true,
+            RobotsKind::Rules => p >= u64::from(self.cfg.hosts) && p % 50 == 7,
+            RobotsKind::Missing | RobotsKind::Garbage => false,
+        }
+    }
+
+    /// The links of numeric page `p`: [`page_link_ids`](Self::page_link_ids), and on root
+    /// pages the host's special resources, chain and (host 0) hostile pages.
+    pub fn page_links(&self, p: u64) -> Vec<Link> {
+        let cfg = &self.cfg;
+        let mut links = Vec::with_capacity((cfg.fanout + cfg.extra_links) as usize + 8);
+        links.extend(self.page_link_ids(p).map(|t| Link {
+            target: self.page_target(t),
+            nofollow: false,
+        }));
+        if p < u64::from(cfg.hosts) {
+            let h = p as HostId;
+            links.extend(SPECIAL_LINKS.iter().map(|s| self.link(h, s)));
+            if h == 0 {
+                links.extend(self.hostile_links().into_iter().map(|s| self.link(0, s)));
+            }
+        }
+        links
+    }
+
+    /// Host 0's links to the hostile pages that are switched on.
+    pub fn hostile_links(&self) -> Vec<&'static str> {
+        let m = &self.cfg.hostile;
+        let mut v = Vec::new();
+        let modes = [
+            (m.slow_first_byte, "/hostile/slow-first-byte"),
+            (m.drip, "/hostile/drip"),
+            (m.endless, "/hostile/endless"),
+            (m.huge, "/hostile/huge"),
+            (m.gzip_bomb, "/hostile/gzip-bomb"),
+            (m.many_links, "/hostile/many-links"),
+            (m.nested, "/hostile/nested"),
+            (m.trap, "/hostile/trap/x"),
+            (m.trap, "/hostile/calendar?month=0"),
+            (m.huge_headers, "/hostile/huge-headers"),
+        ];
+        for (on, path) in modes {
+            if on {
+                v.push(path);
+            }
+        }
+        v
+    }
+
+    /// The HTML of numeric page `p`.
+    pub fn page_html(&self, p: u64) -> Html {
+        let mut html = Html::new(format!("Page {p}"), self.page_links(p));
+        if p % 13 == 4 && p >= u64::from(self.cfg.hosts) {
+            html.base = Some(format!("/b{}/", p % 3));
+        }
+        html.encoding = match p % 3 {
+            1 => Some(Encoding::Gzip),
+            2 => Some(Encoding::Brotli),
+            _ => None,
+        };
+        html.filler = 1 + (mix(self.cfg.seed, p, 7) % 3) as u32;
+        html
+    }
+
+    /// What canonical `path` (with query) on host `h` serves.
+    pub fn resolve(&self, h: HostId, path: &str) -> Resource {
+        if let Some(p) = self.page_at(h, path) {
+            return Resource::Html(self.page_html(p));
+        }
+        let (route, query) = match path.split_once('?') {
+            Some((r, q)) => (r, Some(q)),
+            None => (path, None),
+        };
+        let html = |title: &str, links: Vec<Link>| Resource::Html(Html::new(title, links));
+        let redirect = |status: u16, host: HostId, to: &str, relative: bool| Resource::Redirect {
+            status,
+            location: Target {
+                host,
+                path: to.to_owned(),
+            },
+            relative,
+        };
+        let hosts = self.cfg.hosts;
+        match (route, query) {
+            ("/robots.txt", None) => Resource::Robots(self.robots_kind(h)),
+            ("/redirect/301", None) => Resource::Redirect {
+                status: 301,
+                location: self.some_page(h, 0),
+                relative: false,
+            },
+            ("/redirect/302", None) => Resource::Redirect {
+                status: 302,
+                location: self.some_page(h, 1),
+                relative: true,
+            },
+            ("/redirect/307", None) => Resource::Redirect {
+                status: 307,
+                location: self.some_page(h, 2),
+                relative: false,
+            },
+            ("/redirect/308", None) => Resource::Redirect {
+                status: 308,
+                location: self.some_page(h, 3),
+                relative: true,
+            },
+            ("/redirect/chain/3", None) => redirect(302, h, "/redirect/chain/2", true),
+            ("/redirect/chain/2", None) => redirect(302, h, "/redirect/chain/1", false),
+            ("/redirect/chain/1", None) => redirect(301, h, "/redirect/chain-end", true),
+            ("/redirect/chain-end", None) => html("End of the redirect chain", vec![]),
+            ("/redirect/loop-a", None) => redirect(301, h, "/redirect/loop-b", true),
+            ("/redirect/loop-b", None) => redirect(301, h, "/redirect/loop-a", true),
+            ("/redirect/cross-host", None) => redirect(301, (h + 1) % hosts, "/", false),
+            ("/redirect/to-private", None) => redirect(301, h, "/private/secret.html", true),
+            ("/private/secret.html", None) => html("Secret", vec![]),
+            ("/missing", None) => Resource::Status(404),
+            ("/gone", None) => Resource::Status(410),
+            ("/flaky", None) => Resource::Transient {
+                status: 500,
+                retry_after: None,
+                then: Box::new(html("Flaky, now fine", vec![])),
+            },
+            ("/busy", None) => Resource::Transient {
+                status: 503,
+                retry_after: Some(1),
+                then: Box::new(html("Busy, now fine", vec![])),
+            },
+            ("/slow-down", None) => Resource::Transient {
+                status: 429,
+                retry_after: Some(1),
+                then: Box::new(html("Slowed down, now fine", vec![])),
+            },
+            ("/files/photo.png", None) => Resource::Binary {
+                content_type: "image/png",
+                seed: 1,
+                len: 2048,
+            },
+            ("/files/report.pdf", _) => Resource::Binary {
+                content_type: "application/pdf",
+                seed: 2,
+                len: 4096,
+            },
+            ("/files/data.json", None) => Resource::Binary {
+                content_type: "application/json",
+                seed: 3,
+                len: 0,
+            },
+            ("/lie/html-as-image", None) => {
+                let mut page = Html::new(
+                    "HTML served as an image",
+                    vec![self.link(h, "/lie/unreachable")],
+                );
+                page.content_type_lie = Some("image/png");
+                Resource::Html(page)
+            }
+            ("/lie/unreachable", None) => {
+                html("Only linked from a page a crawler must not parse", vec![])
+            }
+            ("/lie/binary-as-html", None) => Resource::Binary {
+                content_type: "text/html",
+                seed: 4,
+                len: 3000,
+            },
+            ("/enc/latin1", None) => {
+                let mut page = Html::new("Latin-1 café", vec![self.link(h, "/enc/caf%C3%A9")]);
+                page.charset = Charset::Latin1Header;
+                Resource::Html(page)
+            }
+            ("/enc/caf%C3%A9", None) => html("Café", vec![]),
+            ("/enc/sjis", None) => {
+                let mut page = Html::new(
+                    "Shift_JIS 日本語",
+                    vec![self.link(h, "/enc/%E6%97%A5%E6%9C%AC%E8%AA%9E")],
+                );
+                page.charset = Charset::ShiftJisMeta;
+                Resource::Html(page)
+            }
+            ("/enc/%E6%97%A5%E6%9C%AC%E8%AA%9E", None) => html("日本語", vec![]),
+            ("/enc/bad-utf8", None) => {
+                let mut page = Html::new("Broken UTF-8", vec![self.link(h, "/enc/ok")]);
+                page.charset = Charset::BrokenUtf8;
+                Resource::Html(page)
+            }
+            ("/enc/ok", None) => html("Reached through a page with invalid UTF-8", vec![]),
+            ("/nofollow", None) => html(
+                "A nofollow link",
+                vec![
+                    Link {
+                        target: Target {
+                            host: h,
+                            path: "/nofollow/hidden".into(),
+                        },
+                        nofollow: true,
+                    },
+                    self.link(h, "/nofollow/shown"),
+                ],
+            ),
+            ("/nofollow/hidden", None) => html("Only linked with rel=nofollow", vec![]),
+            ("/nofollow/shown", None) => html("Linked normally", vec![]),
+            ("/meta-nofollow", None) => {
+                let mut page = Html::new(
+                    "Meta robots nofollow",
+                    vec![self.link(h, "/meta-nofollow/hidden")],
+                );
+                page.meta_nofollow = true;
+                Resource::Html(page)
+            }
+            ("/meta-nofollow/hidden", None) => html("Only linked from a nofollow page", vec![]),
+            ("/compressed/gzip", None) => {
+                let mut page = Html::new("Gzip", vec![self.link(h, "/compressed/gzip-target")]);
+                page.encoding = Some(Encoding::Gzip);
+                page.filler = 20;
+                Resource::Html(page)
+            }
+            ("/compressed/gzip-target", None) => html("Linked from a gzip page", vec![]),
+            ("/compressed/br", None) => {
+                let mut page = Html::new("Brotli", vec![self.link(h, "/compressed/br-target")]);
+                page.encoding = Some(Encoding::Brotli);
+                page.filler = 20;
+                Resource::Html(page)
+            }
+            ("/compressed/br-target", None) => html("Linked from a brotli page", vec![]),
+            _ => self.resolve_numbered(h, route, query),
+        }
+    }
+
+    /// Routes with a number in them: the chain, orphans, and host 0's hostile pages.
+    fn resolve_numbered(&self, h: HostId, route: &str, query: Option<&str>) -> Resource {
+        if let Some(i) = route
+            .strip_prefix("/chain/")
+            .and_then(|s| s.parse::<u32>().ok())
+        {
+            if i < self.cfg.depth.max(1) && route == format!("/chain/{i}") {
+                let links = if i + 1 < self.cfg.depth {
+                    vec![self.link(h, &format!("/chain/{}", i + 1))]
+                } else {
+                    vec![]
+                };
+                return Resource::Html(Html::new(format!("Chain {i}"), links));
+            }
+        }
+        if let Some(i) = route
+            .strip_prefix("/orphan/")
+            .and_then(|s| s.parse::<u32>().ok())
+        {
+            if i < self.cfg.orphans && route == format!("/orphan/{i}") && query.is_none() {
+                return Resource::Html(Html::new(
+                    format!("Orphan {i}: nothing links here"),
+                    vec![],
+                ));
+            }
+        }
+        if h == 0 {
+            if let Some(r) = self.resolve_hostile(route, query) {
+                return r;
+            }
+        }
+        Resource::NotFound
+    }
+
+    fn resolve_hostile(&self, route: &str, query: Option<&str>) -> Option<Resource> {
+        let m = &self.cfg.hostile;
+        let kind = match (route, query) {
+            ("/hostile/slow-first-byte", None) if m.slow_first_byte => HostileKind::SlowFirstByte,
+            ("/hostile/drip", None) if m.drip => HostileKind::Drip,
+            ("/hostile/endless", None) if m.endless => HostileKind::Endless,
+            ("/hostile/huge", None) if m.huge => HostileKind::Huge,
+            ("/hostile/gzip-bomb", None) if m.gzip_bomb => HostileKind::GzipBomb,
+            ("/hostile/huge-headers", None) if m.huge_headers => HostileKind::HugeHeaders,
+            ("/hostile/many-links", None) if m.many_links => {
+                // 100,000 links, all to pages that exist anyway: a dedup stress, no new work.
+                let pages = self.cfg.pages;
+                let links = (0..100_000u64)
+                    .map(|i| Link {
+                        target: self.page_target(mix(self.cfg.seed, i, 99) % pages),
+                        nofollow: false,
+                    })
+                    .collect();
+                return Some(Resource::Html(Html::new("100,000 links", links)));
+            }
+            ("/hostile/nested", None) if m.nested => {
+                return Some(Resource::Html(Html::new(
+                    "Deeply nested",
+                    vec![self.link(0, "/hostile/nested-target")],
+                )))
+            }
+            ("/hostile/nested-target", None) if m.nested => {
+                return Some(Resource::Html(Html::new(
+                    "Found below 100,000 unclosed tags",
+                    vec![],
+                )))
+            }
+            (r, None) if m.trap && r.starts_with("/hostile/trap/x") => {
+                let deeper = format!("{r}/x");
+                return Some(Resource::Trap(Html::new(
+                    "Ever deeper",
+                    vec![self.link(0, &deeper)],
+                )));
+            }
+            ("/hostile/calendar", Some(q)) if m.trap => {
+                let month: u64 = q.strip_prefix("month=")?.parse().ok()?;
+                let next = format!("/hostile/calendar?month={}", month + 1);
+                return Some(Resource::Trap(Html::new(
+                    format!("Calendar month {month}"),
+                    vec![self.link(0, &next)],
+                )));
+            }
+            _ => return None,
+        };
+        Some(Resource::Hostile(kind))
+    }
+
+    /// URL prefixes of spider traps: a crawler's fetches there are bounded by its trap guards,
+    /// not listed one by one in the ground truth.
+    pub fn trap_prefixes(&self) -> Vec<String> {
+        if self.cfg.hostile.trap {
+            vec![
+                self.url(&Target {
+                    host: 0,
+                    path: "/hostile/trap/".into(),
+                }),
+                self.url(&Target {
+                    host: 0,
+                    path: "/hostile/calendar?".into(),
+                }),
+            ]
+        } else {
+            vec![]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site() -> Site {
+        Site::new(SiteConfig::default(), 8080).unwrap()
+    }
+
+    #[test]
+    fn page_paths_round_trip() {
+        let s = site();
+        for p in 0..1000 {
+            let t = s.page_target(p);
+            assert_eq!(s.page_at(t.host, &t.path), Some(p), "{t:?}");
+        }
+        assert_eq!(s.page_at(0, "/s1/d2/p9999999.html"), None);
+        assert_eq!(s.page_at(1, &s.page_path(10)), None, "wrong host");
+    }
+
+    #[test]
+    fn hosts_are_named_canonically() {
+        let s = site();
+        assert_eq!(s.host_id("h3.test:8080"), Some(3));
+        assert_eq!(s.host_id("H3.TEST"), Some(3));
+        assert_eq!(s.host_id("h03.test"), None);
+        assert_eq!(s.host_id("h9.test"), None);
+        assert_eq!(s.origin(2), "http://h2.test:8080");
+        let ips = Site::new(
+            SiteConfig {
+                addressing: Addressing::Ips,
+                ..SiteConfig::default()
+            },
+            80,
+        )
+        .unwrap();
+        assert_eq!(ips.origin(2), "http://127.0.0.3");
+        assert_eq!(ips.host_id("127.0.0.3:80"), Some(2));
+        assert_eq!(ips.host_id("127.0.0.0"), None);
+    }
+
+    #[test]
+    fn generation_is_deterministic_and_seeded() {
+        let a = site();
+        let b = site();
+        let c = Site::new(
+            SiteConfig {
+                seed: 2,
+                ..SiteConfig::default()
+            },
+            8080,
+        )
+        .unwrap();
+        for p in [0, 1, 17, 999] {
+            assert_eq!(a.page_links(p), b.page_links(p));
+        }
+        assert!((0..50).any(|p| a.page_links(p) != c.page_links(p)));
+    }
+
+    #[test]
+    fn robots_policy() {
+        let s = site();
+        assert!(s.is_disallowed(0, "/private/p7.html"));
+        assert!(!s.is_disallowed(0, "/private/public/p17.html"));
+        assert!(s.is_disallowed(0, "/files/report.pdf"));
+        assert!(!s.is_disallowed(0, "/files/report.pdf?download=1"));
+        assert!(
+            !s.is_disallowed(1, "/private/p7.html"),
+            "robots 404: allow all"
+        );
+        assert!(s.is_disallowed(2, "/"), "robots 500: disallow all");
+        assert!(!s.is_disallowed(3, "/private/x"), "garbage: allow all");
+    }
+}

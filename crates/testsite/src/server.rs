@@ -1,0 +1,662 @@
+//! The HTTP server: hyper over tokio, one service for every virtual host, with a request log
+//! and per-host politeness statistics that tests read from the server's side.
+//!
+//! Like mini-redis' `server::run`, [`serve`] takes its listeners and a shutdown future, so a
+//! test binds `127.0.0.1:0`, starts the site, reads the address and stops it when done
+//! ([`TestSite`] wraps exactly that).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use dashmap::DashMap;
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::header::{
+    HeaderValue, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION,
+    RETRY_AFTER, USER_AGENT,
+};
+use hyper::{Request, Response, StatusCode};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::{Addressing, SiteConfig};
+use crate::model::{Encoding, HostId, HostileKind, Resource, RobotsKind, Site};
+use crate::render::{binary_body, compress};
+
+type ResponseBody = BoxBody<Bytes, Infallible>;
+
+/// One request as the server saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestRecord {
+    /// Milliseconds since the server started.
+    pub at_ms: f64,
+    /// The virtual host's name (or `?` for an unknown one).
+    pub host: String,
+    /// Path and query as requested (not decoded).
+    pub path: String,
+    /// Requests to this host in flight when this one arrived, itself included.
+    pub concurrent: usize,
+    /// Status sent.
+    pub status: u16,
+    /// `User-Agent` header.
+    pub user_agent: String,
+}
+
+/// Per-host politeness as observed by the server.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostStats {
+    /// Requests received.
+    pub requests: u64,
+    /// Most requests in flight at once.
+    pub max_concurrent: usize,
+    /// Shortest time between two consecutive request arrivals.
+    pub min_gap: Option<Duration>,
+    /// Requests in flight now.
+    pub in_flight: usize,
+    last_arrival: Option<Instant>,
+}
+
+/// What the server observed: statistics always, the full request log when asked for.
+#[derive(Debug)]
+pub struct Observer {
+    start: Instant,
+    hosts: DashMap<String, HostStats>,
+    log: Option<Mutex<Vec<RequestRecord>>>,
+    /// How often each (host, path) was requested: transient failures answer the first time.
+    hits: DashMap<(HostId, String), AtomicU32>,
+}
+
+impl Observer {
+    /// `keep_log`: keep every request in memory (tests); statistics are kept regardless.
+    pub fn new(keep_log: bool) -> Self {
+        Self {
+            start: Instant::now(),
+            hosts: DashMap::new(),
+            log: keep_log.then(|| Mutex::new(Vec::new())),
+            hits: DashMap::new(),
+        }
+    }
+
+    fn arrive(&self, host: &str) -> usize {
+        let now = Instant::now();
+        let mut s = self.hosts.entry(host.to_owned()).or_default();
+        s.requests += 1;
+        s.in_flight += 1;
+        s.max_concurrent = s.max_concurrent.max(s.in_flight);
+        if let Some(last) = s.last_arrival {
+            let gap = now.duration_since(last);
+            s.min_gap = Some(s.min_gap.map_or(gap, |g| g.min(gap)));
+        }
+        s.last_arrival = Some(now);
+        s.in_flight
+    }
+
+    fn depart(&self, host: &str) {
+        if let Some(mut s) = self.hosts.get_mut(host) {
+            s.in_flight = s.in_flight.saturating_sub(1);
+        }
+    }
+
+    fn hit(&self, host: HostId, path: &str) -> u32 {
+        self.hits
+            .entry((host, path.to_owned()))
+            .or_insert_with(|| AtomicU32::new(0))
+            .fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A copy of the request log (empty unless kept).
+    pub fn log(&self) -> Vec<RequestRecord> {
+        self.log
+            .as_ref()
+            .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .unwrap_or_default()
+    }
+
+    /// Statistics of every host that received a request.
+    pub fn host_stats(&self) -> Vec<(String, HostStats)> {
+        let mut v: Vec<_> = self
+            .hosts
+            .iter()
+            .map(|e| (e.key().clone(), e.value().clone()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    /// Total requests received.
+    pub fn total_requests(&self) -> u64 {
+        self.hosts.iter().map(|e| e.requests).sum()
+    }
+}
+
+/// Decrements the host's in-flight count when the response body is finished or dropped.
+struct InFlight {
+    observer: Arc<Observer>,
+    host: String,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.observer.depart(&self.host);
+    }
+}
+
+/// A body that keeps its request counted as in flight until it is done.
+struct Tracked {
+    inner: ResponseBody,
+    _guard: InFlight,
+}
+
+impl Body for Tracked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A streamed body fed by a task through a bounded channel (backpressure: the task waits for
+/// a slow reader, and stops when the client goes away).
+struct ChannelBody {
+    rx: mpsc::Receiver<Bytes>,
+    exact_len: Option<u64>,
+}
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.rx.poll_recv(cx).map(|c| c.map(|b| Ok(Frame::data(b))))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.exact_len.map(SizeHint::with_exact).unwrap_or_default()
+    }
+}
+
+fn full(bytes: impl Into<Bytes>) -> ResponseBody {
+    Full::new(bytes.into()).boxed()
+}
+
+fn simple(status: u16, text: &str) -> Response<ResponseBody> {
+    let mut r = Response::new(full(format!("{status} {text}\n")));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    r
+}
+
+/// Shared state of one running site.
+#[derive(Debug)]
+struct Shared {
+    site: Site,
+    observer: Arc<Observer>,
+    gzip_bomb: OnceLock<Bytes>,
+}
+
+/// Serves `site` on every listener until `shutdown` completes.
+pub async fn serve(
+    listeners: Vec<TcpListener>,
+    site: Site,
+    observer: Arc<Observer>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let shared = Arc::new(Shared {
+        site,
+        observer,
+        gzip_bomb: OnceLock::new(),
+    });
+    let mut accept_tasks = tokio::task::JoinSet::new();
+    for listener in listeners {
+        let shared = Arc::clone(&shared);
+        accept_tasks.spawn(accept_loop(listener, shared));
+    }
+    shutdown.await;
+    accept_tasks.shutdown().await;
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            Err(_) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let local = stream.local_addr().ok();
+        let shared = Arc::clone(&shared);
+        connections.spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let service = hyper::service::service_fn(move |req| {
+                let shared = Arc::clone(&shared);
+                async move { Ok::<_, Infallible>(handle(shared, local, req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(io, service)
+                .await;
+        });
+        // Reap finished connections so the set does not grow without bound.
+        while connections.try_join_next().is_some() {}
+    }
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    local: Option<SocketAddr>,
+    req: Request<Incoming>,
+) -> Response<ResponseBody> {
+    let site = &shared.site;
+    let host_id = match site.config().addressing {
+        Addressing::Names => req
+            .headers()
+            .get(HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| req.uri().authority().map(|a| a.as_str()))
+            .and_then(|h| site.host_id(h)),
+        Addressing::Ips => local.and_then(|a| site.host_id(&a.ip().to_string())),
+    };
+    let host_name = host_id.map_or_else(|| "?".to_owned(), |h| site.host_name(h));
+    let raw_path = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
+    let user_agent = req
+        .headers()
+        .get(USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let accepts = req
+        .headers()
+        .get(ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+
+    let concurrent = shared.observer.arrive(&host_name);
+    let guard = InFlight {
+        observer: Arc::clone(&shared.observer),
+        host: host_name.clone(),
+    };
+    let response = match host_id {
+        None => simple(404, "unknown host"),
+        Some(h) => respond(&shared, h, &canonical_path(&raw_path), &accepts).await,
+    };
+    if let Some(log) = &shared.observer.log {
+        log.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(RequestRecord {
+                at_ms: shared.observer.start.elapsed().as_secs_f64() * 1000.0,
+                host: host_name,
+                path: raw_path,
+                concurrent,
+                status: response.status().as_u16(),
+                user_agent,
+            });
+    }
+    response.map(|inner| {
+        Tracked {
+            inner,
+            _guard: guard,
+        }
+        .boxed()
+    })
+}
+
+/// Decodes unreserved percent-escapes (`%7E` → `~`) and upper-cases the rest, as a server
+/// that treats equivalent URLs alike would; the model's paths are in this form.
+pub fn canonical_path(raw: &str) -> String {
+    let (path, query) = match raw.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (raw, None),
+    };
+    let bytes = path.as_bytes();
+    let mut out = String::with_capacity(path.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = &path[i + 1..i + 3];
+            if let Ok(v) = u8::from_str_radix(hex, 16) {
+                if v.is_ascii_alphanumeric() || b"-._~".contains(&v) {
+                    out.push(v as char);
+                } else {
+                    out.push('%');
+                    out.push_str(&hex.to_ascii_uppercase());
+                }
+                i += 3;
+                continue;
+            }
+        }
+        if bytes[i].is_ascii() {
+            out.push(bytes[i] as char);
+        } else {
+            out.push_str(&format!("%{:02X}", bytes[i]));
+        }
+        i += 1;
+    }
+    match query {
+        Some(q) => format!("{out}?{q}"),
+        None => out,
+    }
+}
+
+async fn respond(shared: &Shared, h: HostId, path: &str, accepts: &str) -> Response<ResponseBody> {
+    let site = &shared.site;
+    let resource = site.resolve(h, path);
+    match resource {
+        Resource::Html(html) | Resource::Trap(html) => {
+            let (body, content_type) = site.render_html(h, path, &html);
+            let encoding = html.encoding.filter(|e| match e {
+                Encoding::Gzip => accepts.contains("gzip"),
+                Encoding::Brotli => accepts.contains("br"),
+            });
+            let mut r = match encoding {
+                Some(e) => {
+                    let mut r = Response::new(full(compress(&body, e)));
+                    let name = if e == Encoding::Gzip { "gzip" } else { "br" };
+                    r.headers_mut()
+                        .insert(CONTENT_ENCODING, HeaderValue::from_static(name));
+                    r
+                }
+                None => Response::new(full(body)),
+            };
+            r.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_str(&content_type).expect("ASCII content type"),
+            );
+            r
+        }
+        Resource::Redirect {
+            status,
+            location,
+            relative,
+        } => {
+            let to = if relative {
+                location.path.clone()
+            } else {
+                site.url(&location)
+            };
+            let mut r = simple(status, "moved");
+            r.headers_mut().insert(
+                LOCATION,
+                HeaderValue::from_str(&to).expect("ASCII location"),
+            );
+            r
+        }
+        Resource::Status(s) => simple(s, "status"),
+        Resource::Transient {
+            status,
+            retry_after,
+            then,
+        } => {
+            if shared.observer.hit(h, path) == 0 {
+                let mut r = simple(status, "try again later");
+                if let Some(secs) = retry_after {
+                    r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
+                }
+                r
+            } else {
+                match *then {
+                    Resource::Html(html) => {
+                        let (body, ct) = site.render_html(h, path, &html);
+                        let mut r = Response::new(full(body));
+                        r.headers_mut()
+                            .insert(CONTENT_TYPE, HeaderValue::from_str(&ct).expect("ASCII"));
+                        r
+                    }
+                    _ => simple(200, "ok"),
+                }
+            }
+        }
+        Resource::Binary {
+            content_type,
+            seed,
+            len,
+        } => {
+            let mut r = Response::new(full(binary_body(content_type, seed, len)));
+            r.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+            r
+        }
+        Resource::Robots(kind) => match kind {
+            RobotsKind::Missing => simple(404, "no robots.txt here"),
+            RobotsKind::ServerError => simple(500, "robots.txt is broken"),
+            RobotsKind::Rules | RobotsKind::Garbage => {
+                let mut r = Response::new(full(site.render_robots(h, kind)));
+                r.headers_mut()
+                    .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+                r
+            }
+        },
+        Resource::Hostile(kind) => hostile(shared, kind).await,
+        Resource::NotFound => simple(404, "not found"),
+    }
+}
+
+/// Spawns a task producing `chunks` into a streamed body.
+fn stream<F, Fut>(exact_len: Option<u64>, produce: F) -> ResponseBody
+where
+    F: FnOnce(mpsc::Sender<Bytes>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(4);
+    tokio::spawn(produce(tx));
+    ChannelBody { rx, exact_len }.boxed()
+}
+
+async fn hostile(shared: &Shared, kind: HostileKind) -> Response<ResponseBody> {
+    let html = HeaderValue::from_static("text/html; charset=utf-8");
+    let mut r = match kind {
+        HostileKind::SlowFirstByte => {
+            tokio::time::sleep(Duration::from_secs(shared.site.config().slow_secs)).await;
+            Response::new(full("<!DOCTYPE html><title>Finally</title><p>late</p>"))
+        }
+        HostileKind::Drip => Response::new(stream(None, |tx| async move {
+            let _ = tx
+                .send(Bytes::from_static(b"<!DOCTYPE html><title>Drip</title><p>"))
+                .await;
+            for _ in 0..1200 {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                if tx.send(Bytes::from_static(b"d")).await.is_err() {
+                    return;
+                }
+            }
+        })),
+        HostileKind::Endless => Response::new(stream(None, |tx| async move {
+            let chunk = Bytes::from("<p>more and more and more</p>\n".repeat(512));
+            while tx.send(chunk.clone()).await.is_ok() {}
+        })),
+        HostileKind::Huge => {
+            const LEN: u64 = 1 << 30;
+            let mut r = Response::new(stream(Some(LEN), |tx| async move {
+                let chunk = Bytes::from(vec![b' '; 1 << 16]);
+                for _ in 0..LEN >> 16 {
+                    if tx.send(chunk.clone()).await.is_err() {
+                        return;
+                    }
+                }
+            }));
+            r.headers_mut()
+                .insert(CONTENT_LENGTH, HeaderValue::from(LEN));
+            r
+        }
+        HostileKind::GzipBomb => {
+            let bomb = match shared.gzip_bomb.get() {
+                Some(b) => b.clone(),
+                None => {
+                    let b = tokio::task::spawn_blocking(gzip_bomb)
+                        .await
+                        .unwrap_or_default();
+                    shared.gzip_bomb.get_or_init(|| b).clone()
+                }
+            };
+            let mut r = Response::new(full(bomb));
+            r.headers_mut()
+                .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            r
+        }
+        HostileKind::HugeHeaders => {
+            let mut r = Response::new(full("<!DOCTYPE html><title>Headers</title>"));
+            let filler = HeaderValue::from_str(&"h".repeat(1024)).expect("ASCII");
+            for i in 0..256 {
+                let name =
+                    hyper::header::HeaderName::from_bytes(format!("x-filler-{i}").as_bytes())
+                        .expect("valid name");
+                r.headers_mut().insert(name, filler.clone());
+            }
+            r
+        }
+    };
+    r.headers_mut().insert(CONTENT_TYPE, html);
+    r
+}
+
+/// 1 GiB of spaces, gzipped to about 1 MiB.
+fn gzip_bomb() -> Bytes {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let block = vec![b' '; 1 << 20];
+    for _ in 0..1024 {
+        enc.write_all(&block).expect("in-memory write");
+    }
+    Bytes::from(enc.finish().expect("in-memory write"))
+}
+
+/// A site running in the background on loopback, for tests: start, read the address and the
+/// ground truth, inspect what the server saw, stop.
+#[derive(Debug)]
+pub struct TestSite {
+    addr: SocketAddr,
+    site: Site,
+    observer: Arc<Observer>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl TestSite {
+    /// Binds `127.0.0.1:0` (and, with [`Addressing::Ips`], `127.0.0.2..` on the same port),
+    /// keeps the full request log, and serves `cfg` until [`stop`](Self::stop) or drop.
+    pub async fn start(cfg: SiteConfig) -> io::Result<Self> {
+        let (listeners, port) = bind(&cfg, IpAddr::V4(Ipv4Addr::LOCALHOST), 0).await?;
+        let site =
+            Site::new(cfg, port).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let observer = Arc::new(Observer::new(true));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(serve(
+            listeners,
+            site.clone(),
+            Arc::clone(&observer),
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        Ok(Self {
+            addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
+            site,
+            observer,
+            stop: Some(stop),
+            task: Some(task),
+        })
+    }
+
+    /// The listening address (host 0's, with [`Addressing::Ips`]).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The site model (URLs, ground truth).
+    pub fn site(&self) -> &Site {
+        &self.site
+    }
+
+    /// What the server observed.
+    pub fn observer(&self) -> &Observer {
+        &self.observer
+    }
+
+    /// Stops serving and waits for the listeners to close.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for TestSite {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// Binds the listeners a config needs: one on `ip:port`, or with [`Addressing::Ips`] one per
+/// host on `127.0.0.{i+1}` sharing one port (retrying a few ports if one is taken).
+pub async fn bind(cfg: &SiteConfig, ip: IpAddr, port: u16) -> io::Result<(Vec<TcpListener>, u16)> {
+    match cfg.addressing {
+        Addressing::Names => {
+            let l = TcpListener::bind((ip, port)).await?;
+            let port = l.local_addr()?.port();
+            Ok((vec![l], port))
+        }
+        Addressing::Ips => {
+            let mut last_err = None;
+            for _ in 0..20 {
+                let first = TcpListener::bind((Ipv4Addr::new(127, 0, 0, 1), port)).await?;
+                let chosen = first.local_addr()?.port();
+                let mut all = vec![first];
+                let mut ok = true;
+                for h in 1..cfg.hosts {
+                    match TcpListener::bind((Ipv4Addr::new(127, 0, 0, (h + 1) as u8), chosen)).await
+                    {
+                        Ok(l) => all.push(l),
+                        Err(e) => {
+                            last_err = Some(e);
+                            ok = false;
+                            break;
+                        }
+                    }
+                }
+                if ok {
+                    return Ok((all, chosen));
+                }
+                if port != 0 {
+                    break;
+                }
+            }
+            Err(last_err.unwrap_or_else(|| io::Error::other("could not bind every host address")))
+        }
+    }
+}

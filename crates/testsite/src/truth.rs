@@ -1,0 +1,268 @@
+//! Ground truth: exactly the URLs a correct crawler with default settings fetches, with the
+//! outcome each must get — computed from the model by a breadth-first walk, not by HTTP.
+//!
+//! "Correct" means: starts at host 0's root; canonicalises links; never fetches a URL twice;
+//! honours robots.txt (404 and garbage allow everything, 500 forbids the whole host);
+//! follows redirects through the frontier (each hop is one fetch, a loop ends at the first
+//! repeat); retries transient 5xx/429 until they succeed; parses only what is served as HTML;
+//! honours `rel=nofollow` and `<meta name=robots content=nofollow>`; stops at spider traps
+//! (their URLs are reported as prefixes, since how deep a crawler goes is its own setting).
+//! Orphans are never reached. robots.txt fetches themselves are not listed.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+
+use crate::model::{Expected, HostId, Html, Resource, Site, Target};
+
+/// The walk's node: numeric pages as numbers (so 10^8 of them fit), the rest as targets.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Node {
+    Page(u64),
+    Other(Target),
+}
+
+/// The complete ground truth of a (small enough) site.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroundTruth {
+    /// Every URL a correct crawler fetches, in canonical form, with its expected outcome.
+    pub urls: BTreeMap<String, Expected>,
+    /// How many URLs end with each outcome (`"200"`, `"301"`, `"hostile:drip"`, …).
+    pub counts: BTreeMap<String, u64>,
+    /// URL prefixes of spider traps (fetches there are bounded by crawler settings).
+    pub trap_prefixes: Vec<String>,
+}
+
+impl Site {
+    /// Walks the site from its seed and calls `record(url, expected)` once per URL a correct
+    /// crawler fetches, in breadth-first order. Memory: one bit per numeric page plus the
+    /// queue, so it works for 10^8 pages.
+    pub fn walk_ground_truth(&self, mut record: impl FnMut(&str, Expected)) {
+        let pages = self.config().pages;
+        let mut seen_pages = vec![0u64; pages.div_ceil(64) as usize];
+        let mut seen_other: HashSet<Target> = HashSet::new();
+        let mut queue: VecDeque<Node> = VecDeque::new();
+
+        let mut visit = |node: Node, queue: &mut VecDeque<Node>| match node {
+            Node::Page(p) => {
+                let (word, bit) = ((p / 64) as usize, 1u64 << (p % 64));
+                if seen_pages[word] & bit == 0 && !self.page_disallowed(p) {
+                    seen_pages[word] |= bit;
+                    queue.push_back(Node::Page(p));
+                }
+            }
+            Node::Other(t) => {
+                if let Some(p) = self.page_at(t.host, &t.path) {
+                    return visit_page(&mut seen_pages, self, p, queue);
+                }
+                if !self.is_disallowed(t.host, &t.path) && seen_other.insert(t.clone()) {
+                    queue.push_back(Node::Other(t));
+                }
+            }
+        };
+        fn visit_page(seen: &mut [u64], site: &Site, p: u64, queue: &mut VecDeque<Node>) {
+            let (word, bit) = ((p / 64) as usize, 1u64 << (p % 64));
+            if seen[word] & bit == 0 && !site.page_disallowed(p) {
+                seen[word] |= bit;
+                queue.push_back(Node::Page(p));
+            }
+        }
+
+        visit(Node::Page(0), &mut queue);
+        while let Some(node) = queue.pop_front() {
+            match node {
+                Node::Page(p) => {
+                    record(&self.url(&self.page_target(p)), Expected::Status(200));
+                    for c in self.page_link_ids(p) {
+                        visit(Node::Page(c), &mut queue);
+                    }
+                    if p < u64::from(self.config().hosts) {
+                        // Root pages also link to their host's specials.
+                        let links = self.page_links(p);
+                        let numeric = self.page_link_ids(p).count();
+                        for link in links.into_iter().skip(numeric) {
+                            visit(Node::Other(link.target), &mut queue);
+                        }
+                    }
+                }
+                Node::Other(t) => {
+                    let (expected, next) = self.outcome(t.host, &t.path);
+                    if let Some(expected) = expected {
+                        record(&self.url(&t), expected);
+                    }
+                    for n in next {
+                        visit(Node::Other(n), &mut queue);
+                    }
+                }
+            }
+        }
+    }
+
+    /// What a fetch of a non-numeric URL records, and which targets it leads to.
+    fn outcome(&self, h: HostId, path: &str) -> (Option<Expected>, Vec<Target>) {
+        fn followed(html: &Html) -> Vec<Target> {
+            if html.meta_nofollow || html.content_type_lie.is_some() {
+                return vec![];
+            }
+            html.links
+                .iter()
+                .filter(|l| !l.nofollow)
+                .map(|l| l.target.clone())
+                .collect()
+        }
+        match self.resolve(h, path) {
+            Resource::Html(html) => (Some(Expected::Status(200)), followed(&html)),
+            Resource::Redirect {
+                status, location, ..
+            } => (Some(Expected::Status(status)), vec![location]),
+            Resource::Status(s) => (Some(Expected::Status(s)), vec![]),
+            Resource::Transient { then, .. } => match *then {
+                Resource::Html(html) => (Some(Expected::Status(200)), followed(&html)),
+                _ => (Some(Expected::Status(200)), vec![]),
+            },
+            Resource::Binary { .. } => (Some(Expected::Status(200)), vec![]),
+            Resource::Robots(_) => (None, vec![]),
+            Resource::Hostile(kind) => (Some(Expected::Hostile(kind)), vec![]),
+            Resource::Trap(_) => (None, vec![]),
+            Resource::NotFound => (Some(Expected::Status(404)), vec![]),
+        }
+    }
+
+    /// The whole ground truth in memory (for tests and small sites).
+    pub fn ground_truth(&self) -> GroundTruth {
+        let mut urls = BTreeMap::new();
+        let mut counts = BTreeMap::new();
+        self.walk_ground_truth(|url, expected| {
+            let previous = urls.insert(url.to_owned(), expected);
+            assert!(previous.is_none(), "ground truth visited {url} twice");
+            *counts.entry(expected.to_string()).or_insert(0) += 1;
+        });
+        GroundTruth {
+            urls,
+            counts,
+            trap_prefixes: self.trap_prefixes(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Hostile, SiteConfig};
+
+    /// A site small enough to check by hand: 3 hosts, pages 0..6, fanout 2, no extras, chains
+    /// of 2. Page p is on host p % 3; the tree is 0 → 1, 2; 1 → 3, 4; 2 → 5.
+    fn tiny() -> Site {
+        Site::new(
+            SiteConfig {
+                pages: 6,
+                fanout: 2,
+                extra_links: 0,
+                hosts: 3,
+                depth: 2,
+                orphans: 1,
+                ..SiteConfig::default()
+            },
+            8080,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn tiny_site_truth_by_hand() {
+        let truth = tiny().ground_truth();
+        let urls: Vec<(&str, String)> = truth
+            .urls
+            .iter()
+            .map(|(u, e)| (u.as_str(), e.to_string()))
+            .collect();
+        let get = |u: &str| urls.iter().find(|(x, _)| *x == u).map(|(_, e)| e.as_str());
+        // Numeric pages: 0 (h0 root), 1 (h1 root), 3 (h0), 4 (h1). Host 2 (robots 500)
+        // is fully disallowed: pages 2 and 5 are never fetched.
+        assert_eq!(get("http://h0.test:8080/"), Some("200"));
+        assert_eq!(get("http://h1.test:8080/"), Some("200"));
+        assert_eq!(get("http://h0.test:8080/~u3/p3.html"), Some("200"));
+        assert_eq!(get("http://h1.test:8080/s4/d4/p4.html"), Some("200"));
+        assert_eq!(get("http://h2.test:8080/"), None);
+        assert_eq!(get("http://h2.test:8080/s5/d5/p5.html"), None);
+        // Specials of host 0.
+        assert_eq!(get("http://h0.test:8080/redirect/301"), Some("301"));
+        assert_eq!(get("http://h0.test:8080/redirect/loop-a"), Some("301"));
+        assert_eq!(get("http://h0.test:8080/redirect/loop-b"), Some("301"));
+        assert_eq!(get("http://h0.test:8080/redirect/chain-end"), Some("200"));
+        assert_eq!(get("http://h0.test:8080/redirect/to-private"), Some("301"));
+        assert_eq!(
+            get("http://h0.test:8080/private/secret.html"),
+            None,
+            "robots"
+        );
+        assert_eq!(
+            get("http://h1.test:8080/private/secret.html"),
+            Some("200"),
+            "robots 404"
+        );
+        assert_eq!(get("http://h0.test:8080/missing"), Some("404"));
+        assert_eq!(get("http://h0.test:8080/gone"), Some("410"));
+        assert_eq!(
+            get("http://h0.test:8080/flaky"),
+            Some("200"),
+            "after a retry"
+        );
+        assert_eq!(get("http://h0.test:8080/files/report.pdf"), None, "/*.pdf$");
+        assert_eq!(
+            get("http://h0.test:8080/files/report.pdf?download=1"),
+            Some("200")
+        );
+        assert_eq!(get("http://h1.test:8080/files/report.pdf"), Some("200"));
+        assert_eq!(get("http://h0.test:8080/lie/html-as-image"), Some("200"));
+        assert_eq!(
+            get("http://h0.test:8080/lie/unreachable"),
+            None,
+            "not parsed"
+        );
+        assert_eq!(get("http://h0.test:8080/enc/caf%C3%A9"), Some("200"));
+        assert_eq!(get("http://h0.test:8080/nofollow/shown"), Some("200"));
+        assert_eq!(get("http://h0.test:8080/nofollow/hidden"), None);
+        assert_eq!(get("http://h0.test:8080/meta-nofollow/hidden"), None);
+        assert_eq!(get("http://h0.test:8080/chain/1"), Some("200"));
+        assert_eq!(
+            get("http://h0.test:8080/chain/2"),
+            None,
+            "depth 2: chain/0, chain/1"
+        );
+        assert_eq!(get("http://h0.test:8080/orphan/0"), None);
+        // Cross-host redirect from host 2 is never fetched (host 2 disallowed), but host 1's
+        // cross-host redirect leads to host 2, which is disallowed; host 0's leads to host 1.
+        assert_eq!(get("http://h0.test:8080/redirect/cross-host"), Some("301"));
+        // Counts add up.
+        let total: u64 = truth.counts.values().sum();
+        assert_eq!(total as usize, truth.urls.len());
+        assert_eq!(truth.counts["410"], 2, "hosts 0 and 1");
+        assert!(truth.trap_prefixes.is_empty());
+    }
+
+    #[test]
+    fn hostile_modes_join_the_truth_and_traps_are_prefixes() {
+        let site = Site::new(
+            SiteConfig {
+                pages: 50,
+                hosts: 2,
+                hostile: Hostile::all(),
+                ..SiteConfig::default()
+            },
+            8080,
+        )
+        .unwrap();
+        let truth = site.ground_truth();
+        assert_eq!(truth.counts["hostile:drip"], 1);
+        assert_eq!(
+            truth.urls.get("http://h0.test:8080/hostile/nested-target"),
+            Some(&Expected::Status(200))
+        );
+        assert_eq!(truth.trap_prefixes.len(), 2);
+        assert!(!truth.urls.keys().any(|u| u.contains("/hostile/trap/")));
+    }
+
+    #[test]
+    fn walk_is_deterministic() {
+        assert_eq!(tiny().ground_truth(), tiny().ground_truth());
+    }
+}
