@@ -98,18 +98,17 @@ impl BitArray {
         true
     }
 
-    /// Like [`set`](Self::set) but leaves the count to the caller, who adds all of one item's
-    /// flips at once with [`add_count`](Self::add_count): one counter update per `put`
-    /// instead of one per bit.
+    /// Sets bit `index` with `fetch_or` *without* the check-first load — for callers that have
+    /// just loaded the word and seen the bit clear — and leaves the count to the caller, who
+    /// adds all of one item's flips at once with [`add_count`](Self::add_count). Returns
+    /// whether this call flipped the bit.
     #[inline]
-    pub(crate) fn set_uncounted(&self, index: u64) -> bool {
-        let word = &self.words[(index >> 6) as usize];
+    pub(crate) fn or_uncounted(&self, index: u64) -> bool {
         let mask = 1u64 << (index & 63);
-        word.load(Ordering::Relaxed) & mask == 0
-            && word.fetch_or(mask, Ordering::Relaxed) & mask == 0
+        self.words[(index >> 6) as usize].fetch_or(mask, Ordering::Relaxed) & mask == 0
     }
 
-    /// Adds flips made with [`set_uncounted`](Self::set_uncounted) to the count.
+    /// Adds flips made with [`or_uncounted`](Self::or_uncounted) to the count.
     #[inline]
     pub(crate) fn add_count(&self, flipped: u64) {
         self.count.add(flipped as i64);

@@ -63,40 +63,45 @@ impl RawFilter {
     /// Sets the item's bits; `true` if any bit changed (the item was certainly new).
     ///
     /// Two passes: the first only *loads* the `k` words — independent loads whose cache misses
-    /// overlap — and returns at once for an item already present (no write at all); the second
-    /// sets the missing bits, whose lines are now cached, and adds all flips to the count in
-    /// one step. A locked `fetch_or` orders the memory operations around it, so interleaving
-    /// loads and `fetch_or`s would serialise the misses.
+    /// overlap — remembering each index and which bits were clear, and returns at once for an
+    /// item already present (no write at all); the second `fetch_or`s just the clear bits, whose
+    /// lines are now cached, and adds all flips to the count in one step. (A locked `fetch_or`
+    /// orders the memory operations around it, so interleaving loads and `fetch_or`s would
+    /// serialise the misses.)
     #[inline]
     pub fn put_hash(&self, hash: Hash128) -> bool {
-        if self.strategy != Strategy::Murmur128Mitz64 {
+        const INLINE: usize = 16;
+        let k = self.num_hashes as usize;
+        if self.strategy != Strategy::Murmur128Mitz64 || k > INLINE {
             return self.put_hash_generic(hash);
         }
+        let mut indices = [0u64; INLINE];
+        let mut clear = 0u32; // bit i set: probe i found its bit clear
         let mut combined = hash.h1;
-        let mut all_set = true;
-        for _ in 0..self.num_hashes {
-            all_set &= self.bits.get(self.modulo.rem(combined & i64::MAX as u64));
+        for (i, slot) in indices.iter_mut().enumerate().take(k) {
+            let index = self.modulo.rem(combined & i64::MAX as u64);
+            *slot = index;
+            clear |= u32::from(!self.bits.get(index)) << i;
             combined = combined.wrapping_add(hash.h2);
         }
-        if all_set {
+        if clear == 0 {
             return false;
         }
-        let mut combined = hash.h1;
         let mut flipped = 0;
-        for _ in 0..self.num_hashes {
-            flipped += u64::from(
-                self.bits
-                    .set_uncounted(self.modulo.rem(combined & i64::MAX as u64)),
-            );
-            combined = combined.wrapping_add(hash.h2);
+        while clear != 0 {
+            let i = clear.trailing_zeros() as usize;
+            clear &= clear - 1;
+            flipped += u64::from(self.bits.or_uncounted(indices[i]));
         }
         if flipped == 0 {
-            return false; // another thread set the missing bits between the passes
+            return false; // other threads set the clear bits between the passes
         }
         self.bits.add_count(flipped);
         true
     }
 
+    /// The one-bit-at-a-time path: Guava's MITZ_32 strategy, or more hash functions than the
+    /// fast path keeps on the stack.
     #[cold]
     fn put_hash_generic(&self, hash: Hash128) -> bool {
         let mut changed = false;

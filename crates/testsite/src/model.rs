@@ -484,7 +484,9 @@ impl Site {
         if p % 13 == 4 && p >= u64::from(self.cfg.hosts) {
             html.base = Some(format!("/b{}/", p % 3));
         }
-        html.encoding = match p % 3 {
+        // One page in ten of each encoding: enough to exercise decoders everywhere, few
+        // enough that compressing on request does not make the server the bottleneck.
+        html.encoding = match p % 10 {
             1 => Some(Encoding::Gzip),
             2 => Some(Encoding::Brotli),
             _ => None,

@@ -250,7 +250,7 @@ pub fn compress(body: &[u8], encoding: Encoding) -> Vec<u8> {
         Encoding::Brotli => {
             let mut out = Vec::new();
             {
-                let mut enc = brotli::CompressorWriter::new(&mut out, 4096, 4, 22);
+                let mut enc = brotli::CompressorWriter::new(&mut out, 4096, 1, 16);
                 enc.write_all(body).expect("in-memory write");
             }
             out
