@@ -18,7 +18,7 @@ struct Cell(AtomicI64);
 
 /// A counter that many threads may add to without contending on one cache line.
 #[derive(Debug)]
-pub(crate) struct StripedCounter {
+pub struct StripedCounter {
     cells: [Cell; STRIPES],
 }
 
@@ -41,7 +41,7 @@ fn stripe() -> usize {
 
 impl StripedCounter {
     /// Creates a counter holding `value`.
-    pub(crate) fn new(value: u64) -> Self {
+    pub fn new(value: u64) -> Self {
         let counter = Self::default();
         counter.cells[0].0.store(value as i64, Ordering::Relaxed);
         counter
@@ -49,12 +49,12 @@ impl StripedCounter {
 
     /// Adds `delta` (may be negative) to this thread's cell.
     #[inline]
-    pub(crate) fn add(&self, delta: i64) {
+    pub fn add(&self, delta: i64) {
         self.cells[stripe()].0.fetch_add(delta, Ordering::Relaxed);
     }
 
     /// The sum of all cells; exact once concurrent writers have finished.
-    pub(crate) fn sum(&self) -> u64 {
+    pub fn sum(&self) -> u64 {
         let total: i64 = self.cells.iter().map(|c| c.0.load(Ordering::Relaxed)).sum();
         // Cells may be negative individually (a decrement on another stripe), never in sum
         // once writers are done; clamp the transient case instead of wrapping.
@@ -62,7 +62,7 @@ impl StripedCounter {
     }
 
     /// Sets the counter to `value`. Only meaningful when no writer is active.
-    pub(crate) fn reset(&self, value: u64) {
+    pub fn reset(&self, value: u64) {
         for cell in &self.cells[1..] {
             cell.0.store(0, Ordering::Relaxed);
         }

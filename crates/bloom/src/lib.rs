@@ -66,6 +66,7 @@ mod sizing;
 mod strategy;
 
 pub use bits::{BitArray, MAX_WORDS};
+pub use counter::StripedCounter;
 pub use counting::CountingBloomFilter;
 pub use error::{Error, ReadError};
 pub use filter::BloomFilter;

@@ -1,0 +1,517 @@
+//! The queue proper: per-host queues in memory and on disk, and a ready-time heap that hands
+//! out a URL only when its host may be fetched (Mercator-style politeness and fairness).
+//!
+//! Each host's queue is, in order: `head` (oldest, in memory) → `chunks` (on disk) → `tail`
+//! (newest, in memory, a write buffer). Admissions go to `head` while the host has no backlog
+//! and memory allows, otherwise to `tail`; a tail is written out as one chunk when it reaches
+//! `chunk_size`, or — when memory is full — the largest tail is. Popping a host refills its
+//! head from its first chunk (or its tail). So per-host FIFO order holds across memory and
+//! disk, memory never holds more than `capacity` entries, and a host with 10^6 URLs keeps
+//! them on disk instead of crowding out small hosts. Fairness comes from the heap: it orders
+//! hosts by the time they may be fetched next, so every ready host gets its turn.
+//!
+//! This type is not thread-safe on purpose: `LocalFrontier` keeps it behind one mutex, held
+//! only for these short, non-blocking operations (spill I/O is buffered appends and
+//! positioned reads).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::entry::Entry;
+use crate::spill::{ChunkRef, Spill};
+
+/// Serving order within a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Order {
+    /// Oldest first: breadth-first by discovery (the default).
+    #[default]
+    BreadthFirst,
+    /// Newest first: depth-first.
+    DepthFirst,
+}
+
+/// Politeness settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Politeness {
+    /// Minimum time between the starts of two fetches to one host.
+    pub delay: Duration,
+    /// Most fetches in flight to one host.
+    pub max_per_host: u32,
+    /// First back-off after a host error; doubles with each further error.
+    pub backoff_base: Duration,
+    /// Longest back-off (and longest `Retry-After` honoured).
+    pub max_backoff: Duration,
+}
+
+/// Default delay between fetches to one host.
+pub const DEFAULT_DELAY: Duration = Duration::from_millis(250);
+/// Default fetches in flight per host.
+pub const DEFAULT_MAX_PER_HOST: u32 = 2;
+
+impl Default for Politeness {
+    fn default() -> Self {
+        Self {
+            delay: DEFAULT_DELAY,
+            max_per_host: DEFAULT_MAX_PER_HOST,
+            backoff_base: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(300),
+        }
+    }
+}
+
+/// A URL handed to a fetcher, to be given back with `complete`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// What to fetch.
+    pub entry: Entry,
+    /// The host key (`host:port`).
+    pub host: Arc<str>,
+    pub(crate) host_id: u32,
+}
+
+/// How a leased fetch ended, as far as scheduling cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done with this URL (whatever the HTTP status); the host is healthy.
+    Done,
+    /// Done with this URL, but the host is struggling (429, 503, 5xx, connection errors):
+    /// back off, at least `retry_after` when the server said so.
+    HostError {
+        /// The server's `Retry-After`, if any.
+        retry_after: Option<Duration>,
+    },
+    /// Fetch this URL again later: it goes back to the front of its host's queue, and the host
+    /// waits at least `after` (and backs off as for a host error).
+    Retry {
+        /// The server's `Retry-After`, if any.
+        after: Option<Duration>,
+    },
+}
+
+#[derive(Debug)]
+struct HostQueue {
+    name: Arc<str>,
+    head: VecDeque<Entry>,
+    chunks: VecDeque<ChunkRef>,
+    tail: Vec<Entry>,
+    spilled: u64,
+    in_flight: u32,
+    next_allowed: Instant,
+    crawl_delay: Duration,
+    backoff: Duration,
+    in_heap: bool,
+}
+
+impl HostQueue {
+    fn len(&self) -> u64 {
+        self.head.len() as u64 + self.tail.len() as u64 + self.spilled
+    }
+}
+
+/// Why `next_ready` had nothing to hand out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Nothing queued and nothing in flight: the crawl is over.
+    Finished,
+    /// The earliest host becomes ready at this time.
+    Until(Instant),
+    /// URLs are queued only for hosts at their in-flight limit, or nothing is queued but
+    /// fetches are in flight (they may produce more): wait for a change.
+    Idle,
+}
+
+/// Counts for statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct QueueCounts {
+    pub(crate) memory: u64,
+    pub(crate) disk: u64,
+    pub(crate) in_flight: u64,
+    pub(crate) hosts: u64,
+    pub(crate) max_memory: u64,
+    pub(crate) spill_bytes: u64,
+    pub(crate) spill_errors: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Scheduler {
+    hosts: Vec<HostQueue>,
+    ids: HashMap<Arc<str>, u32>,
+    ready: BinaryHeap<Reverse<(Instant, u32)>>,
+    /// Hosts whose tail may be non-empty (stale ids are skipped and removed lazily).
+    tail_hosts: Vec<u32>,
+    heads: usize,
+    tails: usize,
+    capacity: usize,
+    head_capacity: usize,
+    chunk_size: usize,
+    queued: u64,
+    spilled: u64,
+    in_flight: u64,
+    max_memory: usize,
+    spill: Spill,
+    spill_errors: u64,
+    order: Order,
+    politeness: Politeness,
+}
+
+impl Scheduler {
+    pub(crate) fn new(capacity: usize, spill: Spill, order: Order, politeness: Politeness) -> Self {
+        let capacity = capacity.max(2);
+        Self {
+            hosts: Vec::new(),
+            ids: HashMap::new(),
+            ready: BinaryHeap::new(),
+            tail_hosts: Vec::new(),
+            heads: 0,
+            tails: 0,
+            capacity,
+            // Heads may use half the memory, so tails always have room to batch writes.
+            head_capacity: capacity / 2,
+            chunk_size: (capacity / 8).clamp(1, 512),
+            queued: 0,
+            spilled: 0,
+            in_flight: 0,
+            max_memory: 0,
+            spill,
+            spill_errors: 0,
+            order,
+            politeness: Politeness {
+                max_per_host: politeness.max_per_host.max(1),
+                ..politeness
+            },
+        }
+    }
+
+    fn host_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.hosts.len() as u32;
+        let name: Arc<str> = Arc::from(name);
+        self.ids.insert(Arc::clone(&name), id);
+        self.hosts.push(HostQueue {
+            name,
+            head: VecDeque::new(),
+            chunks: VecDeque::new(),
+            tail: Vec::new(),
+            spilled: 0,
+            in_flight: 0,
+            next_allowed: Instant::now(),
+            crawl_delay: Duration::ZERO,
+            backoff: Duration::ZERO,
+            in_heap: false,
+        });
+        id
+    }
+
+    /// Queues an admitted entry for `host`. Returns whether the host became schedulable
+    /// (so waiting consumers should be woken).
+    pub(crate) fn push(&mut self, host: &str, entry: Entry) -> bool {
+        let id = self.host_id(host);
+        let q = &mut self.hosts[id as usize];
+        if q.chunks.is_empty() && q.tail.is_empty() && self.heads < self.head_capacity {
+            q.head.push_back(entry);
+            self.heads += 1;
+        } else {
+            if q.tail.is_empty() {
+                self.tail_hosts.push(id);
+            }
+            q.tail.push(entry);
+            self.tails += 1;
+            if q.tail.len() >= self.chunk_size {
+                self.flush_tail(id);
+            }
+        }
+        self.queued += 1;
+        self.enforce_capacity(id);
+        self.schedule(id)
+    }
+
+    /// Writes host `id`'s tail to disk as one chunk. On an I/O error the entries stay in
+    /// memory (over capacity, but never lost) and the error is counted.
+    fn flush_tail(&mut self, id: u32) -> bool {
+        let q = &mut self.hosts[id as usize];
+        if q.tail.is_empty() {
+            return false;
+        }
+        match self.spill.write(&q.tail) {
+            Ok(chunk) => {
+                let n = q.tail.len();
+                q.tail.clear();
+                q.chunks.push_back(chunk);
+                q.spilled += n as u64;
+                self.spilled += n as u64;
+                self.tails -= n;
+                true
+            }
+            Err(_) => {
+                self.spill_errors += 1;
+                false
+            }
+        }
+    }
+
+    /// Moves the newest part of host `id`'s head back to the front of its disk backlog.
+    fn evict_head(&mut self, id: u32, n: usize) -> bool {
+        let q = &mut self.hosts[id as usize];
+        let n = n.min(q.head.len());
+        if n == 0 {
+            return false;
+        }
+        let at = q.head.len() - n;
+        let moved: Vec<Entry> = q.head.drain(at..).collect();
+        match self.spill.write(&moved) {
+            Ok(chunk) => {
+                q.chunks.push_front(chunk);
+                q.spilled += n as u64;
+                self.spilled += n as u64;
+                self.heads -= n;
+                true
+            }
+            Err(_) => {
+                q.head.extend(moved);
+                self.spill_errors += 1;
+                false
+            }
+        }
+    }
+
+    /// Restores `heads + tails ≤ capacity` by writing out the largest tails, then (only if no
+    /// tail is left) parts of `preferred`'s head.
+    fn enforce_capacity(&mut self, preferred: u32) {
+        while self.heads + self.tails > self.capacity || self.heads > self.head_capacity {
+            if self.heads + self.tails > self.capacity {
+                self.tail_hosts
+                    .retain(|&h| !self.hosts[h as usize].tail.is_empty());
+                let largest = self
+                    .tail_hosts
+                    .iter()
+                    .copied()
+                    .max_by_key(|&h| self.hosts[h as usize].tail.len());
+                if let Some(h) = largest {
+                    if self.flush_tail(h) {
+                        continue;
+                    }
+                    break; // the disk refuses; keep everything in memory
+                }
+            }
+            let excess = (self.heads + self.tails)
+                .saturating_sub(self.capacity)
+                .max(self.heads.saturating_sub(self.head_capacity));
+            let victim = if self.hosts[preferred as usize].head.is_empty() {
+                (0..self.hosts.len() as u32).max_by_key(|&h| self.hosts[h as usize].head.len())
+            } else {
+                Some(preferred)
+            };
+            match victim {
+                Some(h) if self.evict_head(h, excess) => {}
+                _ => break,
+            }
+        }
+        self.max_memory = self.max_memory.max(self.heads + self.tails);
+    }
+
+    /// Puts host `id` on the ready heap if it has work and a free slot. Returns whether it
+    /// was added.
+    fn schedule(&mut self, id: u32) -> bool {
+        let q = &mut self.hosts[id as usize];
+        if q.in_heap || q.len() == 0 || q.in_flight >= self.politeness.max_per_host {
+            return false;
+        }
+        q.in_heap = true;
+        self.ready.push(Reverse((q.next_allowed, id)));
+        true
+    }
+
+    /// Takes the next entry of host `id` in the configured order.
+    fn pop(&mut self, id: u32) -> Option<Entry> {
+        let entry = match self.order {
+            Order::BreadthFirst => self.pop_front(id),
+            Order::DepthFirst => self.pop_back(id),
+        }?;
+        self.queued -= 1;
+        self.enforce_capacity(id);
+        Some(entry)
+    }
+
+    fn load_chunk(&mut self, id: u32, chunk: ChunkRef) -> Option<Vec<Entry>> {
+        match self.spill.take(chunk) {
+            Ok(entries) => {
+                let q = &mut self.hosts[id as usize];
+                q.spilled -= entries.len() as u64;
+                self.spilled -= entries.len() as u64;
+                Some(entries)
+            }
+            Err(_) => {
+                // Unreadable scratch space: there is nothing left to serve from this chunk.
+                self.spill_errors += 1;
+                let q = &mut self.hosts[id as usize];
+                q.spilled -= u64::from(chunk.count);
+                self.spilled -= u64::from(chunk.count);
+                self.queued -= u64::from(chunk.count);
+                None
+            }
+        }
+    }
+
+    fn pop_front(&mut self, id: u32) -> Option<Entry> {
+        loop {
+            let q = &mut self.hosts[id as usize];
+            if let Some(e) = q.head.pop_front() {
+                self.heads -= 1;
+                return Some(e);
+            }
+            if let Some(chunk) = q.chunks.pop_front() {
+                if let Some(entries) = self.load_chunk(id, chunk) {
+                    self.heads += entries.len();
+                    self.hosts[id as usize].head.extend(entries);
+                }
+                continue;
+            }
+            if q.tail.is_empty() {
+                return None;
+            }
+            let tail = std::mem::take(&mut q.tail);
+            self.tails -= tail.len();
+            self.heads += tail.len();
+            q.head.extend(tail);
+        }
+    }
+
+    fn pop_back(&mut self, id: u32) -> Option<Entry> {
+        loop {
+            let q = &mut self.hosts[id as usize];
+            if let Some(e) = q.tail.pop() {
+                self.tails -= 1;
+                return Some(e);
+            }
+            if let Some(chunk) = q.chunks.pop_back() {
+                if let Some(entries) = self.load_chunk(id, chunk) {
+                    if !entries.is_empty() {
+                        self.tail_hosts.push(id);
+                    }
+                    self.tails += entries.len();
+                    self.hosts[id as usize].tail.extend(entries);
+                }
+                continue;
+            }
+            let e = q.head.pop_back()?;
+            self.heads -= 1;
+            return Some(e);
+        }
+    }
+
+    /// The next lease whose host may be fetched at `now`, or why there is none.
+    pub(crate) fn next_ready(&mut self, now: Instant) -> Result<Lease, Wait> {
+        while let Some(&Reverse((at, id))) = self.ready.peek() {
+            if at > now {
+                return Err(Wait::Until(at));
+            }
+            self.ready.pop();
+            self.hosts[id as usize].in_heap = false;
+            let q = &self.hosts[id as usize];
+            if q.len() == 0 || q.in_flight >= self.politeness.max_per_host {
+                continue;
+            }
+            if q.next_allowed > now {
+                self.schedule(id);
+                continue;
+            }
+            let Some(entry) = self.pop(id) else { continue };
+            let delay = self.delay_of(id);
+            let q = &mut self.hosts[id as usize];
+            q.in_flight += 1;
+            q.next_allowed = now + delay;
+            self.in_flight += 1;
+            let host = Arc::clone(&q.name);
+            self.schedule(id);
+            return Ok(Lease {
+                entry,
+                host,
+                host_id: id,
+            });
+        }
+        if self.queued == 0 && self.in_flight == 0 {
+            Err(Wait::Finished)
+        } else {
+            Err(Wait::Idle)
+        }
+    }
+
+    fn delay_of(&self, id: u32) -> Duration {
+        let q = &self.hosts[id as usize];
+        self.politeness.delay.max(q.crawl_delay).max(q.backoff)
+    }
+
+    /// Gives a lease back. Returns whether consumers should be woken (a host became
+    /// schedulable, or the crawl finished).
+    pub(crate) fn complete(&mut self, lease: Lease, outcome: Outcome, now: Instant) -> bool {
+        let id = lease.host_id;
+        self.in_flight -= 1;
+        let max_backoff = self.politeness.max_backoff;
+        let base = self.politeness.backoff_base;
+        let q = &mut self.hosts[id as usize];
+        q.in_flight -= 1;
+        let back_off = |q: &mut HostQueue, hint: Option<Duration>| {
+            q.backoff = (q.backoff * 2).max(base).min(max_backoff);
+            let wait = q.backoff.max(hint.unwrap_or_default().min(max_backoff));
+            q.next_allowed = q.next_allowed.max(now + wait);
+        };
+        match outcome {
+            Outcome::Done => q.backoff = Duration::ZERO,
+            Outcome::HostError { retry_after } => back_off(q, retry_after),
+            Outcome::Retry { after } => {
+                back_off(q, after);
+                let mut entry = lease.entry;
+                entry.attempt = entry.attempt.saturating_add(1);
+                match self.order {
+                    Order::BreadthFirst => {
+                        q.head.push_front(entry);
+                        self.heads += 1;
+                    }
+                    Order::DepthFirst => {
+                        if q.tail.is_empty() {
+                            self.tail_hosts.push(id);
+                        }
+                        q.tail.push(entry);
+                        self.tails += 1;
+                    }
+                }
+                self.queued += 1;
+                self.enforce_capacity(id);
+            }
+        }
+        let scheduled = self.schedule(id);
+        scheduled || (self.queued == 0 && self.in_flight == 0)
+    }
+
+    /// Sets a host's `Crawl-delay` (from its robots.txt).
+    pub(crate) fn set_crawl_delay(&mut self, host: &str, delay: Duration) {
+        let id = self.host_id(host);
+        self.hosts[id as usize].crawl_delay = delay.min(self.politeness.max_backoff);
+    }
+
+    pub(crate) fn counts(&self) -> QueueCounts {
+        QueueCounts {
+            memory: (self.heads + self.tails) as u64,
+            disk: self.spilled,
+            in_flight: self.in_flight,
+            hosts: self.hosts.len() as u64,
+            max_memory: self.max_memory as u64,
+            spill_bytes: self.spill.bytes_on_disk(),
+            spill_errors: self.spill_errors,
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    pub(crate) fn queued(&self) -> u64 {
+        self.queued
+    }
+}
