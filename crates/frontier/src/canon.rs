@@ -87,34 +87,43 @@ impl Canonicalizer {
             "http" | "https" => {}
             other => return Err(Invalid::Scheme(other.to_owned())),
         }
-        let host = url.host_str().ok_or(Invalid::NoHost)?.to_owned();
+        let host = url.host_str().ok_or(Invalid::NoHost)?;
         if host.is_empty() {
             return Err(Invalid::NoHost);
         }
-        url.set_fragment(None);
-
-        let mut new_host = host.trim_end_matches('.').to_owned();
-        if self.cfg.strip_www {
-            if let Some(rest) = new_host.strip_prefix("www.") {
-                if rest.contains('.') {
-                    new_host = rest.to_owned();
-                }
+        // The common URL needs none of the fix-ups below; each is checked before it allocates.
+        let strip = self.cfg.strip_www && host.starts_with("www.") && host[4..].contains('.');
+        if host.ends_with('.') || strip {
+            let mut new_host = host.trim_end_matches('.');
+            if strip {
+                new_host = &new_host[4..];
+            }
+            if !new_host.is_empty() {
+                let new_host = new_host.to_owned();
+                url.set_host(Some(&new_host))
+                    .map_err(|e| Invalid::Unparsable(e.to_string()))?;
             }
         }
-        if new_host != host && !new_host.is_empty() {
-            url.set_host(Some(&new_host))
-                .map_err(|e| Invalid::Unparsable(e.to_string()))?;
+        if url.fragment().is_some() {
+            url.set_fragment(None);
         }
-
-        let path = normalize_escapes(url.path());
-        if path != url.path() {
-            url.set_path(&path);
+        if url.path().contains('%') {
+            let path = normalize_escapes(url.path());
+            if path != url.path() {
+                url.set_path(&path);
+            }
         }
-        let query = url.query().map(|q| self.normalize_query(q));
-        match query.as_deref() {
-            None | Some("") => url.set_query(None),
-            Some(q) if Some(q) != url.query() => url.set_query(Some(q)),
-            Some(_) => {}
+        if let Some(q) = url.query() {
+            if q.is_empty() {
+                url.set_query(None);
+            } else if q.contains('%') || self.cfg.sort_query || !self.cfg.drop_params.is_empty() {
+                let normalized = self.normalize_query(q);
+                if normalized.is_empty() {
+                    url.set_query(None);
+                } else if normalized != q {
+                    url.set_query(Some(&normalized));
+                }
+            }
         }
         let len = url.as_str().len();
         if len > self.cfg.max_url_len {

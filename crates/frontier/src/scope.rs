@@ -255,16 +255,14 @@ impl Scope {
     }
 
     fn check_traps(&self, url: &Url) -> Result<(), OutOfScope> {
-        let segments: Vec<&str> = url
-            .path_segments()
-            .map(|s| s.filter(|x| !x.is_empty()).collect())
-            .unwrap_or_default();
-        if segments.len() > self.cfg.max_path_segments {
+        let segments = || url.path().split('/').filter(|x| !x.is_empty());
+        let count = segments().count();
+        if count > self.cfg.max_path_segments {
             return Err(OutOfScope::PathSegments);
         }
-        if segments.len() > self.cfg.max_repeated_segments {
+        if count > self.cfg.max_repeated_segments {
             let mut counts: std::collections::HashMap<&str, usize> = Default::default();
-            for s in &segments {
+            for s in segments() {
                 let c = counts.entry(s).or_default();
                 *c += 1;
                 if *c > self.cfg.max_repeated_segments {
