@@ -7,7 +7,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::io;
+use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -50,6 +50,37 @@ pub struct RequestRecord {
     pub user_agent: String,
 }
 
+impl RequestRecord {
+    /// One JSON object: `{"at_ms":…,"host":…,"path":…,"concurrent":…,"status":…,"user_agent":…}`.
+    pub fn to_json(&self) -> String {
+        format!(
+            "{{\"at_ms\":{:.3},\"host\":{},\"path\":{},\"concurrent\":{},\"status\":{},\"user_agent\":{}}}",
+            self.at_ms,
+            json_string(&self.host),
+            json_string(&self.path),
+            self.concurrent,
+            self.status,
+            json_string(&self.user_agent)
+        )
+    }
+}
+
+/// A JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Per-host politeness as observed by the server.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostStats {
@@ -70,6 +101,8 @@ pub struct Observer {
     start: Instant,
     hosts: DashMap<String, HostStats>,
     log: Option<Mutex<Vec<RequestRecord>>>,
+    /// Streams records to a writer thread (the binary's `--request-log FILE`).
+    sink: Option<Mutex<std::sync::mpsc::Sender<RequestRecord>>>,
     /// How often each (host, path) was requested: transient failures answer the first time.
     hits: DashMap<(HostId, String), AtomicU32>,
 }
@@ -81,8 +114,28 @@ impl Observer {
             start: Instant::now(),
             hosts: DashMap::new(),
             log: keep_log.then(|| Mutex::new(Vec::new())),
+            sink: None,
             hits: DashMap::new(),
         }
+    }
+
+    /// Statistics, plus every request appended to `out` as one JSON object per line, by a
+    /// writer thread (a slow disk never stalls a response). The thread flushes and ends when
+    /// the observer is dropped.
+    pub fn with_log_writer(
+        out: impl Write + Send + 'static,
+    ) -> (Self, std::thread::JoinHandle<io::Result<()>>) {
+        let (tx, rx) = std::sync::mpsc::channel::<RequestRecord>();
+        let writer = std::thread::spawn(move || {
+            let mut out = io::BufWriter::new(out);
+            for r in rx {
+                writeln!(out, "{}", r.to_json())?;
+            }
+            out.flush()
+        });
+        let mut observer = Self::new(false);
+        observer.sink = Some(Mutex::new(tx));
+        (observer, writer)
     }
 
     fn arrive(&self, host: &str) -> usize {
@@ -311,17 +364,25 @@ async fn handle(
         None => simple(404, "unknown host"),
         Some(h) => respond(&shared, h, &canonical_path(&raw_path), &accepts).await,
     };
-    if let Some(log) = &shared.observer.log {
-        log.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(RequestRecord {
-                at_ms: shared.observer.start.elapsed().as_secs_f64() * 1000.0,
-                host: host_name,
-                path: raw_path,
-                concurrent,
-                status: response.status().as_u16(),
-                user_agent,
-            });
+    let observer = &shared.observer;
+    if observer.log.is_some() || observer.sink.is_some() {
+        let record = RequestRecord {
+            at_ms: observer.start.elapsed().as_secs_f64() * 1000.0,
+            host: host_name,
+            path: raw_path,
+            concurrent,
+            status: response.status().as_u16(),
+            user_agent,
+        };
+        if let Some(sink) = &observer.sink {
+            let _ = sink
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .send(record.clone());
+        }
+        if let Some(log) = &observer.log {
+            log.lock().unwrap_or_else(|e| e.into_inner()).push(record);
+        }
     }
     response.map(|inner| {
         Tracked {
@@ -658,5 +719,48 @@ pub async fn bind(cfg: &SiteConfig, ip: IpAddr, port: u16) -> io::Result<(Vec<Tc
             }
             Err(last_err.unwrap_or_else(|| io::Error::other("could not bind every host address")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_log_lines_are_json() {
+        let path = std::env::temp_dir().join(format!("testsite-log-{}.jsonl", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
+        let (observer, writer) = Observer::with_log_writer(file);
+        let record = RequestRecord {
+            at_ms: 1.5,
+            host: "h0.test".into(),
+            path: "/a?b=\"c\"".into(),
+            concurrent: 2,
+            status: 200,
+            user_agent: "bot\\1\n".into(),
+        };
+        observer
+            .sink
+            .as_ref()
+            .unwrap()
+            .lock()
+            .unwrap()
+            .send(record)
+            .unwrap();
+        drop(observer);
+        writer.join().unwrap().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(
+            text,
+            "{\"at_ms\":1.500,\"host\":\"h0.test\",\"path\":\"/a?b=\\\"c\\\"\",\"concurrent\":2,\"status\":200,\"user_agent\":\"bot\\\\1\\u000a\"}\n"
+        );
+    }
+
+    #[test]
+    fn canonical_paths() {
+        assert_eq!(canonical_path("/%7euser/a%2fb?q=%7e"), "/~user/a%2Fb?q=%7e");
+        assert_eq!(canonical_path("/%70%41"), "/pA");
+        assert_eq!(canonical_path("/bad%zz%4"), "/bad%zz%4");
     }
 }

@@ -54,6 +54,10 @@ struct Args {
     /// Worker threads of the server (1 = everything on one core).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Append every request as one JSON object per line to FILE (time, host, path, requests
+    /// in flight to that host, status, user agent), for politeness checks from the server's side.
+    #[arg(long, value_name = "FILE")]
+    request_log: Option<std::path::PathBuf>,
     /// Print the ground truth (`URL<TAB>expected outcome`, then `# counts` and `# trap`
     /// lines) for this configuration and port, and exit.
     #[arg(long)]
@@ -126,17 +130,55 @@ fn main() -> ExitCode {
             site.config().hosts,
             site.seed_url()
         );
-        let observer = Arc::new(Observer::new(false));
-        testsite::serve(listeners, site, Arc::clone(&observer), async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await;
+        let (observer, writer) = match &args.request_log {
+            Some(path) => match std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
+                Ok(file) => {
+                    let (o, w) = Observer::with_log_writer(file);
+                    (o, Some(w))
+                }
+                Err(e) => {
+                    eprintln!(
+                        "testsite: cannot open --request-log {}: {e}",
+                        path.display()
+                    );
+                    return ExitCode::from(73);
+                }
+            },
+            None => (Observer::new(false), None),
+        };
+        let observer = Arc::new(observer);
+        testsite::serve(listeners, site, Arc::clone(&observer), shutdown_signal()).await;
         eprintln!(
             "testsite: stopped after {} requests",
             observer.total_requests()
         );
+        drop(observer);
+        if let Some(Err(e)) = writer.map(|w| w.join().unwrap_or(Ok(()))) {
+            eprintln!("testsite: request log: {e}");
+            return ExitCode::from(74);
+        }
         ExitCode::SUCCESS
     })
+}
+
+/// Resolves on SIGINT or SIGTERM (`docker stop` sends SIGTERM).
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 fn print_ground_truth(cfg: SiteConfig, port: u16) -> ExitCode {
