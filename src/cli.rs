@@ -14,6 +14,11 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Crawl from seed URLs, writing pages.jsonl and stats.json.
+    Crawl(CrawlArgs),
+    /// Check a configuration file, or print the default one.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Build, query and inspect Bloom filter files in Guava's `BloomFilter.writeTo` format.
     #[command(subcommand)]
     Bloom(BloomCommand),
@@ -66,4 +71,62 @@ pub struct InfoArgs {
     /// A filter file in Guava's format.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Settings not given as flags come from CRAWLER_<SECTION>_<KEY> \
+                        variables, then the config file, then the defaults (`crawler config \
+                        default`). Exit codes: 0 done, 64 bad usage or configuration, 74 output \
+                        cannot be written."
+)]
+pub struct CrawlArgs {
+    /// Configuration file (default: $CRAWLER_CONFIG, else ./crawler.toml if present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// A seed URL (repeatable).
+    #[arg(long = "seed", value_name = "URL")]
+    pub seeds: Vec<String>,
+    /// A file of seed URLs, one per line (# comments allowed).
+    #[arg(long, value_name = "FILE")]
+    pub seeds_file: Option<PathBuf>,
+    /// Output directory (crawl.out_dir).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Stop after N fetched pages (crawl.max_pages; 0 = no limit).
+    #[arg(long, value_name = "N")]
+    pub max_pages: Option<u64>,
+    /// Deepest link depth (crawl.max_depth).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
+    /// Fetches in flight at once (crawl.concurrency).
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<u32>,
+    /// Gap between fetches to one host, in milliseconds (politeness.delay_ms).
+    #[arg(long, value_name = "N")]
+    pub delay_ms: Option<u64>,
+    /// User-Agent (crawl.user_agent).
+    #[arg(long, value_name = "S")]
+    pub user_agent: Option<String>,
+    /// Log line format (crawl.log_format).
+    #[arg(long, value_name = "FORMAT", value_parser = ["plain", "json"])]
+    pub log_format: Option<String>,
+    /// Ignore robots.txt (crawl.respect_robots = false).
+    #[arg(long)]
+    pub ignore_robots: bool,
+    /// Resolve a host name (or *.suffix) to an IP address, like curl --resolve (repeatable).
+    #[arg(long, value_name = "NAME=IP")]
+    pub resolve: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate FILE (with CRAWLER_* variables applied); report every problem; exit 64 if any.
+    Check {
+        /// The configuration file.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Print the default configuration, every key commented.
+    Default,
 }

@@ -6,7 +6,9 @@
 
 mod bloom_cmd;
 mod cli;
+mod crawl_cmd;
 mod exit;
+mod telemetry;
 
 use std::process::ExitCode;
 
@@ -24,7 +26,9 @@ fn main() -> ExitCode {
             };
         }
     };
-    match cli.command {
-        cli::Command::Bloom(cmd) => exit::report(bloom_cmd::run(cmd)),
-    }
+    exit::report(match cli.command {
+        cli::Command::Bloom(cmd) => bloom_cmd::run(cmd),
+        cli::Command::Crawl(args) => crawl_cmd::crawl(args),
+        cli::Command::Config(cmd) => crawl_cmd::config(cmd),
+    })
 }

@@ -1,4 +1,5 @@
 //! End-to-end tests of the `crawler` binary: one test binary, one module per area.
 
 mod bloom_cli;
+mod crawl;
 mod util;

@@ -1,0 +1,230 @@
+//! Fetching one URL: one shared `reqwest::Client` (rustls, gzip/brotli/deflate, HTTP/2 when
+//! offered), no automatic redirects (each hop goes back through the frontier), three
+//! timeouts, and a body cap applied while streaming — after decompression, so a gzip bomb is
+//! cut at the cap like any other long body.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::header::{CONTENT_TYPE, LOCATION, RETRY_AFTER};
+
+use crate::config::FetchSection;
+
+/// Which bodies a fetch keeps in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Only a 200 response of a parsed (HTML) content type; others are read and counted.
+    Html,
+    /// Any 2xx body (robots.txt).
+    Always,
+}
+
+/// What a fetch produced.
+#[derive(Debug, Clone, Default)]
+pub struct Fetched {
+    /// HTTP status, if a response arrived.
+    pub status: Option<u16>,
+    /// `Location` of a redirect, as sent.
+    pub location: Option<String>,
+    /// `Content-Type`, as sent.
+    pub content_type: Option<String>,
+    /// The body, kept only for content types that are parsed.
+    pub body: Vec<u8>,
+    /// Body bytes read (decompressed).
+    pub bytes: u64,
+    /// The body was longer than `max_body_bytes` and was cut.
+    pub truncated: bool,
+    /// `Retry-After` in seconds form.
+    pub retry_after: Option<Duration>,
+    /// What went wrong, if anything.
+    pub error: Option<String>,
+    /// Whether the failure is worth retrying (connect errors, timeouts, 5xx, 429).
+    pub transient: bool,
+    /// Time from request to last byte.
+    pub elapsed: Duration,
+}
+
+/// Resolves configured host patterns to fixed addresses, everything else through the system.
+#[derive(Debug)]
+struct Overrides {
+    rules: Vec<(String, IpAddr)>,
+}
+
+impl Overrides {
+    fn lookup(&self, host: &str) -> Option<IpAddr> {
+        self.rules.iter().find_map(|(pattern, ip)| {
+            let hit = match pattern.strip_prefix("*.") {
+                Some(suffix) => host.ends_with(&format!(".{suffix}")) || host == suffix,
+                None => host.eq_ignore_ascii_case(pattern),
+            };
+            hit.then_some(*ip)
+        })
+    }
+}
+
+impl Resolve for Overrides {
+    fn resolve(&self, name: Name) -> Resolving {
+        let host = name.as_str().to_ascii_lowercase();
+        if let Some(ip) = self.lookup(&host) {
+            let addrs: Addrs = Box::new(std::iter::once(SocketAddr::new(ip, 0)));
+            return Box::pin(async move { Ok(addrs) });
+        }
+        Box::pin(async move {
+            let found = tokio::net::lookup_host((host.as_str(), 0)).await?;
+            let addrs: Addrs = Box::new(found.collect::<Vec<_>>().into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// The HTTP side of the crawler.
+#[derive(Debug, Clone)]
+pub struct Fetcher {
+    client: reqwest::Client,
+    cfg: Arc<FetchSection>,
+}
+
+impl Fetcher {
+    /// A fetcher for `cfg`, sending `user_agent`.
+    pub fn new(cfg: &FetchSection, user_agent: &str) -> Result<Self, reqwest::Error> {
+        // rustls needs a process-wide crypto provider; ring builds without a C++ toolchain.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let rules = cfg
+            .resolve
+            .iter()
+            .filter_map(|(p, ip)| Some((p.to_ascii_lowercase(), ip.parse().ok()?)))
+            .collect();
+        let client = reqwest::Client::builder()
+            .user_agent(user_agent)
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_millis(cfg.connect_timeout_ms))
+            .timeout(Duration::from_millis(cfg.total_timeout_ms))
+            .pool_max_idle_per_host(8)
+            .dns_resolver(Arc::new(Overrides { rules }))
+            .tls_backend_rustls()
+            .build()?;
+        Ok(Self {
+            client,
+            cfg: Arc::new(cfg.clone()),
+        })
+    }
+
+    /// Whether bodies of `content_type` are parsed for links.
+    pub fn is_html(&self, content_type: Option<&str>) -> bool {
+        let Some(ct) = content_type else { return false };
+        let mime = ct
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        self.cfg
+            .html_types
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(&mime))
+    }
+
+    /// Fetches `url` once (retries are the caller's: they go back through the frontier).
+    pub async fn fetch(&self, url: &str, keep: Keep) -> Fetched {
+        let started = Instant::now();
+        let total = Duration::from_millis(self.cfg.total_timeout_ms);
+        let mut out = match tokio::time::timeout(total, self.fetch_inner(url, keep)).await {
+            Ok(f) => f,
+            Err(_) => Fetched {
+                error: Some(format!("timed out after {} ms", self.cfg.total_timeout_ms)),
+                transient: true,
+                ..Fetched::default()
+            },
+        };
+        out.elapsed = started.elapsed();
+        out
+    }
+
+    async fn fetch_inner(&self, url: &str, keep: Keep) -> Fetched {
+        let first_byte = Duration::from_millis(self.cfg.first_byte_timeout_ms);
+        let response = match tokio::time::timeout(first_byte, self.client.get(url).send()).await {
+            Err(_) => {
+                return Fetched {
+                    error: Some(format!(
+                        "no response headers within {} ms",
+                        self.cfg.first_byte_timeout_ms
+                    )),
+                    transient: true,
+                    ..Fetched::default()
+                }
+            }
+            Ok(Err(e)) => {
+                return Fetched {
+                    error: Some(describe(&e)),
+                    transient: e.is_connect() || e.is_timeout(),
+                    ..Fetched::default()
+                }
+            }
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status().as_u16();
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let content_type = header(CONTENT_TYPE);
+        let location = header(LOCATION);
+        let retry_after = header(RETRY_AFTER)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let keep_body = match keep {
+            Keep::Html => status == 200 && self.is_html(content_type.as_deref()),
+            Keep::Always => (200..300).contains(&status),
+        };
+        let mut out = Fetched {
+            status: Some(status),
+            location,
+            content_type,
+            retry_after,
+            transient: status == 429 || (500..600).contains(&status),
+            ..Fetched::default()
+        };
+        let cap = self.cfg.max_body_bytes;
+        let mut response = response;
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    let room = cap.saturating_sub(out.bytes) as usize;
+                    let take = room.min(chunk.len());
+                    if keep_body {
+                        out.body.extend_from_slice(&chunk[..take]);
+                    }
+                    out.bytes += take as u64;
+                    if take < chunk.len() {
+                        out.truncated = true;
+                        out.error = Some(format!("body longer than {cap} bytes; cut"));
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    out.error = Some(format!("body: {}", describe(&e)));
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A one-line description of a reqwest error with its causes.
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

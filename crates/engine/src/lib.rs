@@ -1,0 +1,530 @@
+//! The crawl engine: fetch workers around the frontier.
+//!
+//! `concurrency` async workers each loop: take a URL from the frontier ([`LocalFrontier`]),
+//! check robots.txt, fetch it, offer what it leads to (links, or a redirect's target — which
+//! goes through canonicalisation, scope, deduplication and robots like any link), write one
+//! `pages.jsonl` line, and acknowledge the URL. Workers are both the consumers of the queue
+//! and the producers of new links; a page's links are offered *before* its URL is
+//! acknowledged, so the crawl ends exactly when nothing is queued and nothing is in flight.
+//!
+//! Retries (connection errors, timeouts, 5xx, 429) are not loops inside a worker: the URL goes
+//! back to the front of its host's queue with a delay (exponential back-off with jitter, at
+//! least `Retry-After`), so politeness holds for retries too. HTML parsing runs on the
+//! blocking pool, never on the async reactor.
+
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod extract;
+pub mod fetch;
+pub mod output;
+pub mod robots;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use frontier::{
+    Admission, CanonConfig, FrontierConfig, HostScope, Lease, LocalFrontier, Order, Outcome,
+    Politeness, ScopeConfig,
+};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+pub use config::{ConfigError, CrawlConfig, Loader, DEFAULT_TOML};
+use fetch::{Fetcher, Keep};
+use output::{Output, PageRecord};
+use robots::RobotsCache;
+
+/// Why a crawl could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// No seed URL was usable.
+    #[error("no usable seed URL (give --seed URL, --seeds-file FILE or crawl.seeds)")]
+    NoSeeds,
+    /// A seed is not an http(s) URL.
+    #[error("seed `{0}` is not an http(s) URL: {1}")]
+    BadSeed(String, String),
+    /// The frontier could not be built (scope patterns, filter, spill directory).
+    #[error("frontier: {0}")]
+    Frontier(#[from] frontier::BuildError),
+    /// The HTTP client could not be built.
+    #[error("HTTP client: {0}")]
+    Client(#[from] reqwest::Error),
+    /// Output files could not be written.
+    #[error("output in {0}: {1}")]
+    Output(PathBuf, std::io::Error),
+}
+
+/// How the crawl ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Nothing queued, nothing in flight.
+    Finished,
+    /// `max_pages` fetches made.
+    MaxPages,
+    /// `max_duration_secs` passed.
+    MaxDuration,
+    /// SIGINT/SIGTERM (or the caller's cancellation).
+    Shutdown,
+}
+
+/// What `stats.json` holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// How the crawl ended.
+    pub stopped_by: StopReason,
+    /// Lines written to `pages.jsonl`.
+    pub pages: u64,
+    /// Pages by final status (`"200"`, `"301"`, …, `"error"` when no response).
+    pub by_status: BTreeMap<String, u64>,
+    /// URLs not fetched because robots.txt disallows them.
+    pub robots_disallowed: u64,
+    /// Retries made (transient failures re-queued).
+    pub retries: u64,
+    /// Body bytes read.
+    pub bytes: u64,
+    /// Wall time of the crawl.
+    pub duration_secs: f64,
+    /// `pages / duration_secs`.
+    pub pages_per_sec: f64,
+    /// The frontier's counters.
+    pub frontier: FrontierSummary,
+}
+
+/// The frontier part of [`Summary`].
+#[derive(Debug, Clone, Serialize)]
+pub struct FrontierSummary {
+    /// Links offered.
+    pub offered: u64,
+    /// Links admitted as new.
+    pub admitted: u64,
+    /// Links the visited set had seen.
+    pub duplicates: u64,
+    /// Links refused, by reason.
+    pub out_of_scope: BTreeMap<String, u64>,
+    /// URLs still queued (memory + disk) when the crawl stopped.
+    pub queued: u64,
+    /// Most URLs held in memory at once.
+    pub max_queued_memory: u64,
+    /// Bits of the visited-set filter.
+    pub filter_bits: u64,
+    /// Fraction of them set.
+    pub filter_fill: f64,
+    /// The filter's estimated false-positive probability now.
+    pub filter_fpp: f64,
+    /// Slices of the scalable filter.
+    pub filter_slices: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    pages: AtomicU64,
+    started: AtomicU64,
+    robots_disallowed: AtomicU64,
+    retries: AtomicU64,
+    bytes: AtomicU64,
+    by_status: Mutex<BTreeMap<String, u64>>,
+}
+
+/// Everything the workers share.
+#[derive(Debug)]
+struct Ctx {
+    cfg: CrawlConfig,
+    frontier: LocalFrontier,
+    fetcher: Fetcher,
+    robots: RobotsCache,
+    output: Output,
+    counters: Counters,
+    stop: Mutex<Option<StopReason>>,
+}
+
+impl Ctx {
+    fn stop(&self, reason: StopReason) {
+        let mut s = self.stop.lock().unwrap_or_else(|e| e.into_inner());
+        if s.is_none() {
+            *s = Some(reason);
+            tracing::info!(?reason, "stopping: no more URLs are handed out");
+        }
+        self.frontier.close();
+    }
+}
+
+/// Builds the frontier configuration from the crawl configuration.
+pub fn frontier_config(cfg: &CrawlConfig) -> FrontierConfig {
+    let f = &cfg.frontier;
+    FrontierConfig {
+        canon: CanonConfig {
+            sort_query: f.sort_query,
+            drop_params: f.drop_params.clone(),
+            strip_www: f.strip_www,
+            max_url_len: f.max_url_len as usize,
+        },
+        scope: ScopeConfig {
+            hosts: match f.scope.as_str() {
+                "same-host" => HostScope::SameHost,
+                "domains" => HostScope::Domains(f.domains.clone()),
+                "any" => HostScope::Any,
+                _ => HostScope::SameDomain,
+            },
+            include: f.include.clone(),
+            exclude: f.exclude.clone(),
+            max_depth: Some(cfg.crawl.max_depth),
+            max_path_segments: f.max_path_segments as usize,
+            max_repeated_segments: f.max_repeated_segments as usize,
+            max_query_params: f.max_query_params as usize,
+        },
+        expected_urls: f.expected_urls,
+        fpp: f.fpp,
+        memory_capacity: f.memory_capacity as usize,
+        spill_dir: (!f.spill_dir.is_empty()).then(|| PathBuf::from(&f.spill_dir)),
+        order: if f.order == "depth-first" {
+            Order::DepthFirst
+        } else {
+            Order::BreadthFirst
+        },
+        max_pages: None,
+        max_pages_per_host: (f.max_pages_per_host > 0).then_some(f.max_pages_per_host),
+        max_redirects: cfg.fetch.max_redirects,
+        politeness: Politeness {
+            delay: Duration::from_millis(cfg.politeness.delay_ms),
+            max_per_host: cfg.politeness.max_per_host,
+            backoff_base: Duration::from_millis(cfg.fetch.retry_base_ms.max(1)),
+            max_backoff: Duration::from_secs(cfg.politeness.max_backoff_secs),
+        },
+    }
+}
+
+/// Runs a crawl to its end (or until `shutdown` is cancelled), writing `pages.jsonl` and
+/// `stats.json` into `crawl.out_dir`.
+pub async fn run(cfg: CrawlConfig, shutdown: CancellationToken) -> Result<Summary, EngineError> {
+    let started = Instant::now();
+    let seeds: Vec<Url> = cfg
+        .crawl
+        .seeds
+        .iter()
+        .map(|s| {
+            let u =
+                Url::parse(s.trim()).map_err(|e| EngineError::BadSeed(s.clone(), e.to_string()))?;
+            if matches!(u.scheme(), "http" | "https") {
+                Ok(u)
+            } else {
+                Err(EngineError::BadSeed(
+                    s.clone(),
+                    "only http and https are crawled".into(),
+                ))
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    if seeds.is_empty() {
+        return Err(EngineError::NoSeeds);
+    }
+    let seed_strs: Vec<&str> = seeds.iter().map(Url::as_str).collect();
+    let frontier = LocalFrontier::new(frontier_config(&cfg), &seed_strs)?;
+    let fetcher = Fetcher::new(&cfg.fetch, &cfg.crawl.user_agent)?;
+    let out_dir = cfg.crawl.out_dir.clone();
+    let (output, writer) =
+        Output::open(&out_dir).map_err(|e| EngineError::Output(out_dir.clone(), e))?;
+    for s in &seed_strs {
+        frontier.offer(s, 0, None);
+    }
+    let ctx = Arc::new(Ctx {
+        robots: RobotsCache::new(&cfg.crawl.user_agent),
+        cfg,
+        frontier,
+        fetcher,
+        output,
+        counters: Counters::default(),
+        stop: Mutex::new(None),
+    });
+
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..ctx.cfg.crawl.concurrency {
+        workers.spawn(worker(Arc::clone(&ctx)));
+    }
+
+    // Stop conditions other than "finished": the duration limit and the shutdown signal.
+    let deadline = (ctx.cfg.crawl.max_duration_secs > 0).then(|| {
+        tokio::time::Instant::now() + Duration::from_secs(ctx.cfg.crawl.max_duration_secs)
+    });
+    let progress = spawn_progress(Arc::clone(&ctx), started);
+    let stop_signal = async {
+        tokio::select! {
+            _ = shutdown.cancelled() => StopReason::Shutdown,
+            _ = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            } => StopReason::MaxDuration,
+        }
+    };
+    tokio::select! {
+        _ = join_all(&mut workers) => {}
+        reason = stop_signal => ctx.stop(reason),
+    }
+    // Let in-flight fetches finish (their records are written), but not forever.
+    let drain = Duration::from_secs(ctx.cfg.crawl.drain_secs);
+    if tokio::time::timeout(drain, join_all(&mut workers))
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            secs = drain.as_secs(),
+            "in-flight fetches did not finish in time; abandoning them"
+        );
+        workers.abort_all();
+        join_all(&mut workers).await;
+    }
+    progress.abort();
+    let _ = progress.await;
+
+    let summary = summarize(&ctx, started);
+    // Every worker is gone, so this drops the last sender: the writer drains its queue,
+    // writes every record and ends.
+    drop(ctx);
+    match tokio::time::timeout(Duration::from_secs(30), writer).await {
+        Ok(Ok(Ok(_))) => {}
+        Ok(Ok(Err(e))) => return Err(EngineError::Output(out_dir, e)),
+        Ok(Err(e)) => return Err(EngineError::Output(out_dir, std::io::Error::other(e))),
+        Err(_) => {
+            return Err(EngineError::Output(
+                out_dir,
+                std::io::Error::other("the output writer did not finish"),
+            ))
+        }
+    }
+    output::write_stats(&out_dir, &summary).map_err(|e| EngineError::Output(out_dir.clone(), e))?;
+    Ok(summary)
+}
+
+async fn join_all(set: &mut tokio::task::JoinSet<()>) {
+    while set.join_next().await.is_some() {}
+}
+
+fn spawn_progress(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let every = Duration::from_secs(ctx.cfg.crawl.progress_secs.max(1));
+        let mut tick = tokio::time::interval(every);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let s = ctx.frontier.stats();
+            let pages = ctx.counters.pages.load(Ordering::Relaxed);
+            let secs = started.elapsed().as_secs_f64();
+            tracing::info!(
+                pages,
+                pages_per_sec = format_args!("{:.0}", pages as f64 / secs.max(1e-9)),
+                queued_memory = s.queued_memory,
+                queued_disk = s.queued_disk,
+                in_flight = s.in_flight,
+                hosts = s.hosts,
+                filter_fill = format_args!(
+                    "{:.4}",
+                    s.filter_bits_set as f64 / s.filter_bits.max(1) as f64
+                ),
+                filter_fpp = format_args!("{:.2e}", s.filter_fpp),
+                "progress"
+            );
+        }
+    })
+}
+
+fn summarize(ctx: &Ctx, started: Instant) -> Summary {
+    let s = ctx.frontier.stats();
+    let c = &ctx.counters;
+    let pages = c.pages.load(Ordering::Relaxed);
+    let secs = started.elapsed().as_secs_f64();
+    Summary {
+        stopped_by: ctx
+            .stop
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or(StopReason::Finished),
+        pages,
+        by_status: c
+            .by_status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
+        robots_disallowed: c.robots_disallowed.load(Ordering::Relaxed),
+        retries: c.retries.load(Ordering::Relaxed),
+        bytes: c.bytes.load(Ordering::Relaxed),
+        duration_secs: secs,
+        pages_per_sec: pages as f64 / secs.max(1e-9),
+        frontier: FrontierSummary {
+            offered: s.offered,
+            admitted: s.admitted,
+            duplicates: s.duplicates,
+            out_of_scope: s
+                .out_of_scope
+                .iter()
+                .map(|(r, n)| (r.name().to_owned(), *n))
+                .collect(),
+            queued: s.queued(),
+            max_queued_memory: s.max_queued_memory,
+            filter_bits: s.filter_bits,
+            filter_fill: s.filter_bits_set as f64 / s.filter_bits.max(1) as f64,
+            filter_fpp: s.filter_fpp,
+            filter_slices: s.filter_slices,
+        },
+    }
+}
+
+async fn worker(ctx: Arc<Ctx>) {
+    while let Some(lease) = ctx.frontier.next().await {
+        let max = ctx.cfg.crawl.max_pages;
+        if max > 0 && ctx.counters.started.fetch_add(1, Ordering::Relaxed) >= max {
+            ctx.frontier.complete(lease, Outcome::Done);
+            ctx.stop(StopReason::MaxPages);
+            break;
+        }
+        let outcome = process(&ctx, &lease).await;
+        let last = max > 0 && ctx.counters.pages.load(Ordering::Relaxed) >= max;
+        ctx.frontier.complete(lease, outcome);
+        if last {
+            ctx.stop(StopReason::MaxPages);
+        }
+    }
+}
+
+/// Fetches one leased URL, offers what it leads to and writes its record; returns the
+/// outcome for the frontier.
+async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
+    let entry = &lease.entry;
+    let Ok(url) = Url::parse(&entry.url) else {
+        return Outcome::Done; // the frontier only queues canonical URLs; cannot happen
+    };
+    if ctx.cfg.crawl.respect_robots {
+        let verdict = ctx.robots.check(&ctx.fetcher, &url).await;
+        if let Some(delay) = verdict.crawl_delay {
+            ctx.frontier.set_crawl_delay(&lease.host, delay);
+        }
+        if !verdict.allowed {
+            ctx.counters
+                .robots_disallowed
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(%url, "disallowed by robots.txt");
+            if ctx.cfg.crawl.max_pages > 0 {
+                ctx.counters.started.fetch_sub(1, Ordering::Relaxed);
+            }
+            return Outcome::Done;
+        }
+    }
+    let fetched = ctx.fetcher.fetch(url.as_str(), Keep::Html).await;
+    let attempts = u32::from(entry.attempt) + 1;
+    if fetched.transient && entry.attempt < ctx.cfg.fetch.max_retries {
+        ctx.counters.retries.fetch_add(1, Ordering::Relaxed);
+        if ctx.cfg.crawl.max_pages > 0 {
+            ctx.counters.started.fetch_sub(1, Ordering::Relaxed);
+        }
+        let backoff = retry_delay(ctx.cfg.fetch.retry_base_ms, entry.attempt, &entry.url);
+        let after = fetched.retry_after.map_or(backoff, |r| r.max(backoff));
+        tracing::debug!(%url, attempt = attempts, status = fetched.status, error = fetched.error.as_deref(), ?after, "retrying later");
+        return Outcome::Retry { after: Some(after) };
+    }
+
+    let mut links_found = 0;
+    let mut links_new = 0;
+    let mut final_url = entry.url.clone();
+    let mut error = fetched.error.clone();
+    match fetched.status {
+        Some(300..=399) => match fetched.location.as_deref().map(|l| url.join(l.trim())) {
+            Some(Ok(target)) => {
+                final_url = target.to_string();
+                links_found = 1;
+                let admission = ctx.frontier.offer_hops(
+                    &final_url,
+                    entry.depth,
+                    Some(&entry.url),
+                    entry.hops.saturating_add(1),
+                );
+                links_new = u64::from(admission == Admission::Admitted);
+            }
+            Some(Err(e)) => error = Some(format!("bad Location header: {e}")),
+            None => error = Some("redirect without a Location header".into()),
+        },
+        Some(200) if !fetched.body.is_empty() => {
+            let body = fetched.body.clone();
+            let ct = fetched.content_type.clone();
+            let page = url.clone();
+            let respect = ctx.cfg.crawl.respect_nofollow;
+            let extracted = tokio::task::spawn_blocking(move || {
+                extract::extract(&body, ct.as_deref(), &page, respect)
+            })
+            .await;
+            match extracted {
+                Ok(e) => {
+                    links_found = e.links.len() as u64;
+                    for link in &e.links {
+                        if ctx.frontier.offer(link, entry.depth + 1, Some(&entry.url))
+                            == Admission::Admitted
+                        {
+                            links_new += 1;
+                        }
+                    }
+                }
+                Err(e) => error = Some(format!("link extraction failed: {e}")),
+            }
+        }
+        _ => {}
+    }
+
+    let status_key = fetched
+        .status
+        .map_or_else(|| "error".to_owned(), |s| s.to_string());
+    *ctx.counters
+        .by_status
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(status_key)
+        .or_default() += 1;
+    ctx.counters
+        .bytes
+        .fetch_add(fetched.bytes, Ordering::Relaxed);
+    tracing::debug!(%url, status = fetched.status, bytes = fetched.bytes, links_found, links_new, "fetched");
+    ctx.output
+        .record(PageRecord {
+            url: entry.url.clone(),
+            final_url,
+            status: fetched.status,
+            depth: entry.depth,
+            parent: entry.parent.clone(),
+            content_type: fetched.content_type.clone(),
+            bytes: fetched.bytes,
+            links_found,
+            links_new,
+            fetch_ms: fetched.elapsed.as_millis() as u64,
+            fetched_at: output::now_rfc3339(),
+            attempts,
+            truncated: fetched.truncated,
+            error,
+        })
+        .await;
+    ctx.counters.pages.fetch_add(1, Ordering::Relaxed);
+    if fetched.transient {
+        Outcome::HostError {
+            retry_after: fetched.retry_after,
+        }
+    } else {
+        Outcome::Done
+    }
+}
+
+/// `base · 2^attempt`, with ±50% jitter derived from the URL and attempt (no RNG needed, and
+/// different URLs of one host spread out).
+fn retry_delay(base_ms: u64, attempt: u8, url: &str) -> Duration {
+    let exp = base_ms.saturating_mul(1u64 << attempt.min(16));
+    let h = url
+        .bytes()
+        .fold(u64::from(attempt) ^ 0x9E37_79B9_7F4A_7C15, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+    let jitter = (h % 1000) as f64 / 1000.0 + 0.5; // 0.5 ..= 1.5
+    Duration::from_millis((exp as f64 * jitter) as u64)
+}

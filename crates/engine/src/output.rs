@@ -1,0 +1,146 @@
+//! `pages.jsonl` and `stats.json`: one JSON object per fetched URL, written so that a killed
+//! process leaves only whole lines, and a summary at the end.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+/// One line of `pages.jsonl`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PageRecord {
+    /// The URL fetched (canonical).
+    pub url: String,
+    /// Where it ended up: the redirect target for a 3xx, else the URL itself.
+    pub final_url: String,
+    /// HTTP status (null when no response arrived).
+    pub status: Option<u16>,
+    /// Link depth (seeds are 0).
+    pub depth: u32,
+    /// The page that linked (or redirected) here.
+    pub parent: Option<String>,
+    /// `Content-Type` as sent.
+    pub content_type: Option<String>,
+    /// Body bytes read (after decompression; at most `max_body_bytes`).
+    pub bytes: u64,
+    /// Links found on the page (0 unless parsed).
+    pub links_found: u64,
+    /// Of those, links the frontier admitted as new.
+    pub links_new: u64,
+    /// Time of the last attempt, request to last byte, in milliseconds.
+    pub fetch_ms: u64,
+    /// When the fetch finished (RFC 3339, UTC).
+    pub fetched_at: String,
+    /// Attempts made (retries included).
+    pub attempts: u32,
+    /// The body was cut at `max_body_bytes`.
+    pub truncated: bool,
+    /// What went wrong, or null.
+    pub error: Option<String>,
+}
+
+/// Sends records to the writer task, which appends them to `pages.jsonl`.
+#[derive(Debug, Clone)]
+pub struct Output {
+    tx: mpsc::Sender<PageRecord>,
+}
+
+impl Output {
+    /// Opens `dir/pages.jsonl` for appending (the directory is created) and starts the writer.
+    pub fn open(dir: &Path) -> io::Result<(Self, tokio::task::JoinHandle<io::Result<u64>>)> {
+        std::fs::create_dir_all(dir)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("pages.jsonl"))?;
+        let (tx, rx) = mpsc::channel(4096);
+        let task = tokio::task::spawn_blocking(move || write_lines(file, rx));
+        Ok((Self { tx }, task))
+    }
+
+    /// Queues a record (waits only if the writer is far behind).
+    pub async fn record(&self, r: PageRecord) {
+        let _ = self.tx.send(r).await;
+    }
+}
+
+/// Writes batches of whole lines with one `write` each, unbuffered: whatever has been written
+/// when the process dies is a sequence of complete lines.
+fn write_lines(mut file: File, mut rx: mpsc::Receiver<PageRecord>) -> io::Result<u64> {
+    let mut lines = 0;
+    let mut batch = Vec::with_capacity(1 << 16);
+    while let Some(first) = rx.blocking_recv() {
+        batch.clear();
+        let push = |r: &PageRecord, batch: &mut Vec<u8>| {
+            serde_json::to_writer(&mut *batch, r).expect("records serialize");
+            batch.push(b'\n');
+        };
+        push(&first, &mut batch);
+        lines += 1;
+        while batch.len() < (1 << 16) {
+            match rx.try_recv() {
+                Ok(r) => {
+                    push(&r, &mut batch);
+                    lines += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        file.write_all(&batch)?;
+    }
+    file.sync_data()?;
+    Ok(lines)
+}
+
+/// Writes `value` as `dir/stats.json` (via a temporary file and a rename).
+pub fn write_stats(dir: &Path, value: &impl Serialize) -> io::Result<()> {
+    let tmp = dir.join("stats.json.tmp");
+    let mut f = File::create(&tmp)?;
+    serde_json::to_writer_pretty(&mut f, value)?;
+    f.write_all(b"\n")?;
+    f.sync_all()?;
+    std::fs::rename(tmp, dir.join("stats.json"))
+}
+
+/// Now as RFC 3339 UTC with milliseconds, e.g. `2026-11-22T20:50:44.123Z`.
+pub fn now_rfc3339() -> String {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_shape() {
+        let s = now_rfc3339();
+        assert_eq!(s.len(), 24, "{s}");
+        assert!(s.starts_with("20") && s.ends_with('Z'));
+        assert_eq!(&s[4..5], "-");
+        assert_eq!(&s[10..11], "T");
+    }
+}

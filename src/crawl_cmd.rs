@@ -1,0 +1,188 @@
+//! `crawler crawl` and `crawler config`: turn flags, environment and file into a
+//! configuration, set up logging and signals, and run the engine.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use engine::{CrawlConfig, Loader};
+use tokio_util::sync::CancellationToken;
+use toml::Value;
+
+use crate::cli::{ConfigCommand, CrawlArgs};
+use crate::exit::{Failure, IO, USAGE};
+
+/// The configuration file to read: `--config`, else `$CRAWLER_CONFIG`, else `./crawler.toml`
+/// when it exists.
+fn config_path(flag: Option<&Path>) -> Option<PathBuf> {
+    flag.map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("CRAWLER_CONFIG").map(PathBuf::from))
+        .or_else(|| Some(PathBuf::from("crawler.toml")).filter(|p| p.exists()))
+}
+
+fn read_file(loader: Loader, path: &Path) -> Result<Loader, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::new(USAGE, format!("cannot read config {}: {e}", path.display())))?;
+    Ok(loader.file(&path.display().to_string(), &text))
+}
+
+fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
+    let mut loader = Loader::new();
+    if let Some(path) = config_path(args.config.as_deref()) {
+        loader = read_file(loader, &path)?;
+    }
+    loader = loader.env(std::env::vars());
+    let mut seeds: Vec<String> = args.seeds.clone();
+    if let Some(file) = &args.seeds_file {
+        let text = std::fs::read_to_string(file).map_err(|e| {
+            Failure::new(
+                USAGE,
+                format!("cannot read --seeds-file {}: {e}", file.display()),
+            )
+        })?;
+        seeds.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_owned),
+        );
+    }
+    if !seeds.is_empty() {
+        loader = loader.flag(
+            "--seed",
+            "crawl",
+            "seeds",
+            Value::Array(seeds.into_iter().map(Value::String).collect()),
+        );
+    }
+    let int = |n: u64| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
+    if let Some(o) = &args.out {
+        loader = loader.flag(
+            "--out",
+            "crawl",
+            "out_dir",
+            Value::String(o.display().to_string()),
+        );
+    }
+    if let Some(n) = args.max_pages {
+        loader = loader.flag("--max-pages", "crawl", "max_pages", int(n));
+    }
+    if let Some(n) = args.max_depth {
+        loader = loader.flag("--max-depth", "crawl", "max_depth", int(n.into()));
+    }
+    if let Some(n) = args.concurrency {
+        loader = loader.flag("--concurrency", "crawl", "concurrency", int(n.into()));
+    }
+    if let Some(n) = args.delay_ms {
+        loader = loader.flag("--delay-ms", "politeness", "delay_ms", int(n));
+    }
+    if let Some(s) = &args.user_agent {
+        loader = loader.flag(
+            "--user-agent",
+            "crawl",
+            "user_agent",
+            Value::String(s.clone()),
+        );
+    }
+    if let Some(s) = &args.log_format {
+        loader = loader.flag(
+            "--log-format",
+            "crawl",
+            "log_format",
+            Value::String(s.clone()),
+        );
+    }
+    if args.ignore_robots {
+        loader = loader.flag(
+            "--ignore-robots",
+            "crawl",
+            "respect_robots",
+            Value::Boolean(false),
+        );
+    }
+    if !args.resolve.is_empty() {
+        let mut table = toml::Table::new();
+        for r in &args.resolve {
+            let Some((name, ip)) = r.split_once('=') else {
+                return Err(Failure::new(
+                    USAGE,
+                    format!("--resolve {r}: expected NAME=IP"),
+                ));
+            };
+            table.insert(name.trim().to_owned(), Value::String(ip.trim().to_owned()));
+        }
+        loader = loader.flag("--resolve", "fetch", "resolve", Value::Table(table));
+    }
+    loader
+        .build()
+        .map_err(|e| Failure::new(USAGE, e.to_string().trim_end()))
+}
+
+pub fn config(cmd: ConfigCommand) -> Result<(), Failure> {
+    match cmd {
+        ConfigCommand::Default => {
+            print!("{}", engine::DEFAULT_TOML);
+            Ok(())
+        }
+        ConfigCommand::Check { file } => {
+            let loader = read_file(Loader::new(), &file)?.env(std::env::vars());
+            loader
+                .build()
+                .map(|_| println!("{}: ok", file.display()))
+                .map_err(|e| Failure::new(USAGE, e.to_string().trim_end()))
+        }
+    }
+}
+
+pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
+    let cfg = load(&args)?;
+    crate::telemetry::init(&cfg.crawl.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(IO, format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async move {
+        let shutdown = CancellationToken::new();
+        tokio::spawn(watch_signals(shutdown.clone()));
+        let interactive = std::io::stderr().is_terminal();
+        match engine::run(cfg, shutdown).await {
+            Ok(summary) => {
+                let line = format!(
+                    "crawl {:?}: {} pages in {:.1} s ({:.0} pages/s), {} disallowed by robots.txt",
+                    summary.stopped_by,
+                    summary.pages,
+                    summary.duration_secs,
+                    summary.pages_per_sec,
+                    summary.robots_disallowed
+                );
+                if interactive {
+                    eprintln!("{line}");
+                } else {
+                    tracing::info!("{line}");
+                }
+                Ok(())
+            }
+            Err(engine::EngineError::Output(dir, e)) => Err(Failure::new(
+                IO,
+                format!("output in {}: {e}", dir.display()),
+            )),
+            Err(e) => Err(Failure::new(USAGE, e)),
+        }
+    })
+}
+
+/// First SIGINT/SIGTERM: graceful stop (drain, flush, exit 0). Second: exit at once.
+async fn watch_signals(shutdown: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return;
+    };
+    tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+    tracing::warn!("signal received: stopping (send it again to exit at once)");
+    shutdown.cancel();
+    tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+    eprintln!("crawler: second signal, exiting now");
+    std::process::exit(130);
+}

@@ -1,0 +1,178 @@
+//! `crawler crawl` end to end against the local test site: the pages fetched equal the site's
+//! ground truth exactly, robots.txt is obeyed as seen from the server, and the output is
+//! well-formed.
+
+use std::collections::BTreeMap;
+
+use testsite::{Expected, SiteConfig, TestSite};
+
+use crate::util::{crawler, stderr};
+
+fn read_pages(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("pages.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is a JSON object"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawl_equals_ground_truth() {
+    let site = TestSite::start(SiteConfig {
+        pages: 400,
+        hosts: 5,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("crawler.toml");
+    std::fs::write(
+        &config,
+        "[crawl]\nconcurrency = 16\nprogress_secs = 60\n[fetch]\nretry_base_ms = 20\n\
+         [politeness]\ndelay_ms = 0\nmax_per_host = 4\n[frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let seed = site.site().seed_url();
+    let mut cmd = crawler();
+    cmd.args([
+        "crawl",
+        "--config",
+        config.to_str().unwrap(),
+        "--seed",
+        &seed,
+    ])
+    .args([
+        "--out",
+        out.to_str().unwrap(),
+        "--resolve",
+        "*.test=127.0.0.1",
+    ])
+    .env("RUST_LOG", "warn");
+    let output = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let pages = read_pages(&out);
+    let mut fetched: BTreeMap<String, Option<u64>> = BTreeMap::new();
+    for p in &pages {
+        let url = p["url"].as_str().unwrap().to_owned();
+        let previous = fetched.insert(url.clone(), p["status"].as_u64());
+        assert!(previous.is_none(), "{url} fetched twice");
+        for key in [
+            "final_url",
+            "depth",
+            "content_type",
+            "bytes",
+            "links_found",
+            "links_new",
+            "fetch_ms",
+            "fetched_at",
+            "error",
+        ] {
+            assert!(p.get(key).is_some(), "record lacks {key}: {p}");
+        }
+    }
+    let truth = site.site().ground_truth();
+    let missing: Vec<_> = truth
+        .urls
+        .keys()
+        .filter(|u| !fetched.contains_key(*u))
+        .collect();
+    let extra: Vec<_> = fetched
+        .keys()
+        .filter(|u| !truth.urls.contains_key(*u))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing {missing:?}\nextra {extra:?}"
+    );
+    for (url, expected) in &truth.urls {
+        let Expected::Status(s) = expected else {
+            unreachable!()
+        };
+        assert_eq!(fetched[url], Some(u64::from(*s)), "{url}");
+    }
+
+    // Seen from the server: nothing disallowed was requested.
+    for r in site.observer().log() {
+        let private = r.path.starts_with("/private/") && !r.path.starts_with("/private/public/");
+        let rules_host = !["h1.test", "h3.test"].contains(&r.host.as_str());
+        assert!(
+            !(private && rules_host),
+            "requested disallowed {} {}",
+            r.host,
+            r.path
+        );
+        assert!(
+            r.host != "h2.test" || r.path == "/robots.txt",
+            "requested {} on the robots-500 host",
+            r.path
+        );
+        assert!(!r.path.starts_with("/orphan/"));
+    }
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("stats.json")).unwrap()).unwrap();
+    assert_eq!(stats["pages"].as_u64().unwrap() as usize, pages.len());
+    assert_eq!(stats["stopped_by"], "finished");
+    assert!(stats["robots_disallowed"].as_u64().unwrap() > 0);
+    site.stop().await;
+}
+
+#[test]
+fn config_errors_are_all_reported_with_exit_64() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bad.toml");
+    std::fs::write(
+        &config,
+        "[crawl]\nconcurrency = \"many\"\nmystery = 1\n[fetch]\nmax_body_bytes = 0\n",
+    )
+    .unwrap();
+    let output = crawler()
+        .args([
+            "crawl",
+            "--config",
+            config.to_str().unwrap(),
+            "--seed",
+            "http://x.test/",
+        ])
+        .env("CRAWLER_POLITENESS_DELAY_MS", "-1")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(64));
+    let err = stderr(&output);
+    for key in [
+        "crawl.concurrency",
+        "crawl.mystery",
+        "fetch.max_body_bytes",
+        "politeness.delay_ms",
+    ] {
+        assert!(err.contains(key), "{key} not named in\n{err}");
+    }
+    assert!(err.contains("bad.toml:2"), "{err}");
+    let check = crawler()
+        .args(["config", "check", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(64));
+}
+
+#[test]
+fn default_config_round_trips() {
+    let output = crawler().args(["config", "default"]).output().unwrap();
+    assert!(output.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, &output.stdout).unwrap();
+    let shipped =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/crawler.toml")).unwrap();
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), shipped);
+    let check = crawler()
+        .args(["config", "check", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", stderr(&check));
+}
