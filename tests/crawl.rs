@@ -176,3 +176,104 @@ fn default_config_round_trips() {
         .unwrap();
     assert!(check.status.success(), "{}", stderr(&check));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_hostile_mode_ends_in_a_clear_record() {
+    let site = TestSite::start(SiteConfig {
+        pages: 100,
+        hosts: 2,
+        hostile: testsite::Hostile::all(),
+        slow_secs: 30,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("crawler.toml");
+    std::fs::write(
+        &config,
+        "[crawl]\nconcurrency = 16\nmax_depth = 20\ndrain_secs = 5\n\
+         [fetch]\nfirst_byte_timeout_ms = 1500\ntotal_timeout_ms = 3000\nmax_body_bytes = 2000000\nmax_retries = 0\n\
+         [politeness]\ndelay_ms = 0\nmax_per_host = 8\n[frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let seed = site.site().seed_url();
+    let mut cmd = crawler();
+    cmd.args([
+        "crawl",
+        "--config",
+        config.to_str().unwrap(),
+        "--seed",
+        &seed,
+    ])
+    .args([
+        "--out",
+        out.to_str().unwrap(),
+        "--resolve",
+        "*.test=127.0.0.1",
+    ])
+    .env("RUST_LOG", "warn");
+    let started = std::time::Instant::now();
+    let output = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    let pages = read_pages(&out);
+    let record = |path: &str| {
+        let url = format!("{}{path}", site.site().origin(0));
+        pages
+            .iter()
+            .find(|p| p["url"] == url.as_str())
+            .unwrap_or_else(|| panic!("no record for {url}"))
+            .clone()
+    };
+    for path in [
+        "/hostile/slow-first-byte",
+        "/hostile/drip",
+        "/hostile/huge-headers",
+    ] {
+        let r = record(path);
+        assert!(
+            r["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{path}: {r}"
+        );
+    }
+    for path in ["/hostile/endless", "/hostile/huge"] {
+        let r = record(path);
+        assert_eq!(r["truncated"], true, "{path}: {r}");
+        assert!(r["bytes"].as_u64().unwrap() <= 2_000_000, "{path}: {r}");
+    }
+    // The bomb is cut at the cap once inflating, or (when the server is still compressing
+    // its gigabyte) times out waiting for headers: either way a clear record, bounded memory.
+    let bomb = record("/hostile/gzip-bomb");
+    assert!(
+        bomb["truncated"] == true || bomb["error"].is_string(),
+        "{bomb}"
+    );
+    assert!(bomb["bytes"].as_u64().unwrap() <= 2_000_000, "{bomb}");
+    // 100,000 links in 7 MB: the first 2 MB are read and their ~29,000 links parsed.
+    let many = record("/hostile/many-links");
+    assert_eq!(many["truncated"], true, "{many}");
+    assert!(many["links_found"].as_u64().unwrap() > 10_000, "{many}");
+    assert_eq!(
+        record("/hostile/nested-target")["status"],
+        200,
+        "found under 100,000 tags"
+    );
+    let trap = pages
+        .iter()
+        .filter(|p| p["url"].as_str().unwrap().contains("/hostile/trap/"))
+        .count();
+    assert!(
+        (1..=5).contains(&trap),
+        "the trap guard stops the ever-growing path: {trap}"
+    );
+    site.stop().await;
+}

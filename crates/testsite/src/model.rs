@@ -111,6 +111,8 @@ pub struct Html {
     pub content_type_lie: Option<&'static str>,
     /// Filler paragraphs (the page's size beyond its links).
     pub filler: u32,
+    /// Levels of unclosed, malformed tags before the links (the `nested` hostile mode).
+    pub nesting: u32,
 }
 
 impl Html {
@@ -124,6 +126,7 @@ impl Html {
             encoding: None,
             content_type_lie: None,
             filler: 1,
+            nesting: 0,
         }
     }
 }
@@ -711,10 +714,12 @@ impl Site {
                 return Some(Resource::Html(Html::new("100,000 links", links)));
             }
             ("/hostile/nested", None) if m.nested => {
-                return Some(Resource::Html(Html::new(
+                let mut page = Html::new(
                     "Deeply nested",
                     vec![self.link(0, "/hostile/nested-target")],
-                )))
+                );
+                page.nesting = 100_000;
+                return Some(Resource::Html(page));
             }
             ("/hostile/nested-target", None) if m.nested => {
                 return Some(Resource::Html(Html::new(
