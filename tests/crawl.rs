@@ -277,3 +277,79 @@ async fn every_hostile_mode_ends_in_a_clear_record() {
     );
     site.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn politeness_seen_from_the_server() {
+    let site = TestSite::start(SiteConfig {
+        pages: 20,
+        hosts: 2,
+        extra_links: 2,
+        depth: 2,
+        crawl_delay: Some(0.2),
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("crawler.toml");
+    std::fs::write(
+        &config,
+        "[crawl]\nconcurrency = 8\n[fetch]\nretry_base_ms = 20\n\
+         [politeness]\ndelay_ms = 100\nmax_per_host = 1\n[frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let mut cmd = crawler();
+    cmd.args([
+        "crawl",
+        "--config",
+        config.to_str().unwrap(),
+        "--seed",
+        &site.site().seed_url(),
+    ])
+    .args([
+        "--out",
+        out.to_str().unwrap(),
+        "--resolve",
+        "*.test=127.0.0.1",
+    ])
+    .env("RUST_LOG", "warn");
+    let output = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let log = site.observer().log();
+    for (host, stats) in site.observer().host_stats() {
+        assert!(stats.max_concurrent <= 1, "{host}: {stats:?}");
+        let starts: Vec<f64> = log
+            .iter()
+            .filter(|r| r.host == host)
+            .map(|r| r.at_ms)
+            .collect();
+        // Host 0 announces Crawl-delay: 0.2 (in its robots.txt, which is fetched first).
+        let min_gap = if host == "h0.test" { 200.0 } else { 100.0 };
+        for w in starts.windows(2).skip(1) {
+            assert!(
+                w[1] - w[0] >= min_gap - 5.0,
+                "{host}: requests {:.1} ms apart",
+                w[1] - w[0]
+            );
+        }
+    }
+    // 503 and 429 with Retry-After: 1 — the retry came at least a second later.
+    for path in ["/busy", "/slow-down"] {
+        let times: Vec<f64> = log
+            .iter()
+            .filter(|r| r.host == "h1.test" && r.path == path)
+            .map(|r| r.at_ms)
+            .collect();
+        assert_eq!(times.len(), 2, "{path}: {times:?}");
+        assert!(
+            times[1] - times[0] >= 990.0,
+            "{path}: retried after {:.0} ms",
+            times[1] - times[0]
+        );
+    }
+    site.stop().await;
+}

@@ -101,6 +101,8 @@ struct HostQueue {
     spilled: u64,
     in_flight: u32,
     next_allowed: Instant,
+    /// When the last fetch to this host was handed out.
+    last_start: Option<Instant>,
     crawl_delay: Duration,
     backoff: Duration,
     in_heap: bool,
@@ -201,6 +203,7 @@ impl Scheduler {
             spilled: 0,
             in_flight: 0,
             next_allowed: Instant::now(),
+            last_start: None,
             crawl_delay: Duration::ZERO,
             backoff: Duration::ZERO,
             in_heap: false,
@@ -426,6 +429,7 @@ impl Scheduler {
             let q = &mut self.hosts[id as usize];
             q.in_flight += 1;
             q.next_allowed = now + delay;
+            q.last_start = Some(now);
             self.in_flight += 1;
             let host = Arc::clone(&q.name);
             self.schedule(id);
@@ -490,9 +494,15 @@ impl Scheduler {
     }
 
     /// Sets a host's `Crawl-delay` (from its robots.txt).
+    /// The delay also applies to the fetch already handed out: the next one waits for it
+    /// from that fetch's start, not just from now on.
     pub(crate) fn set_crawl_delay(&mut self, host: &str, delay: Duration) {
         let id = self.host_id(host);
-        self.hosts[id as usize].crawl_delay = delay.min(self.politeness.max_backoff);
+        let q = &mut self.hosts[id as usize];
+        q.crawl_delay = delay.min(self.politeness.max_backoff);
+        if let Some(last) = q.last_start {
+            q.next_allowed = q.next_allowed.max(last + q.crawl_delay);
+        }
     }
 
     pub(crate) fn counts(&self) -> QueueCounts {
