@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Crawls one local test site with this crawler and with Scrapy (PyPI; a follow-all
+# CrawlSpider), at matched concurrency and politeness off, in one run: pages/s, peak RSS,
+# CPU seconds, and URLs fetched vs the site's ground truth. Hosts are 127.0.0.x addresses
+# (`--addressing ips`) so no peer needs name resolution.
+#
+#   scripts/bench-crawl.sh [PAGES] [HOSTS]      # default 100000 100
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+pages="${1:-100000}" hosts="${2:-100}" port=18200 conc=64
+cargo build --release --workspace --bins >/dev/null 2>&1
+python3 -c "import scrapy" 2>/dev/null || pip install -q scrapy
+work="$(mktemp -d)"
+trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+start_site() {
+    target/release/testsite --pages "$pages" --hosts "$hosts" --addressing ips --port $port --threads 1 2>/dev/null &
+    server=$!
+    sleep 1
+}
+target/release/testsite --pages "$pages" --hosts "$hosts" --addressing ips --port $port --ground-truth \
+    | grep -v '^#' | cut -f1 | sort >"$work/truth"
+seed="http://127.0.0.1:$port/"
+run_timed() { # name, command... (wall s, peak RSS KiB, user s, system s)
+    local name=$1; shift
+    /usr/bin/time -f "%e %M %U %S" -o "$work/$name.time" "$@" >/dev/null 2>"$work/$name.err" || true
+}
+report() { # name: one TSV row from the timing and the URL list
+    local name=$1 wall rss user sys
+    read -r wall rss user sys <"$work/$name.time"
+    local fetched found
+    fetched=$(wc -l <"$work/$name.urls")
+    found=$(sort -u "$work/$name.urls" | comm -12 - "$work/truth" | wc -l)
+    printf '%s\t%d\t%d\t%.1f\t%.0f\t%.1f\t%.1f\t%d/%d\n' "$name" "$pages" "$hosts" "$wall" \
+        "$(echo "$fetched / $wall" | bc -l)" "$(echo "$rss / 1024" | bc -l)" "$(echo "$user + $sys" | bc -l)" \
+        "$found" "$(wc -l <"$work/truth")"
+}
+printf 'crawler\tpages\thosts\tseconds\tpages_per_s\tpeak_rss_mb\tcpu_s\tground_truth_found\n'
+
+start_site
+cat >"$work/ours.toml" <<TOML
+[crawl]
+concurrency = $conc
+progress_secs = 3600
+[politeness]
+delay_ms = 0
+max_per_host = $conc
+[frontier]
+scope = "any"
+TOML
+run_timed ours target/release/crawler crawl --config "$work/ours.toml" --seed "$seed" --out "$work/ours-out"
+python3 -c "import json; [print(json.loads(l)['url']) for l in open('$work/ours-out/pages.jsonl')]" >"$work/ours.urls"
+report ours
+kill $server; wait $server 2>/dev/null || true
+
+start_site
+OUT="$work/scrapy.urls" run_timed scrapy scrapy runspider scripts/peers/scrapy_follow_all.py -a seed="$seed" \
+    -s CONCURRENT_REQUESTS=$conc
+report scrapy
+kill $server; wait $server 2>/dev/null || true
