@@ -144,7 +144,12 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
         let shutdown = CancellationToken::new();
         tokio::spawn(watch_signals(shutdown.clone()));
         let interactive = std::io::stderr().is_terminal();
-        match engine::run(cfg, shutdown).await {
+        let progress = if interactive {
+            engine::ProgressMode::Bar
+        } else {
+            engine::ProgressMode::Log
+        };
+        match engine::run(cfg, shutdown, progress).await {
             Ok(summary) => {
                 let line = format!(
                     "crawl {:?}: {} pages in {:.1} s ({:.0} pages/s), {} disallowed by robots.txt",

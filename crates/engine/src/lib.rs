@@ -200,9 +200,22 @@ pub fn frontier_config(cfg: &CrawlConfig) -> FrontierConfig {
     }
 }
 
+/// How progress is shown while crawling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressMode {
+    /// A live status line (stderr is a terminal).
+    Bar,
+    /// A structured log line every `crawl.progress_secs`.
+    Log,
+}
+
 /// Runs a crawl to its end (or until `shutdown` is cancelled), writing `pages.jsonl` and
 /// `stats.json` into `crawl.out_dir`.
-pub async fn run(cfg: CrawlConfig, shutdown: CancellationToken) -> Result<Summary, EngineError> {
+pub async fn run(
+    cfg: CrawlConfig,
+    shutdown: CancellationToken,
+    progress: ProgressMode,
+) -> Result<Summary, EngineError> {
     let started = Instant::now();
     let seeds: Vec<Url> = cfg
         .crawl
@@ -252,7 +265,10 @@ pub async fn run(cfg: CrawlConfig, shutdown: CancellationToken) -> Result<Summar
     let deadline = (ctx.cfg.crawl.max_duration_secs > 0).then(|| {
         tokio::time::Instant::now() + Duration::from_secs(ctx.cfg.crawl.max_duration_secs)
     });
-    let progress = spawn_progress(Arc::clone(&ctx), started);
+    let progress = match progress {
+        ProgressMode::Bar => spawn_bar(Arc::clone(&ctx), started),
+        ProgressMode::Log => spawn_progress(Arc::clone(&ctx), started),
+    };
     let stop_signal = async {
         tokio::select! {
             _ = shutdown.cancelled() => StopReason::Shutdown,
@@ -305,6 +321,43 @@ pub async fn run(cfg: CrawlConfig, shutdown: CancellationToken) -> Result<Summar
 
 async fn join_all(set: &mut tokio::task::JoinSet<()>) {
     while set.join_next().await.is_some() {}
+}
+
+/// A one-line live status on a terminal: pages, rate, queue (memory + disk), in flight,
+/// hosts, filter fill and estimated FPP.
+fn spawn_bar(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        // Cleared when the task is aborted at the end of the crawl.
+        struct Clear(indicatif::ProgressBar);
+        impl Drop for Clear {
+            fn drop(&mut self) {
+                self.0.finish_and_clear();
+            }
+        }
+        let bar = Clear(bar);
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            tick.tick().await;
+            let s = ctx.frontier.stats();
+            let pages = ctx.counters.pages.load(Ordering::Relaxed);
+            let rate = pages as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            bar.0.set_message(format!(
+                "{pages} pages, {rate:.0}/s | queue {} mem + {} disk | {} in flight | {} hosts | filter {:.2}% full, fpp {:.1e}",
+                s.queued_memory,
+                s.queued_disk,
+                s.in_flight,
+                s.hosts,
+                100.0 * s.filter_bits_set as f64 / s.filter_bits.max(1) as f64,
+                s.filter_fpp
+            ));
+            bar.0.tick();
+        }
+    })
 }
 
 fn spawn_progress(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()> {

@@ -185,7 +185,7 @@ impl LocalFrontier {
         }
         // Budgets count admissions, so they are checked after the filter: a duplicate never
         // uses budget. A URL refused for budget stays in the filter (it stays refused).
-        let host = host_key(&canonical);
+        let host = host_key(&canonical).to_owned();
         let host_budgeted = match self.cfg.max_pages_per_host {
             Some(max) => {
                 let mut n = self.per_host.entry(Arc::from(host.as_str())).or_insert(0);
@@ -320,13 +320,10 @@ impl LocalFrontier {
     }
 }
 
-/// The politeness key of a canonical URL: `host:port`.
-pub fn host_key(url: &Url) -> String {
-    format!(
-        "{}:{}",
-        url.host_str().unwrap_or(""),
-        url.port_or_known_default().unwrap_or(0)
-    )
+/// The politeness key of a canonical URL: its authority without user info — `host`, or
+/// `host:port` when the port is not the scheme's default (canonical URLs omit it).
+pub fn host_key(url: &Url) -> &str {
+    &url[url::Position::BeforeHost..url::Position::AfterPort]
 }
 
 impl Frontier for LocalFrontier {

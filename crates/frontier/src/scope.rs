@@ -255,14 +255,14 @@ impl Scope {
     }
 
     fn check_traps(&self, url: &Url) -> Result<(), OutOfScope> {
-        let segments = || url.path().split('/').filter(|x| !x.is_empty());
-        let count = segments().count();
+        // Counted byte by byte: this runs for every offered link, duplicates included.
+        let count = count_parts(url.path(), b'/');
         if count > self.cfg.max_path_segments {
             return Err(OutOfScope::PathSegments);
         }
         if count > self.cfg.max_repeated_segments {
             let mut counts: std::collections::HashMap<&str, usize> = Default::default();
-            for s in segments() {
+            for s in url.path().split('/').filter(|x| !x.is_empty()) {
                 let c = counts.entry(s).or_default();
                 *c += 1;
                 if *c > self.cfg.max_repeated_segments {
@@ -271,12 +271,27 @@ impl Scope {
             }
         }
         if let Some(q) = url.query() {
-            if q.split('&').filter(|p| !p.is_empty()).count() > self.cfg.max_query_params {
+            if count_parts(q, b'&') > self.cfg.max_query_params {
                 return Err(OutOfScope::QueryParams);
             }
         }
         Ok(())
     }
+}
+
+/// Number of non-empty parts of `s` separated by `sep`.
+fn count_parts(s: &str, sep: u8) -> usize {
+    let mut count = 0;
+    let mut in_part = false;
+    for &b in s.as_bytes() {
+        if b == sep {
+            in_part = false;
+        } else if !in_part {
+            in_part = true;
+            count += 1;
+        }
+    }
+    count
 }
 
 #[cfg(test)]

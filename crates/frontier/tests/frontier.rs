@@ -252,7 +252,7 @@ async fn politeness_and_fairness_in_virtual_time() {
     // The giant host does not starve the small ones: each small host is done after its
     // own 5 URLs at 1 s spacing, long before the giant one.
     for h in 0..10 {
-        let last = *by_host[format!("small{h}.test:80").as_str()]
+        let last = *by_host[format!("small{h}.test").as_str()]
             .iter()
             .max()
             .unwrap();
@@ -261,7 +261,7 @@ async fn politeness_and_fairness_in_virtual_time() {
             "small{h} finished at {last:?}"
         );
     }
-    let giant_last = *by_host["giant.test:80"].iter().max().unwrap();
+    let giant_last = *by_host["giant.test"].iter().max().unwrap();
     assert!(giant_last >= Duration::from_secs(299));
 }
 
@@ -295,7 +295,7 @@ async fn retry_after_crawl_delay_and_retries() {
     assert_eq!(again.entry.attempt, 1);
     assert!(t0.elapsed() >= Duration::from_secs(10));
     // Success clears the back-off; a robots Crawl-delay of 5 s now spaces the fetches.
-    f.set_crawl_delay("a.test:80", Duration::from_secs(5));
+    f.set_crawl_delay("a.test", Duration::from_secs(5));
     f.complete(again, Outcome::Done);
     let t1 = Instant::now();
     let second = f.next().await.unwrap();
