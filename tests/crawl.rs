@@ -291,9 +291,9 @@ async fn politeness_seen_from_the_server() {
         let min_gap = if host == "h0.test" { 200.0 } else { 100.0 };
         for w in starts.windows(2).skip(1) {
             // Gaps are set when fetches start at the crawler; arrival at the server adds a
-            // little jitter (a new connection against a reused one), hence the 20 ms slack.
+            // little jitter (a new connection against a reused one, a busy test machine): 50 ms slack.
             assert!(
-                w[1] - w[0] >= min_gap - 20.0,
+                w[1] - w[0] >= min_gap - 50.0,
                 "{host}: requests {:.1} ms apart",
                 w[1] - w[0]
             );
@@ -308,7 +308,7 @@ async fn politeness_seen_from_the_server() {
             .collect();
         assert_eq!(times.len(), 2, "{path}: {times:?}");
         assert!(
-            times[1] - times[0] >= 990.0,
+            times[1] - times[0] >= 900.0,
             "{path}: retried after {:.0} ms",
             times[1] - times[0]
         );
