@@ -10,6 +10,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 pages="${1:-100000}" hosts="${2:-100}" port=18200 conc=64
 cargo build --release --workspace --bins >/dev/null 2>&1
 python3 -c "import scrapy" 2>/dev/null || pip install -q scrapy
+for tool in bc time; do   # Debian packages the measurements use
+    command -v "$tool" >/dev/null || [[ -x /usr/bin/$tool ]] || { apt-get update -qq && apt-get install -y -qq "$tool"; }
+done
 work="$(mktemp -d)"
 trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
 start_site() {
