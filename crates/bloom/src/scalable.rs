@@ -142,8 +142,17 @@ impl<T: ?Sized, F: Funnel<T>> ScalableBloomFilter<T, F> {
 
     /// `false` if `item` was certainly never put; `true` if it might have been.
     pub fn might_contain(&self, item: &T) -> bool {
-        let hash = self.funnel.hash(item);
+        self.might_contain_hash(self.funnel.hash(item))
+    }
+
+    /// [`might_contain`](Self::might_contain) for an already computed hash.
+    pub fn might_contain_hash(&self, hash: Hash128) -> bool {
         self.slices().any(|s| s.filter.might_contain_hash(hash))
+    }
+
+    /// The hash this filter uses for `item`.
+    pub fn hash(&self, item: &T) -> Hash128 {
+        self.funnel.hash(item)
     }
 
     /// Number of slices so far.

@@ -191,8 +191,14 @@ fn normalize_escapes(s: &str) -> String {
                 continue;
             }
         }
-        // `url` already percent-encoded everything non-ASCII, so bytes are ASCII here.
-        out.push(b[i] as char);
+        if b[i] == b'%' {
+            // A `%` that starts no escape stands for itself: encode it, or decoding a later
+            // escape could make it start one (`%0%61` → `%0a`) and break idempotence.
+            out.push_str("%25");
+        } else {
+            // `url` already percent-encoded everything non-ASCII, so bytes are ASCII here.
+            out.push(b[i] as char);
+        }
         i += 1;
     }
     out
@@ -235,6 +241,8 @@ mod tests {
             ("http://例え.テスト/", "http://xn--r8jz45g.xn--zckzah/"),
             ("  http://example.com/trim  ", "http://example.com/trim"),
             ("http://example.com/a b", "http://example.com/a%20b"),
+            ("http://example.com/?%0%61", "http://example.com/?%250a"),
+            ("http://example.com/100%", "http://example.com/100%25"),
         ];
         for (input, want) in cases {
             assert_eq!(canon(input), want, "{input:?}");

@@ -117,8 +117,13 @@ pub struct LocalFrontier {
     /// Admissions per host, for `max_pages_per_host`.
     per_host: DashMap<Arc<str>, u64>,
     closed: AtomicBool,
+    /// Serialises admissions of equal URLs (see `offer_hops`).
+    admit_locks: Box<[Mutex<()>]>,
     cfg: FrontierConfig,
 }
+
+/// Lock stripes for admissions: enough that unrelated URLs rarely share one.
+const ADMIT_STRIPES: usize = 256;
 
 impl LocalFrontier {
     /// A frontier for a crawl starting at `seeds` (canonicalised; their hosts and domains
@@ -148,6 +153,7 @@ impl LocalFrontier {
             admitted_total: AtomicU64::new(0),
             per_host: DashMap::new(),
             closed: AtomicBool::new(false),
+            admit_locks: (0..ADMIT_STRIPES).map(|_| Mutex::new(())).collect(),
             cfg,
         })
     }
@@ -179,7 +185,21 @@ impl LocalFrontier {
         if let Err(reason) = self.scope.check(&canonical, depth) {
             return reject(reason);
         }
-        if !self.filter.put(canonical.as_str()) {
+        // The filter is lock-free, and like Guava's two concurrent `put`s of one new URL may
+        // both report "new". Admission must be exactly once, so a URL that looks new is put
+        // under one of a few striped locks chosen by its hash: a concurrent offer of the same
+        // URL waits, then finds it present. Duplicates — the common case — take no lock.
+        let hash = self.filter.hash(canonical.as_str());
+        if self.filter.might_contain_hash(hash) {
+            self.counters.duplicate.add(1);
+            return Admission::Duplicate;
+        }
+        let stripe = &self.admit_locks[(hash.h1 % ADMIT_STRIPES as u64) as usize];
+        let admitted = {
+            let _guard = stripe.lock().unwrap_or_else(|e| e.into_inner());
+            self.filter.put_hash(hash)
+        };
+        if !admitted {
             self.counters.duplicate.add(1);
             return Admission::Duplicate;
         }

@@ -124,6 +124,15 @@ async fn run_crawl(distinct: u64, capacity: usize, tasks: usize, order: Order) {
     assert!(f.is_finished());
 }
 
+/// The case proptest found: concurrent offers of one new URL were both admitted (the filter,
+/// like Guava's, may say "new" to both); admission is now serialised per URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_offers_of_one_url_admit_it_once() {
+    for _ in 0..20 {
+        run_crawl(496, 55, 7, Order::DepthFirst).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_workers_capacity_16_hundred_thousand_offers() {
     run_crawl(20_000, 16, 8, Order::BreadthFirst).await;
