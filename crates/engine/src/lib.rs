@@ -469,7 +469,7 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             return Outcome::Done;
         }
     }
-    let fetched = ctx.fetcher.fetch(url.as_str(), Keep::Html).await;
+    let mut fetched = ctx.fetcher.fetch(url.as_str(), Keep::Html).await;
     let attempts = u32::from(entry.attempt) + 1;
     if fetched.transient && entry.attempt < ctx.cfg.fetch.max_retries {
         ctx.counters.retries.fetch_add(1, Ordering::Relaxed);
@@ -503,7 +503,8 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             None => error = Some("redirect without a Location header".into()),
         },
         Some(200) if !fetched.body.is_empty() => {
-            let body = fetched.body.clone();
+            // Moved, not copied: a body may be up to `max_body_bytes`.
+            let body = std::mem::take(&mut fetched.body);
             let ct = fetched.content_type.clone();
             let page = url.clone();
             let respect = ctx.cfg.crawl.respect_nofollow;

@@ -299,7 +299,10 @@ impl LocalFrontier {
 
     /// Counters, queue sizes and filter fill.
     pub fn stats(&self) -> Stats {
-        let q = self.sched().counts();
+        let (q, capacity) = {
+            let s = self.sched();
+            (s.counts(), s.capacity())
+        };
         let out_of_scope = OutOfScope::ALL
             .iter()
             .map(|r| (*r, self.counters.out_of_scope[r.index()].sum()))
@@ -322,7 +325,7 @@ impl LocalFrontier {
             queued_disk: q.disk,
             in_flight: q.in_flight,
             hosts: q.hosts,
-            memory_capacity: self.sched().capacity() as u64,
+            memory_capacity: capacity as u64,
             max_queued_memory: q.max_memory,
             spill_bytes: q.spill_bytes,
             spill_errors: q.spill_errors,
