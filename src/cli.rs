@@ -22,6 +22,24 @@ pub enum Command {
     /// Build, query and inspect Bloom filter files in Guava's `BloomFilter.writeTo` format.
     #[command(subcommand)]
     Bloom(BloomCommand),
+    /// Exit 0 if a crawl's heartbeat (`status.json` in the output directory) is fresh or the
+    /// crawl has ended, 1 otherwise: a container HEALTHCHECK.
+    Health(HealthArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    /// Configuration file, to find crawl.out_dir (default: $CRAWLER_CONFIG, else
+    /// ./crawler.toml if present; CRAWLER_CRAWL_OUT_DIR applies too).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The crawl's output directory (overrides the configuration).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Oldest acceptable heartbeat of a running crawl, in seconds (default: three heartbeat
+    /// intervals plus 10 s).
+    #[arg(long, value_name = "SECS")]
+    pub max_age_secs: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]

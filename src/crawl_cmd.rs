@@ -8,8 +8,8 @@ use engine::{CrawlConfig, Loader};
 use tokio_util::sync::CancellationToken;
 use toml::Value;
 
-use crate::cli::{ConfigCommand, CrawlArgs};
-use crate::exit::{Failure, IO, USAGE};
+use crate::cli::{ConfigCommand, CrawlArgs, HealthArgs};
+use crate::exit::{Failure, IO, UNHEALTHY, USAGE};
 
 /// The configuration file to read: `--config`, else `$CRAWLER_CONFIG`, else `./crawler.toml`
 /// when it exists.
@@ -175,6 +175,70 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
     })
 }
 
+/// `crawler health`: reads `status.json` and judges it (see [`judge`]).
+pub fn health(args: HealthArgs) -> Result<(), Failure> {
+    let out = match args.out {
+        Some(dir) => dir,
+        None => {
+            let mut loader = Loader::new();
+            if let Some(path) = config_path(args.config.as_deref()) {
+                loader = read_file(loader, &path)?;
+            }
+            loader
+                .env(std::env::vars())
+                .build()
+                .map_err(|e| Failure::new(USAGE, e.to_string().trim_end()))?
+                .crawl
+                .out_dir
+        }
+    };
+    let path = out.join("status.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        Failure::new(
+            UNHEALTHY,
+            format!("unhealthy: no heartbeat in {}: {e}", path.display()),
+        )
+    })?;
+    let status: engine::output::Status = serde_json::from_str(&text).map_err(|e| {
+        Failure::new(
+            UNHEALTHY,
+            format!("unhealthy: {} is not a status file: {e}", path.display()),
+        )
+    })?;
+    let verdict = judge(&status, engine::output::now_unix_ms(), args.max_age_secs);
+    match verdict {
+        Ok(line) => {
+            println!("{line}");
+            Ok(())
+        }
+        Err(line) => Err(Failure::new(UNHEALTHY, line)),
+    }
+}
+
+/// Healthy when the crawl has ended or its last heartbeat is recent enough.
+fn judge(
+    status: &engine::output::Status,
+    now_ms: u64,
+    max_age: Option<u64>,
+) -> Result<String, String> {
+    let max_age = max_age.unwrap_or(3 * status.every_secs + 10);
+    let age = now_ms.saturating_sub(status.updated_unix_ms) / 1000;
+    let what = format!(
+        "{} pages, {} queued, {} in flight, heartbeat {age} s ago",
+        status.pages, status.queued, status.in_flight
+    );
+    if status.state != "running" {
+        Ok(format!("ok: crawl ended ({}): {what}", status.state))
+    } else if age <= max_age {
+        Ok(format!("ok: running: {what}"))
+    } else {
+        Err(format!(
+            "unhealthy: running crawl (pid {}) stalled: {what} (limit {max_age} s)",
+            status.pid
+        ))
+    }
+}
+
 /// First SIGINT/SIGTERM: graceful stop (drain, flush, exit 0). Second: exit at once.
 async fn watch_signals(shutdown: CancellationToken) {
     use tokio::signal::unix::{signal, SignalKind};
@@ -190,4 +254,47 @@ async fn watch_signals(shutdown: CancellationToken) {
     tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
     eprintln!("crawler: second signal, exiting now");
     std::process::exit(130);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::judge;
+
+    fn status(state: &str, at_ms: u64) -> engine::output::Status {
+        engine::output::Status {
+            state: state.into(),
+            pid: 7,
+            updated_at: String::new(),
+            updated_unix_ms: at_ms,
+            every_secs: 5,
+            pages: 10,
+            pages_per_sec: 1.0,
+            queued: 3,
+            in_flight: 1,
+            hosts: 1,
+            filter_fill: 0.0,
+            filter_fpp: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_running_crawl_is_healthy_while_its_heartbeat_is_fresh() {
+        let now = 1_000_000_000;
+        assert!(judge(&status("running", now - 20_000), now, None).is_ok());
+        // Default limit: 3 × 5 s + 10 s.
+        let stale = judge(&status("running", now - 26_000), now, None).unwrap_err();
+        assert!(
+            stale.contains("stalled") && stale.contains("26 s ago"),
+            "{stale}"
+        );
+        assert!(judge(&status("running", now - 26_000), now, Some(30)).is_ok());
+        // A clock that went backwards is not a stall.
+        assert!(judge(&status("running", now + 5_000), now, None).is_ok());
+    }
+
+    #[test]
+    fn an_ended_crawl_is_healthy_however_old() {
+        let line = judge(&status("finished", 0), 1_000_000_000, Some(1)).unwrap();
+        assert!(line.contains("finished"), "{line}");
+    }
 }

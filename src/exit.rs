@@ -3,6 +3,8 @@
 use std::fmt;
 use std::process::ExitCode;
 
+/// `crawler health`: the crawl is not healthy (what a container HEALTHCHECK expects).
+pub const UNHEALTHY: u8 = 1;
 /// Bad usage (EX_USAGE).
 pub const USAGE: u8 = 64;
 /// Input data is malformed (EX_DATAERR).

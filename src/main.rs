@@ -30,5 +30,6 @@ fn main() -> ExitCode {
         cli::Command::Bloom(cmd) => bloom_cmd::run(cmd),
         cli::Command::Crawl(args) => crawl_cmd::crawl(args),
         cli::Command::Config(cmd) => crawl_cmd::config(cmd),
+        cli::Command::Health(args) => crawl_cmd::health(args),
     })
 }

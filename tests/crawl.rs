@@ -130,6 +130,26 @@ async fn crawl_equals_ground_truth() {
     assert_eq!(stats["pages"].as_u64().unwrap() as usize, pages.len());
     assert_eq!(stats["stopped_by"], "finished");
     assert!(stats["robots_disallowed"].as_u64().unwrap() > 0);
+
+    // The heartbeat's last word, and what `crawler health` makes of it.
+    let status: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("status.json")).unwrap()).unwrap();
+    assert_eq!(status["state"], "finished");
+    assert_eq!(status["pages"].as_u64().unwrap() as usize, pages.len());
+    assert_eq!(status["queued"], 0);
+    let health = crawler()
+        .args(["health", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(health.status.success(), "{}", stderr(&health));
+    let line = String::from_utf8_lossy(&health.stdout);
+    assert!(line.starts_with("ok: crawl ended (finished)"), "{line}");
+    let nowhere = crawler()
+        .args(["health", "--out", out.join("nowhere").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(nowhere.status.code(), Some(1), "{}", stderr(&nowhere));
+    assert!(stderr(&nowhere).contains("unhealthy: no heartbeat"));
     site.stop().await;
 }
 

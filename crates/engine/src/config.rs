@@ -53,6 +53,9 @@ pub struct CrawlSection {
     pub drain_secs: u64,
     /// Seconds between progress reports on a non-terminal.
     pub progress_secs: u64,
+    /// Seconds between rewrites of `status.json` in the output directory (the heartbeat
+    /// `crawler health` reads).
+    pub status_secs: u64,
     /// `plain` or `json` log lines.
     pub log_format: String,
 }
@@ -249,6 +252,7 @@ const SCHEMA: &[(&str, &str, Kind)] = &[
     ("crawl", "respect_nofollow", Kind::Bool),
     ("crawl", "drain_secs", Kind::UInt { min: 0, max: 3600 }),
     ("crawl", "progress_secs", Kind::UInt { min: 1, max: 3600 }),
+    ("crawl", "status_secs", Kind::UInt { min: 1, max: 3600 }),
     ("crawl", "log_format", Kind::Choice(&["plain", "json"])),
     (
         "fetch",

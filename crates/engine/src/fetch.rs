@@ -46,10 +46,14 @@ pub struct Fetched {
     pub elapsed: Duration,
 }
 
-/// Resolves configured host patterns to fixed addresses, everything else through the system.
+/// Resolves configured host patterns to fixed addresses, everything else through the system
+/// resolver: the C library's `getaddrinfo`, or with the `hickory-dns` feature a pure-Rust DNS
+/// client configured from `/etc/resolv.conf` and `/etc/hosts` (what a static binary needs).
 #[derive(Debug)]
 struct Overrides {
     rules: Vec<(String, IpAddr)>,
+    #[cfg(feature = "hickory-dns")]
+    dns: std::sync::OnceLock<Result<hickory_resolver::TokioResolver, String>>,
 }
 
 impl Overrides {
@@ -71,11 +75,36 @@ impl Resolve for Overrides {
             let addrs: Addrs = Box::new(std::iter::once(SocketAddr::new(ip, 0)));
             return Box::pin(async move { Ok(addrs) });
         }
-        Box::pin(async move {
+        #[cfg(not(feature = "hickory-dns"))]
+        return Box::pin(async move {
             let found = tokio::net::lookup_host((host.as_str(), 0)).await?;
             let addrs: Addrs = Box::new(found.collect::<Vec<_>>().into_iter());
             Ok(addrs)
-        })
+        });
+        #[cfg(feature = "hickory-dns")]
+        {
+            let dns = self
+                .dns
+                .get_or_init(|| {
+                    hickory_resolver::TokioResolver::builder_tokio()
+                        .map(|b| b.build())
+                        .map_err(|e| format!("DNS resolver configuration: {e}"))
+                })
+                .clone();
+            Box::pin(async move {
+                let dns =
+                    dns.map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })?;
+                let found = dns.lookup_ip(host.as_str()).await?;
+                let addrs: Addrs = Box::new(
+                    found
+                        .iter()
+                        .map(|ip| SocketAddr::new(ip, 0))
+                        .collect::<Vec<_>>()
+                        .into_iter(),
+                );
+                Ok(addrs)
+            })
+        }
     }
 }
 
@@ -102,7 +131,11 @@ impl Fetcher {
             .connect_timeout(Duration::from_millis(cfg.connect_timeout_ms))
             .timeout(Duration::from_millis(cfg.total_timeout_ms))
             .pool_max_idle_per_host(8)
-            .dns_resolver(Arc::new(Overrides { rules }))
+            .dns_resolver(Arc::new(Overrides {
+                rules,
+                #[cfg(feature = "hickory-dns")]
+                dns: std::sync::OnceLock::new(),
+            }))
             .tls_backend_rustls()
             .build()?;
         Ok(Self {

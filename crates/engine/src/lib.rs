@@ -269,6 +269,7 @@ pub async fn run(
         ProgressMode::Bar => spawn_bar(Arc::clone(&ctx), started),
         ProgressMode::Log => spawn_progress(Arc::clone(&ctx), started),
     };
+    let heartbeat = spawn_status(Arc::clone(&ctx), started);
     let stop_signal = async {
         tokio::select! {
             _ = shutdown.cancelled() => StopReason::Shutdown,
@@ -299,8 +300,11 @@ pub async fn run(
     }
     progress.abort();
     let _ = progress.await;
+    heartbeat.abort();
+    let _ = heartbeat.await;
 
     let summary = summarize(&ctx, started);
+    let final_status = status(&ctx, started, state_name(summary.stopped_by));
     // Every worker is gone, so this drops the last sender: the writer drains its queue,
     // writes every record and ends.
     drop(ctx);
@@ -316,7 +320,55 @@ pub async fn run(
         }
     }
     output::write_stats(&out_dir, &summary).map_err(|e| EngineError::Output(out_dir.clone(), e))?;
+    output::write_status(&out_dir, &final_status)
+        .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
     Ok(summary)
+}
+
+fn state_name(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::Finished => "finished",
+        StopReason::MaxPages => "max_pages",
+        StopReason::MaxDuration => "max_duration",
+        StopReason::Shutdown => "shutdown",
+    }
+}
+
+fn status(ctx: &Ctx, started: Instant, state: &str) -> output::Status {
+    let s = ctx.frontier.stats();
+    let pages = ctx.counters.pages.load(Ordering::Relaxed);
+    output::Status {
+        state: state.to_owned(),
+        pid: std::process::id(),
+        updated_at: output::now_rfc3339(),
+        updated_unix_ms: output::now_unix_ms(),
+        every_secs: ctx.cfg.crawl.status_secs,
+        pages,
+        pages_per_sec: pages as f64 / started.elapsed().as_secs_f64().max(1e-9),
+        queued: s.queued(),
+        in_flight: s.in_flight,
+        hosts: s.hosts,
+        filter_fill: s.filter_bits_set as f64 / s.filter_bits.max(1) as f64,
+        filter_fpp: s.filter_fpp,
+    }
+}
+
+/// Rewrites `status.json` every `crawl.status_secs`: a heartbeat that stops when the runtime
+/// stops making progress, which is what `crawler health` checks.
+fn spawn_status(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(ctx.cfg.crawl.status_secs.max(1)));
+        loop {
+            tick.tick().await;
+            let st = status(&ctx, started, "running");
+            let dir = ctx.cfg.crawl.out_dir.clone();
+            match tokio::task::spawn_blocking(move || output::write_status(&dir, &st)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "cannot write status.json"),
+                Err(_) => return,
+            }
+        }
+    })
 }
 
 async fn join_all(set: &mut tokio::task::JoinSet<()>) {

@@ -105,6 +105,55 @@ pub fn write_stats(dir: &Path, value: &impl Serialize) -> io::Result<()> {
     std::fs::rename(tmp, dir.join("stats.json"))
 }
 
+/// What `status.json` holds: a heartbeat rewritten every `crawl.status_secs` while the crawl
+/// runs, and once more when it ends. `crawler health` reads it.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct Status {
+    /// `running`, or how the crawl ended (`finished`, `max_pages`, `max_duration`, `shutdown`).
+    pub state: String,
+    /// Process id of the crawler that wrote it.
+    pub pid: u32,
+    /// When it was written (RFC 3339, UTC).
+    pub updated_at: String,
+    /// The same instant in milliseconds since the Unix epoch (easy to compare).
+    pub updated_unix_ms: u64,
+    /// Seconds between heartbeats (`crawl.status_secs`).
+    pub every_secs: u64,
+    /// Pages written so far.
+    pub pages: u64,
+    /// Pages per second since the start.
+    pub pages_per_sec: f64,
+    /// URLs queued (memory and disk).
+    pub queued: u64,
+    /// Fetches in flight.
+    pub in_flight: u64,
+    /// Hosts known to the frontier.
+    pub hosts: u64,
+    /// Fraction of the visited-set filter's bits set.
+    pub filter_fill: f64,
+    /// The filter's estimated false-positive probability now.
+    pub filter_fpp: f64,
+}
+
+/// Writes `status` as `dir/status.json` (via a temporary file and a rename, so a reader never
+/// sees half of it).
+pub fn write_status(dir: &Path, status: &Status) -> io::Result<()> {
+    let tmp = dir.join("status.json.tmp");
+    let mut f = File::create(&tmp)?;
+    serde_json::to_writer_pretty(&mut f, status)?;
+    f.write_all(b"\n")?;
+    drop(f);
+    std::fs::rename(tmp, dir.join("status.json"))
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_unix_ms() -> u64 {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Now as RFC 3339 UTC with milliseconds, e.g. `2026-11-22T20:50:44.123Z`.
 pub fn now_rfc3339() -> String {
     let d = SystemTime::now()

@@ -62,6 +62,10 @@ struct Args {
     /// lines) for this configuration and port, and exit.
     #[arg(long)]
     ground_truth: bool,
+    /// Ask a running test site on --port (at 127.0.0.1) for /robots.txt and exit 0 if it
+    /// answers within 2 s, 1 if not: a container HEALTHCHECK.
+    #[arg(long)]
+    probe: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -72,6 +76,9 @@ enum AddressingArg {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.probe {
+        return probe(args.port);
+    }
     let hostile = match Hostile::parse(&args.hostile) {
         Ok(h) => h,
         Err(e) => {
@@ -163,6 +170,41 @@ fn main() -> ExitCode {
         }
         ExitCode::SUCCESS
     })
+}
+
+/// One HTTP/1.0 request to 127.0.0.1:`port`; any status line counts as an answer.
+fn probe(port: u16) -> ExitCode {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+    let limit = Duration::from_secs(2);
+    let answer = (|| -> std::io::Result<String> {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let mut conn = std::net::TcpStream::connect_timeout(&addr, limit)?;
+        conn.set_read_timeout(Some(limit))?;
+        conn.set_write_timeout(Some(limit))?;
+        conn.write_all(b"GET /robots.txt HTTP/1.0\r\nHost: h0.test\r\n\r\n")?;
+        let mut head = [0u8; 64];
+        let n = conn.read(&mut head)?;
+        Ok(String::from_utf8_lossy(&head[..n])
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_owned())
+    })();
+    match answer {
+        Ok(line) if line.starts_with("HTTP/") => {
+            println!("testsite: up: {line}");
+            ExitCode::SUCCESS
+        }
+        Ok(line) => {
+            eprintln!("testsite: port {port} answered {line:?}, not HTTP");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("testsite: port {port}: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM (`docker stop` sends SIGTERM).
