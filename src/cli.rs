@@ -22,6 +22,9 @@ pub enum Command {
     /// Build, query and inspect Bloom filter files in Guava's `BloomFilter.writeTo` format.
     #[command(subcommand)]
     Bloom(BloomCommand),
+    /// Mark URLs of a stopped crawl to be fetched again when it resumes (they leave the
+    /// visited set's "done" part and are queued).
+    Forget(ForgetArgs),
     /// Exit 0 if a crawl's heartbeat (`status.json` in the output directory) is fresh or the
     /// crawl has ended, 1 otherwise: a container HEALTHCHECK.
     Health(HealthArgs),
@@ -135,6 +138,28 @@ pub struct CrawlArgs {
     /// Resolve a host name (or *.suffix) to an IP address, like curl --resolve (repeatable).
     #[arg(long, value_name = "NAME=IP")]
     pub resolve: Vec<String>,
+    /// Where the crawl state lives (crawl.state_dir; default <out>/state).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Start over: delete the crawl state and empty pages.jsonl instead of resuming.
+    #[arg(long)]
+    pub fresh: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// Configuration file of the crawl (its canonicalisation rules and state directory).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The crawl's state directory (default: crawl.state_dir, else <out>/state).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// The crawl's output directory (to find <out>/state).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// URLs to fetch again on the next run.
+    #[arg(value_name = "URL", required = true)]
+    pub urls: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

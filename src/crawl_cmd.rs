@@ -8,7 +8,7 @@ use engine::{CrawlConfig, Loader};
 use tokio_util::sync::CancellationToken;
 use toml::Value;
 
-use crate::cli::{ConfigCommand, CrawlArgs, HealthArgs};
+use crate::cli::{ConfigCommand, CrawlArgs, ForgetArgs, HealthArgs};
 use crate::exit::{Failure, IO, UNHEALTHY, USAGE};
 
 /// The configuration file to read: `--config`, else `$CRAWLER_CONFIG`, else `./crawler.toml`
@@ -99,6 +99,14 @@ fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
             Value::Boolean(false),
         );
     }
+    if let Some(d) = &args.state_dir {
+        loader = loader.flag(
+            "--state-dir",
+            "crawl",
+            "state_dir",
+            Value::String(d.display().to_string()),
+        );
+    }
     if !args.resolve.is_empty() {
         let mut table = toml::Table::new();
         for r in &args.resolve {
@@ -149,7 +157,11 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
         } else {
             engine::ProgressMode::Log
         };
-        match engine::run(cfg, shutdown, progress).await {
+        let opts = engine::RunOptions {
+            progress,
+            fresh: args.fresh,
+        };
+        match engine::run(cfg, shutdown, opts).await {
             Ok(summary) => {
                 let line = format!(
                     "crawl {:?}: {} pages in {:.1} s ({:.0} pages/s), {} disallowed by robots.txt",
@@ -170,9 +182,64 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
                 IO,
                 format!("output in {}: {e}", dir.display()),
             )),
+            Err(e @ engine::EngineError::State(store::StoreError::Incompatible { .. })) => {
+                Err(Failure::new(USAGE, e))
+            }
+            Err(e @ engine::EngineError::State(_)) => Err(Failure::new(IO, e)),
             Err(e) => Err(Failure::new(USAGE, e)),
         }
     })
+}
+
+/// `crawler forget`: canonicalise like the crawl does, then queue the URLs again in its state.
+pub fn forget(args: ForgetArgs) -> Result<(), Failure> {
+    let mut loader = Loader::new();
+    if let Some(path) = config_path(args.config.as_deref()) {
+        loader = read_file(loader, &path)?;
+    }
+    loader = loader.env(std::env::vars());
+    if let Some(o) = &args.out {
+        loader = loader.flag(
+            "--out",
+            "crawl",
+            "out_dir",
+            Value::String(o.display().to_string()),
+        );
+    }
+    if let Some(d) = &args.state_dir {
+        loader = loader.flag(
+            "--state-dir",
+            "crawl",
+            "state_dir",
+            Value::String(d.display().to_string()),
+        );
+    }
+    let cfg = loader
+        .build()
+        .map_err(|e| Failure::new(USAGE, e.to_string().trim_end()))?;
+    let canon = frontier::Canonicalizer::new(engine::frontier_config(&cfg).canon);
+    let mut urls = Vec::with_capacity(args.urls.len());
+    for raw in &args.urls {
+        let url = canon
+            .canonicalize(raw, None)
+            .map_err(|e| Failure::new(USAGE, format!("{raw}: {e}")))?;
+        let url = url.to_string();
+        let fp = frontier::fingerprint(&url);
+        urls.push((url, fp));
+    }
+    let dir = engine::state::state_dir(&cfg);
+    let results = store::Store::forget(&dir, &urls).map_err(|e| match e {
+        store::StoreError::InUse(_) => Failure::new(USAGE, format!("{e}: stop the crawl first")),
+        e => Failure::new(IO, e),
+    })?;
+    for ((url, _), result) in urls.iter().zip(results) {
+        match result {
+            store::Forgot::Requeued => println!("requeued\t{url}"),
+            store::Forgot::AlreadyQueued => println!("queued\t{url}\t(not fetched yet)"),
+            store::Forgot::NeverSeen => println!("unknown\t{url}\t(this crawl never admitted it)"),
+        }
+    }
+    Ok(())
 }
 
 /// `crawler health`: reads `status.json` and judges it (see [`judge`]).

@@ -31,5 +31,6 @@ fn main() -> ExitCode {
         cli::Command::Crawl(args) => crawl_cmd::crawl(args),
         cli::Command::Config(cmd) => crawl_cmd::config(cmd),
         cli::Command::Health(args) => crawl_cmd::health(args),
+        cli::Command::Forget(args) => crawl_cmd::forget(args),
     })
 }

@@ -2,4 +2,5 @@
 
 mod bloom_cli;
 mod crawl;
+mod resume;
 mod util;

@@ -56,6 +56,12 @@ pub struct CrawlSection {
     /// Seconds between rewrites of `status.json` in the output directory (the heartbeat
     /// `crawler health` reads).
     pub status_secs: u64,
+    /// Keep the crawl's state on disk so that it can resume after a crash or a stop.
+    pub persist: bool,
+    /// Where the state lives (empty: `<out_dir>/state`).
+    pub state_dir: String,
+    /// Milliseconds between checkpoints of the state.
+    pub checkpoint_ms: u64,
     /// `plain` or `json` log lines.
     pub log_format: String,
 }
@@ -135,6 +141,8 @@ pub struct FrontierSection {
     pub max_repeated_segments: u64,
     /// Trap guard: most query parameters.
     pub max_query_params: u64,
+    /// `bloom` (the filter alone) or `exact` (a "maybe seen" is confirmed in the state).
+    pub dedup: String,
 }
 
 /// The default configuration file, every key commented with its default. Parsed as the
@@ -253,6 +261,16 @@ const SCHEMA: &[(&str, &str, Kind)] = &[
     ("crawl", "drain_secs", Kind::UInt { min: 0, max: 3600 }),
     ("crawl", "progress_secs", Kind::UInt { min: 1, max: 3600 }),
     ("crawl", "status_secs", Kind::UInt { min: 1, max: 3600 }),
+    ("crawl", "persist", Kind::Bool),
+    ("crawl", "state_dir", Kind::Str),
+    (
+        "crawl",
+        "checkpoint_ms",
+        Kind::UInt {
+            min: 10,
+            max: 3_600_000,
+        },
+    ),
     ("crawl", "log_format", Kind::Choice(&["plain", "json"])),
     (
         "fetch",
@@ -403,6 +421,7 @@ const SCHEMA: &[(&str, &str, Kind)] = &[
             max: 10_000,
         },
     ),
+    ("frontier", "dedup", Kind::Choice(&["bloom", "exact"])),
 ];
 
 fn kind_of(section: &str, key: &str) -> Option<Kind> {
@@ -634,6 +653,15 @@ impl Loader {
                     key: "fetch.first_byte_timeout_ms".into(),
                     origin: origin("fetch.first_byte_timeout_ms"),
                     message: "must not exceed fetch.total_timeout_ms".into(),
+                });
+            }
+            if c.frontier.dedup == "exact" && !c.crawl.persist {
+                problems.push(Problem {
+                    key: "frontier.dedup".into(),
+                    origin: origin("frontier.dedup"),
+                    message: "dedup = \"exact\" keeps the exact set in the crawl state: it \
+                              needs crawl.persist = true"
+                        .into(),
                 });
             }
             if c.frontier.scope == "domains" && c.frontier.domains.is_empty() {

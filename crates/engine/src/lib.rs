@@ -19,6 +19,7 @@ pub mod extract;
 pub mod fetch;
 pub mod output;
 pub mod robots;
+pub mod state;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -55,6 +56,9 @@ pub enum EngineError {
     /// The HTTP client could not be built.
     #[error("HTTP client: {0}")]
     Client(#[from] reqwest::Error),
+    /// The crawl state could not be opened or restored.
+    #[error("crawl state: {0}")]
+    State(#[from] store::StoreError),
     /// Output files could not be written.
     #[error("output in {0}: {1}")]
     Output(PathBuf, std::io::Error),
@@ -95,6 +99,8 @@ pub struct Summary {
     pub pages_per_sec: f64,
     /// The frontier's counters.
     pub frontier: FrontierSummary,
+    /// The durable state (absent with `crawl.persist = false`).
+    pub state: Option<state::StateSummary>,
 }
 
 /// The frontier part of [`Summary`].
@@ -142,6 +148,9 @@ struct Ctx {
     output: Output,
     counters: Counters,
     stop: Mutex<Option<StopReason>>,
+    store: Option<Arc<store::Store>>,
+    /// `pages.jsonl` lines of earlier runs of this crawl (for `max_pages`).
+    pages_before: u64,
 }
 
 impl Ctx {
@@ -179,6 +188,11 @@ pub fn frontier_config(cfg: &CrawlConfig) -> FrontierConfig {
             max_repeated_segments: f.max_repeated_segments as usize,
             max_query_params: f.max_query_params as usize,
         },
+        dedup: if f.dedup == "exact" {
+            frontier::Dedup::Exact
+        } else {
+            frontier::Dedup::Bloom
+        },
         expected_urls: f.expected_urls,
         fpp: f.fpp,
         memory_capacity: f.memory_capacity as usize,
@@ -209,13 +223,23 @@ pub enum ProgressMode {
     Log,
 }
 
+/// How to run a crawl, besides its configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct RunOptions {
+    /// How progress is shown.
+    pub progress: ProgressMode,
+    /// Delete an existing crawl state (and empty `pages.jsonl`) instead of resuming.
+    pub fresh: bool,
+}
+
 /// Runs a crawl to its end (or until `shutdown` is cancelled), writing `pages.jsonl` and
-/// `stats.json` into `crawl.out_dir`.
+/// `stats.json` into `crawl.out_dir`. With `crawl.persist`, an existing state resumes.
 pub async fn run(
     cfg: CrawlConfig,
     shutdown: CancellationToken,
-    progress: ProgressMode,
+    opts: RunOptions,
 ) -> Result<Summary, EngineError> {
+    let progress = opts.progress;
     let started = Instant::now();
     let seeds: Vec<Url> = cfg
         .crawl
@@ -241,19 +265,41 @@ pub async fn run(
     let frontier = LocalFrontier::new(frontier_config(&cfg), &seed_strs)?;
     let fetcher = Fetcher::new(&cfg.fetch, &cfg.crawl.user_agent)?;
     let out_dir = cfg.crawl.out_dir.clone();
-    let (output, writer) =
-        Output::open(&out_dir).map_err(|e| EngineError::Output(out_dir.clone(), e))?;
+    let (frontier, store, mut state_summary) = if cfg.crawl.persist {
+        let (f, s, summary) = state::open(&cfg, frontier, opts.fresh)?;
+        (f, Some(Arc::new(s)), Some(summary))
+    } else {
+        (frontier, None, None)
+    };
+    // A URL is done in the state only once its line is written; the state syncs the file
+    // before each checkpoint.
+    let on_written = store.as_ref().map(|s| {
+        let s = Arc::clone(s);
+        Box::new(move |ids: &[u64]| ids.iter().for_each(|id| s.done(*id, true)))
+            as output::OnWritten
+    });
+    let (output, writer, sync) = Output::open(&out_dir, opts.fresh, on_written)
+        .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
+    if let Some(s) = &store {
+        s.set_before_commit(move || sync.sync_data());
+    }
     for s in &seed_strs {
         frontier.offer(s, 0, None);
     }
+    let pages_before = state_summary.as_ref().map_or(0, |s| s.pages_before);
     let ctx = Arc::new(Ctx {
         robots: RobotsCache::new(&cfg.crawl.user_agent),
         cfg,
         frontier,
         fetcher,
         output,
-        counters: Counters::default(),
+        counters: Counters {
+            started: AtomicU64::new(pages_before),
+            ..Counters::default()
+        },
         stop: Mutex::new(None),
+        store: store.clone(),
+        pages_before,
     });
 
     let mut workers = tokio::task::JoinSet::new();
@@ -303,7 +349,7 @@ pub async fn run(
     heartbeat.abort();
     let _ = heartbeat.await;
 
-    let summary = summarize(&ctx, started);
+    let mut summary = summarize(&ctx, started);
     let final_status = status(&ctx, started, state_name(summary.stopped_by));
     // Every worker is gone, so this drops the last sender: the writer drains its queue,
     // writes every record and ends.
@@ -319,6 +365,15 @@ pub async fn run(
             ))
         }
     }
+    // Every record is written and reported done: the final checkpoint makes it all durable
+    // (a resume after a graceful stop fetches nothing twice).
+    if let Some(store) = &store {
+        store.close()?;
+        if let Some(s) = state_summary.as_mut() {
+            s.checkpoints = store.stats().checkpoints;
+        }
+    }
+    summary.state = state_summary;
     output::write_stats(&out_dir, &summary).map_err(|e| EngineError::Output(out_dir.clone(), e))?;
     output::write_status(&out_dir, &final_status)
         .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
@@ -478,6 +533,7 @@ fn summarize(ctx: &Ctx, started: Instant) -> Summary {
             filter_fpp: s.filter_fpp,
             filter_slices: s.filter_slices,
         },
+        state: None,
     }
 }
 
@@ -490,7 +546,7 @@ async fn worker(ctx: Arc<Ctx>) {
             break;
         }
         let outcome = process(&ctx, &lease).await;
-        let last = max > 0 && ctx.counters.pages.load(Ordering::Relaxed) >= max;
+        let last = max > 0 && ctx.pages_before + ctx.counters.pages.load(Ordering::Relaxed) >= max;
         ctx.frontier.complete(lease, outcome);
         if last {
             ctx.stop(StopReason::MaxPages);
@@ -515,6 +571,9 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
                 .robots_disallowed
                 .fetch_add(1, Ordering::Relaxed);
             tracing::debug!(%url, "disallowed by robots.txt");
+            if let Some(store) = &ctx.store {
+                store.done(entry.id, false);
+            }
             if ctx.cfg.crawl.max_pages > 0 {
                 ctx.counters.started.fetch_sub(1, Ordering::Relaxed);
             }
@@ -610,6 +669,7 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             attempts,
             truncated: fetched.truncated,
             error,
+            id: entry.id,
         })
         .await;
     ctx.counters.pages.fetch_add(1, Ordering::Relaxed);

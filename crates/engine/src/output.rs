@@ -40,7 +40,14 @@ pub struct PageRecord {
     pub truncated: bool,
     /// What went wrong, or null.
     pub error: Option<String>,
+    /// The admission number in the crawl state (not written): the state is told the URL is
+    /// done once this line is in the file.
+    #[serde(skip)]
+    pub id: u64,
 }
+
+/// Called with the ids of records once their lines are written (not yet synced).
+pub type OnWritten = Box<dyn FnMut(&[u64]) + Send>;
 
 /// Sends records to the writer task, which appends them to `pages.jsonl`.
 #[derive(Debug, Clone)]
@@ -49,16 +56,24 @@ pub struct Output {
 }
 
 impl Output {
-    /// Opens `dir/pages.jsonl` for appending (the directory is created) and starts the writer.
-    pub fn open(dir: &Path) -> io::Result<(Self, tokio::task::JoinHandle<io::Result<u64>>)> {
+    /// Opens `dir/pages.jsonl` for appending (the directory is created; `truncate` empties an
+    /// existing file) and starts the writer, which calls `on_written` after each batch.
+    /// Also returns a handle to the file for syncing it.
+    pub fn open(
+        dir: &Path,
+        truncate: bool,
+        on_written: Option<OnWritten>,
+    ) -> io::Result<(Self, tokio::task::JoinHandle<io::Result<u64>>, File)> {
         std::fs::create_dir_all(dir)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join("pages.jsonl"))?;
+        let path = dir.join("pages.jsonl");
+        if truncate {
+            File::create(&path)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let sync = file.try_clone()?;
         let (tx, rx) = mpsc::channel(4096);
-        let task = tokio::task::spawn_blocking(move || write_lines(file, rx));
-        Ok((Self { tx }, task))
+        let task = tokio::task::spawn_blocking(move || write_lines(file, rx, on_written));
+        Ok((Self { tx }, task, sync))
     }
 
     /// Queues a record (waits only if the writer is far behind).
@@ -69,14 +84,21 @@ impl Output {
 
 /// Writes batches of whole lines with one `write` each, unbuffered: whatever has been written
 /// when the process dies is a sequence of complete lines.
-fn write_lines(mut file: File, mut rx: mpsc::Receiver<PageRecord>) -> io::Result<u64> {
+fn write_lines(
+    mut file: File,
+    mut rx: mpsc::Receiver<PageRecord>,
+    mut on_written: Option<OnWritten>,
+) -> io::Result<u64> {
     let mut lines = 0;
     let mut batch = Vec::with_capacity(1 << 16);
+    let mut ids = Vec::new();
     while let Some(first) = rx.blocking_recv() {
         batch.clear();
-        let push = |r: &PageRecord, batch: &mut Vec<u8>| {
+        ids.clear();
+        let mut push = |r: &PageRecord, batch: &mut Vec<u8>| {
             serde_json::to_writer(&mut *batch, r).expect("records serialize");
             batch.push(b'\n');
+            ids.push(r.id);
         };
         push(&first, &mut batch);
         lines += 1;
@@ -90,6 +112,9 @@ fn write_lines(mut file: File, mut rx: mpsc::Receiver<PageRecord>) -> io::Result
             }
         }
         file.write_all(&batch)?;
+        if let Some(f) = on_written.as_mut() {
+            f(&ids);
+        }
     }
     file.sync_data()?;
     Ok(lines)

@@ -13,6 +13,9 @@ pub struct Entry {
     pub hops: u8,
     /// Failed attempts so far (retries are re-queued, not fetched in a loop).
     pub attempt: u8,
+    /// The admission's number in a durable [`Journal`](crate::Journal) (0 without one): how
+    /// the store is told this URL is done.
+    pub id: u64,
 }
 
 impl Entry {
@@ -24,6 +27,7 @@ impl Entry {
             parent,
             hops: 0,
             attempt: 0,
+            id: 0,
         }
     }
 
@@ -32,9 +36,10 @@ impl Entry {
         self.url.capacity() + self.parent.as_ref().map_or(0, String::capacity)
     }
 
-    /// Appends the binary form: depth (u32 LE), hops, attempt, url length (u32 LE), url,
-    /// parent length (u32 LE, `u32::MAX` for none), parent.
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+    /// Appends the binary form: id (u64 LE), depth (u32 LE), hops, attempt, url length
+    /// (u32 LE), url, parent length (u32 LE, `u32::MAX` for none), parent.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.id.to_le_bytes());
         out.extend_from_slice(&self.depth.to_le_bytes());
         out.push(self.hops);
         out.push(self.attempt);
@@ -50,7 +55,7 @@ impl Entry {
     }
 
     /// Decodes exactly `count` entries filling `bytes`; `None` if the bytes are not that.
-    pub(crate) fn decode_all(mut bytes: &[u8], count: usize) -> Option<Vec<Entry>> {
+    pub fn decode_all(mut bytes: &[u8], count: usize) -> Option<Vec<Entry>> {
         fn u32_at(b: &mut &[u8]) -> Option<u32> {
             let (head, rest) = b.split_first_chunk::<4>()?;
             *b = rest;
@@ -66,6 +71,9 @@ impl Entry {
         }
         let mut out = Vec::with_capacity(count.min(bytes.len() / 10));
         for _ in 0..count {
+            let (id, rest) = bytes.split_first_chunk::<8>()?;
+            let id = u64::from_le_bytes(*id);
+            bytes = rest;
             let depth = u32_at(&mut bytes)?;
             let (&[hops, attempt], rest) = bytes.split_first_chunk::<2>()?;
             bytes = rest;
@@ -81,6 +89,7 @@ impl Entry {
                 parent,
                 hops,
                 attempt,
+                id,
             });
         }
         bytes.is_empty().then_some(out)
@@ -96,6 +105,7 @@ mod tests {
         let mut e = Entry::new("http://a.test/é".into(), 7, None);
         e.hops = 2;
         e.attempt = 1;
+        e.id = u64::MAX - 3;
         let f = Entry::new("http://a.test/x".into(), 0, Some("http://a.test/".into()));
         let mut buf = Vec::new();
         e.encode(&mut buf);

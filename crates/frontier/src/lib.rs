@@ -37,8 +37,8 @@ mod spill;
 pub use canon::{CanonConfig, Canonicalizer, Invalid, DEFAULT_MAX_URL_LEN};
 pub use entry::Entry;
 pub use local::{
-    host_key, BuildError, FrontierConfig, LocalFrontier, DEFAULT_EXPECTED_URLS, DEFAULT_FPP,
-    DEFAULT_MAX_REDIRECTS, DEFAULT_MEMORY_CAPACITY,
+    fingerprint, host_key, BuildError, Dedup, FrontierConfig, Journal, LocalFrontier,
+    DEFAULT_EXPECTED_URLS, DEFAULT_FPP, DEFAULT_MAX_REDIRECTS, DEFAULT_MEMORY_CAPACITY,
 };
 pub use scheduler::{Lease, Order, Outcome, Politeness, DEFAULT_DELAY, DEFAULT_MAX_PER_HOST};
 pub use scope::{

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bloom::{ScalableBloomFilter, StringFunnel, StripedCounter};
+use bloom::{Hash128, ScalableBloomFilter, StringFunnel, StripedCounter};
 use dashmap::DashMap;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -33,6 +33,45 @@ pub const DEFAULT_FPP: f64 = 0.01;
 pub const DEFAULT_MEMORY_CAPACITY: usize = 100_000;
 /// Default limit on redirect hops followed from one URL.
 pub const DEFAULT_MAX_REDIRECTS: u8 = 5;
+
+/// How the visited set decides that a URL was seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Dedup {
+    /// The Bloom filter alone: a new URL is skipped with probability ≈ `fpp`.
+    #[default]
+    Bloom,
+    /// The filter answers "definitely new" on its own; a "maybe seen" is confirmed against
+    /// the [`Journal`]'s exact set, so a false positive never drops a URL.
+    Exact,
+}
+
+/// Where admissions are recorded durably (an embedded store), and the exact visited set of
+/// [`Dedup::Exact`]. Both calls are made under the URL's admission lock, so for one URL they
+/// never interleave.
+pub trait Journal: Send + Sync + std::fmt::Debug {
+    /// Records an admission of the URL with fingerprint `fp` and sets `entry.id`, before the
+    /// entry is queued.
+    fn admitted(&self, fp: u128, entry: &mut Entry);
+    /// Whether the exact visited set holds `fp` (recorded, durable or not yet).
+    fn contains(&self, fp: u128) -> bool;
+}
+
+/// The 128-bit fingerprint of a canonical URL: the Murmur3 hash the visited-set filter uses
+/// (Guava's `stringFunnel(UTF_8)`), so a filter can be rebuilt from fingerprints alone.
+pub fn fingerprint(canonical_url: &str) -> u128 {
+    hash_fp(Hash128::of_bytes(canonical_url.as_bytes()))
+}
+
+fn hash_fp(h: Hash128) -> u128 {
+    h.as_u128()
+}
+
+fn fp_hash(fp: u128) -> Hash128 {
+    Hash128 {
+        h1: fp as u64,
+        h2: (fp >> 64) as u64,
+    }
+}
 
 /// Everything a `LocalFrontier` is built from.
 #[derive(Debug, Clone)]
@@ -59,6 +98,8 @@ pub struct FrontierConfig {
     pub max_redirects: u8,
     /// Per-host delays and limits.
     pub politeness: Politeness,
+    /// Bloom-only or exact (needs a [`Journal`]) deduplication.
+    pub dedup: Dedup,
 }
 
 impl Default for FrontierConfig {
@@ -75,6 +116,7 @@ impl Default for FrontierConfig {
             max_pages_per_host: None,
             max_redirects: DEFAULT_MAX_REDIRECTS,
             politeness: Politeness::default(),
+            dedup: Dedup::default(),
         }
     }
 }
@@ -119,6 +161,8 @@ pub struct LocalFrontier {
     closed: AtomicBool,
     /// Serialises admissions of equal URLs (see `offer_hops`).
     admit_locks: Box<[Mutex<()>]>,
+    /// Durable record of admissions and exact visited set, if any.
+    journal: Option<Arc<dyn Journal>>,
     cfg: FrontierConfig,
 }
 
@@ -154,8 +198,47 @@ impl LocalFrontier {
             per_host: DashMap::new(),
             closed: AtomicBool::new(false),
             admit_locks: (0..ADMIT_STRIPES).map(|_| Mutex::new(())).collect(),
+            journal: None,
             cfg,
         })
+    }
+
+    /// Records every admission in `journal` (and, with [`Dedup::Exact`], confirms "maybe
+    /// seen" answers against it). Set it before the first offer.
+    pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Resuming: marks a fingerprint of an earlier run as seen (rebuilds the filter).
+    pub fn restore_seen(&self, fp: u128) {
+        self.filter.put_hash(fp_hash(fp));
+    }
+
+    /// Resuming: queues an entry admitted (and journaled) by an earlier run, without
+    /// offering it again. Its fingerprint must have been restored with `restore_seen`.
+    pub fn restore_entry(&self, entry: Entry) {
+        let host = match Url::parse(&entry.url) {
+            Ok(u) => host_key(&u).to_owned(),
+            Err(_) => return,
+        };
+        self.admitted_total.fetch_add(1, Ordering::Relaxed);
+        let wake = self.sched().push(&host, entry);
+        if wake {
+            self.notify.notify_waiters();
+        }
+    }
+
+    /// Resuming: `n` URLs of `host` were admitted by earlier runs (per-host and total
+    /// budgets count them).
+    pub fn restore_admitted(&self, host: &str, n: u64) {
+        *self.per_host.entry(Arc::from(host)).or_insert(0) += n;
+    }
+
+    /// Resuming: the total admitted by earlier runs whose entries are done (for
+    /// `max_pages`).
+    pub fn restore_admitted_total(&self, n: u64) {
+        self.admitted_total.fetch_add(n, Ordering::Relaxed);
     }
 
     fn sched(&self) -> MutexGuard<'_, Scheduler> {
@@ -190,16 +273,19 @@ impl LocalFrontier {
         // under one of a few striped locks chosen by its hash: a concurrent offer of the same
         // URL waits, then finds it present. Duplicates — the common case — take no lock.
         let hash = self.filter.hash(canonical.as_str());
-        if self.filter.might_contain_hash(hash) {
+        let fp = hash_fp(hash);
+        let exact = self.cfg.dedup == Dedup::Exact && self.journal.is_some();
+        let seen_exactly = |fp| self.journal.as_ref().is_some_and(|j| j.contains(fp));
+        if self.filter.might_contain_hash(hash) && (!exact || seen_exactly(fp)) {
             self.counters.duplicate.add(1);
             return Admission::Duplicate;
         }
         let stripe = &self.admit_locks[(hash.h1 % ADMIT_STRIPES as u64) as usize];
-        let admitted = {
-            let _guard = stripe.lock().unwrap_or_else(|e| e.into_inner());
-            self.filter.put_hash(hash)
-        };
-        if !admitted {
+        // Held until the admission is journaled: with exact dedup, a concurrent offer of the
+        // same URL must find it in the journal.
+        let _guard = stripe.lock().unwrap_or_else(|e| e.into_inner());
+        let flipped = self.filter.put_hash(hash);
+        if !flipped && (!exact || seen_exactly(fp)) {
             self.counters.duplicate.add(1);
             return Admission::Duplicate;
         }
@@ -235,6 +321,10 @@ impl LocalFrontier {
         }
         let mut entry = Entry::new(canonical.into(), depth, parent.map(str::to_owned));
         entry.hops = hops;
+        if let Some(journal) = &self.journal {
+            journal.admitted(fp, &mut entry);
+        }
+        drop(_guard);
         self.counters.admitted.add(1);
         let wake = self.sched().push(&host, entry);
         if wake {

@@ -408,3 +408,103 @@ async fn close_ends_waiting_consumers() {
     f.close();
     assert!(f.next().await.is_none(), "closed");
 }
+
+/// An in-memory journal: the exact set and the admissions, as a store would keep them.
+#[derive(Debug, Default)]
+struct MemJournal {
+    seen: Mutex<std::collections::HashSet<u128>>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+impl frontier::Journal for MemJournal {
+    fn admitted(&self, fp: u128, entry: &mut frontier::Entry) {
+        assert!(
+            self.seen.lock().unwrap().insert(fp),
+            "{} admitted twice",
+            entry.url
+        );
+        entry.id = 1 + self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn contains(&self, fp: u128) -> bool {
+        self.seen.lock().unwrap().contains(&fp)
+    }
+}
+
+/// A deliberately tiny filter (10 URLs at 50% false positives, growing): bloom mode skips
+/// many new URLs; exact mode admits every one of them exactly once, and numbers them.
+#[test]
+fn exact_dedup_never_drops_a_url_that_bloom_would_skip() {
+    let urls: Vec<String> = (0..5000)
+        .map(|i| format!("http://h{}.test/p{i}", i % 7))
+        .collect();
+    let tiny = |dedup| FrontierConfig {
+        expected_urls: 10,
+        fpp: 0.5,
+        dedup,
+        ..config(100, Order::BreadthFirst)
+    };
+    let bloom = LocalFrontier::new(tiny(frontier::Dedup::Bloom), &[]).unwrap();
+    let skipped = urls
+        .iter()
+        .filter(|u| bloom.offer(u, 1, None) == Admission::Duplicate)
+        .count();
+    assert!(skipped > 100, "bloom mode skipped only {skipped}");
+
+    let journal = Arc::new(MemJournal::default());
+    let exact = LocalFrontier::new(tiny(frontier::Dedup::Exact), &[])
+        .unwrap()
+        .with_journal(journal.clone());
+    for u in &urls {
+        assert_eq!(exact.offer(u, 1, None), Admission::Admitted, "{u}");
+    }
+    // Offered again (and from several threads at once): all duplicates now.
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                for u in &urls {
+                    assert_eq!(exact.offer(u, 1, None), Admission::Duplicate, "{u}");
+                }
+            });
+        }
+    });
+    let stats = exact.stats();
+    assert_eq!(stats.admitted, 5000);
+    assert_eq!(journal.seen.lock().unwrap().len(), 5000);
+    println!("tiny filter: bloom mode skipped {skipped} of 5000 new URLs, exact mode none");
+}
+
+/// Resuming: fingerprints restored into a fresh frontier make those URLs duplicates, and
+/// restored entries are served (with their journal ids) without being offered.
+#[tokio::test]
+async fn restore_rebuilds_the_visited_set_and_the_queue() {
+    let cfg = config(2, Order::BreadthFirst);
+    let f = LocalFrontier::new(cfg, &[]).unwrap();
+    for i in 0..10 {
+        f.restore_seen(frontier::fingerprint(&format!("http://a.test/seen{i}")));
+    }
+    let mut e = frontier::Entry::new("http://a.test/pending".into(), 3, None);
+    e.id = 42;
+    f.restore_seen(frontier::fingerprint(&e.url));
+    f.restore_entry(e);
+    assert_eq!(
+        f.offer("http://a.test/seen3", 1, None),
+        Admission::Duplicate
+    );
+    assert_eq!(
+        f.offer("http://a.test/pending", 1, None),
+        Admission::Duplicate
+    );
+    assert_eq!(f.offer("http://a.test/new", 1, None), Admission::Admitted);
+    let first = f.next().await.unwrap();
+    assert_eq!(
+        (first.entry.url.as_str(), first.entry.id),
+        ("http://a.test/pending", 42)
+    );
+    f.complete(first, Outcome::Done);
+    let second = f.next().await.unwrap();
+    assert_eq!(second.entry.url, "http://a.test/new");
+    f.complete(second, Outcome::Done);
+    assert!(f.next().await.is_none());
+}

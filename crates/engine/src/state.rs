@@ -1,0 +1,113 @@
+//! The crawl's durable state (`crates/store`) wired to a frontier: which settings a resume must
+//! share with the run that wrote the state, where the state lives, and how a frontier is
+//! rebuilt from it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use frontier::LocalFrontier;
+use serde::Serialize;
+use store::Store;
+
+use crate::CrawlConfig;
+
+/// Settings whose change would make a stored state wrong: canonicalisation and the filter's
+/// hashing decide fingerprints; scope and dedup decide what was admitted.
+pub fn settings(cfg: &CrawlConfig) -> BTreeMap<String, String> {
+    let f = &cfg.frontier;
+    let list = |v: &[String]| format!("{v:?}");
+    [
+        ("frontier.expected_urls", f.expected_urls.to_string()),
+        ("frontier.fpp", f.fpp.to_string()),
+        ("frontier.dedup", f.dedup.clone()),
+        ("frontier.scope", f.scope.clone()),
+        ("frontier.domains", list(&f.domains)),
+        ("frontier.include", list(&f.include)),
+        ("frontier.exclude", list(&f.exclude)),
+        ("frontier.sort_query", f.sort_query.to_string()),
+        ("frontier.drop_params", list(&f.drop_params)),
+        ("frontier.strip_www", f.strip_www.to_string()),
+        ("frontier.max_url_len", f.max_url_len.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// The state directory: `crawl.state_dir`, else `<out_dir>/state`.
+pub fn state_dir(cfg: &CrawlConfig) -> PathBuf {
+    if cfg.crawl.state_dir.is_empty() {
+        cfg.crawl.out_dir.join("state")
+    } else {
+        PathBuf::from(&cfg.crawl.state_dir)
+    }
+}
+
+/// What a resume restored (`stats.json` → `state`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StateSummary {
+    /// The state directory.
+    pub dir: PathBuf,
+    /// Whether an earlier run's state was resumed.
+    pub resumed: bool,
+    /// Admitted URLs restored into the visited set.
+    pub restored_seen: u64,
+    /// URLs restored into the queue (queued or in flight when the last run ended).
+    pub restored_pending: u64,
+    /// `pages.jsonl` lines of earlier runs.
+    pub pages_before: u64,
+    /// Seconds the restore took.
+    pub restore_secs: f64,
+    /// Checkpoints committed by this run.
+    pub checkpoints: u64,
+}
+
+/// Opens the state for `cfg` (`fresh`: delete it first) and restores `frontier` from it; the
+/// frontier journals into the state from then on.
+pub fn open(
+    cfg: &CrawlConfig,
+    frontier: LocalFrontier,
+    fresh: bool,
+) -> Result<(LocalFrontier, Store, StateSummary), store::StoreError> {
+    let started = std::time::Instant::now();
+    let dir = state_dir(cfg);
+    let store = Store::open(
+        &dir,
+        &settings(cfg),
+        fresh,
+        Duration::from_millis(cfg.crawl.checkpoint_ms),
+    )?;
+    let mut summary = StateSummary {
+        dir,
+        resumed: store.resumed(),
+        ..StateSummary::default()
+    };
+    if store.resumed() {
+        summary.restored_seen = store.for_each_seen(|fp| frontier.restore_seen(fp))?;
+        for (host, n) in store.hosts()? {
+            frontier.restore_admitted(&host, n);
+        }
+        summary.restored_pending = store.for_each_pending(|entry| {
+            frontier.restore_seen(frontier::fingerprint(&entry.url));
+            frontier.restore_entry(entry);
+        })?;
+        frontier.restore_admitted_total(
+            summary
+                .restored_seen
+                .saturating_sub(summary.restored_pending),
+        );
+        summary.pages_before = store.pages_before()?;
+        summary.restore_secs = started.elapsed().as_secs_f64();
+        tracing::info!(
+            dir = %summary.dir.display(),
+            seen = summary.restored_seen,
+            pending = summary.restored_pending,
+            pages_before = summary.pages_before,
+            secs = format_args!("{:.2}", summary.restore_secs),
+            "resuming the crawl from its state"
+        );
+    }
+    let frontier = frontier.with_journal(store.journal());
+    Ok((frontier, store, summary))
+}

@@ -1,0 +1,862 @@
+//! Durable crawl state in an embedded [redb](https://www.redb.org) database: what lets a crawl
+//! survive `kill -9`, power loss and redeploys without losing a URL, and what backs the exact
+//! deduplication mode.
+//!
+//! # What is kept (one file, `state.redb`, in the state directory)
+//! - `seen`: the 128-bit fingerprint (the visited-set filter's own Murmur3 hash) and link
+//!   depth of every admitted URL. It is the exact visited set of `dedup = "exact"`, and on
+//!   resume the Bloom filter is rebuilt from it — the filter needs only the hash, not the URL
+//!   (this replaces a filter snapshot plus a journal: the same information, without a second
+//!   copy to keep consistent).
+//! - `queue`: every admitted URL not yet done (queued, on disk, or in flight), keyed by its
+//!   admission number, so a resume serves them again in admission order. A URL leaves the
+//!   queue only when its `pages.jsonl` line is on disk.
+//! - `hosts`: URLs admitted per host (per-host budgets survive a restart).
+//! - `meta`: the next admission number, counters, and the settings that must not change
+//!   between runs (scope, canonicalisation, filter parameters, dedup mode).
+//!
+//! # How it stays consistent
+//! The frontier calls [`Journal::admitted`] for every admission (under the URL's admission
+//! lock); the crawler calls [`Store::done`] after a page's record is written. Both only
+//! append to an in-memory batch. A writer thread commits the batch every checkpoint interval
+//! in one redb transaction with `Durability::Immediate` (after the caller's `before_commit`
+//! hook has flushed the output file). Batches are committed in order, so a child admitted
+//! while processing a page is durable no later than that page's "done": a crash never loses
+//! a URL, it can only re-fetch the pages done since the last checkpoint and those in flight.
+
+#![forbid(unsafe_code)]
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use frontier::{Entry, Journal};
+use redb::{Database, ReadOnlyTable, ReadableDatabase, ReadableTable, TableDefinition};
+
+const SEEN: TableDefinition<'_, u128, u32> = TableDefinition::new("seen");
+const QUEUE: TableDefinition<'_, u64, &[u8]> = TableDefinition::new("queue");
+const HOSTS: TableDefinition<'_, &str, u64> = TableDefinition::new("hosts");
+const META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("meta");
+
+/// The database file inside the state directory.
+pub const FILE_NAME: &str = "state.redb";
+/// Pending events that make the writer commit before the interval is up.
+const FLUSH_AT: usize = 200_000;
+const SETTING_PREFIX: &str = "setting.";
+
+/// A setting that differs between the stored state and this run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The setting's name (e.g. `frontier.fpp`).
+    pub key: String,
+    /// Its value when the state was written (`None`: it did not exist).
+    pub before: Option<String>,
+    /// Its value now (`None`: it no longer exists).
+    pub now: Option<String>,
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unset)".into());
+        write!(
+            f,
+            "{} was {} and is now {}",
+            self.key,
+            show(&self.before),
+            show(&self.now)
+        )
+    }
+}
+
+/// Why the state could not be opened or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The directory or a file in it cannot be used.
+    #[error("state directory {}: {source}", .dir.display())]
+    Io {
+        /// The state directory.
+        dir: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// Another process holds the database.
+    #[error("{} is in use by another crawler process", .0.display())]
+    InUse(PathBuf),
+    /// The database reported an error (corrupt file, disk full, …).
+    #[error("state database {}: {message}", .path.display())]
+    Db {
+        /// The database file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// Settings that must not change between runs changed.
+    #[error(
+        "cannot resume from {}: settings changed since it was written: {}; run with --fresh \
+         to start over, or restore the old settings",
+        .dir.display(),
+        .changes.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    )]
+    Incompatible {
+        /// The state directory.
+        dir: PathBuf,
+        /// Every difference.
+        changes: Vec<Change>,
+    },
+    /// The `before_commit` hook failed (e.g. the output could not be flushed).
+    #[error("before checkpoint: {0}")]
+    Hook(std::io::Error),
+}
+
+/// What a forget did with one URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forgot {
+    /// It was done; it is queued again and the next run fetches it.
+    Requeued,
+    /// It is still queued (or was in flight when the crawl stopped): the next run fetches it
+    /// anyway.
+    AlreadyQueued,
+    /// This crawl never admitted it.
+    NeverSeen,
+}
+
+/// Counters of the store.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Checkpoints committed by this process.
+    pub checkpoints: u64,
+    /// Admissions and completions waiting for the next checkpoint.
+    pub pending_events: u64,
+    /// The last checkpoint failure, if the last attempt failed.
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    /// (fingerprint, admission id, depth, encoded entry, host)
+    admits: Vec<(u128, u64, u32, Vec<u8>, String)>,
+    /// (admission id, whether a `pages.jsonl` record was written)
+    done: Vec<(u64, bool)>,
+    /// Fingerprints admitted but not yet readable from the committed snapshot.
+    fps: HashSet<u128>,
+}
+
+type Hook = Box<dyn FnMut() -> std::io::Result<()> + Send>;
+
+struct Shared {
+    db: Database,
+    path: PathBuf,
+    pending: Mutex<Pending>,
+    wake: Condvar,
+    next_id: AtomicU64,
+    /// The committed `seen` table as of the last checkpoint (exact lookups read it).
+    snapshot: Mutex<Option<Arc<ReadOnlyTable<u128, u32>>>>,
+    before_commit: Mutex<Option<Hook>>,
+    /// One checkpoint at a time (the writer thread, `checkpoint`, `close`).
+    commit: Mutex<()>,
+    closing: AtomicBool,
+    checkpoints: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("path", &self.path)
+            .field("next_id", &self.next_id)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The host part of a canonical URL (`host[:port]`, user info dropped).
+fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    authority.rsplit_once('@').map_or(authority, |(_, h)| h)
+}
+
+impl Shared {
+    fn db_err(&self, e: impl fmt::Display) -> StoreError {
+        StoreError::Db {
+            path: self.path.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    fn refresh_snapshot(&self) -> Result<(), StoreError> {
+        let read = self.db.begin_read().map_err(|e| self.db_err(e))?;
+        let table = read.open_table(SEEN).map_err(|e| self.db_err(e))?;
+        *lock(&self.snapshot) = Some(Arc::new(table));
+        Ok(())
+    }
+
+    /// Commits everything pending in one transaction.
+    fn checkpoint(&self) -> Result<bool, StoreError> {
+        let _one = lock(&self.commit);
+        let (admits, done) = {
+            let mut p = lock(&self.pending);
+            (std::mem::take(&mut p.admits), std::mem::take(&mut p.done))
+        };
+        if admits.is_empty() && done.is_empty() {
+            return Ok(false);
+        }
+        let result = self.commit_batch(&admits, &done);
+        match result {
+            Ok(()) => {
+                self.refresh_snapshot()?;
+                let mut p = lock(&self.pending);
+                for (fp, ..) in &admits {
+                    p.fps.remove(fp);
+                }
+                drop(p);
+                self.checkpoints.fetch_add(1, Ordering::Relaxed);
+                *lock(&self.last_error) = None;
+                Ok(true)
+            }
+            Err(e) => {
+                // Nothing of the batch is durable: put it back in front, in order.
+                let mut p = lock(&self.pending);
+                let later = std::mem::replace(&mut p.admits, admits);
+                p.admits.extend(later);
+                let later = std::mem::replace(&mut p.done, done);
+                p.done.extend(later);
+                drop(p);
+                *lock(&self.last_error) = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    fn commit_batch(
+        &self,
+        admits: &[(u128, u64, u32, Vec<u8>, String)],
+        done: &[(u64, bool)],
+    ) -> Result<(), StoreError> {
+        if let Some(hook) = lock(&self.before_commit).as_mut() {
+            hook().map_err(StoreError::Hook)?;
+        }
+        let e = |e: redb::Error| self.db_err(e);
+        let txn = self.db.begin_write().map_err(|x| e(x.into()))?;
+        {
+            let mut seen = txn.open_table(SEEN).map_err(|x| e(x.into()))?;
+            let mut queue = txn.open_table(QUEUE).map_err(|x| e(x.into()))?;
+            let mut per_host: HashMap<&str, u64> = HashMap::new();
+            for (fp, id, depth, bytes, host) in admits {
+                seen.insert(fp, depth).map_err(|x| e(x.into()))?;
+                queue
+                    .insert(id, bytes.as_slice())
+                    .map_err(|x| e(x.into()))?;
+                *per_host.entry(host.as_str()).or_default() += 1;
+            }
+            let mut recorded = 0u64;
+            for (id, rec) in done {
+                queue.remove(id).map_err(|x| e(x.into()))?;
+                recorded += u64::from(*rec);
+            }
+            let mut hosts = txn.open_table(HOSTS).map_err(|x| e(x.into()))?;
+            for (host, n) in per_host {
+                let before = hosts
+                    .get(host)
+                    .map_err(|x| e(x.into()))?
+                    .map_or(0, |v| v.value());
+                hosts.insert(host, before + n).map_err(|x| e(x.into()))?;
+            }
+            let mut meta = txn.open_table(META).map_err(|x| e(x.into()))?;
+            let next = self.next_id.load(Ordering::Relaxed);
+            meta.insert("next_id", next.to_le_bytes().as_slice())
+                .map_err(|x| e(x.into()))?;
+            let pages = read_u64(&meta, "pages").map_err(e)? + recorded;
+            meta.insert("pages", pages.to_le_bytes().as_slice())
+                .map_err(|x| e(x.into()))?;
+        }
+        txn.commit().map_err(|x| e(x.into()))?;
+        Ok(())
+    }
+}
+
+fn read_u64(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    key: &str,
+) -> Result<u64, redb::Error> {
+    Ok(meta
+        .get(key)?
+        .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+        .map_or(0, u64::from_le_bytes))
+}
+
+impl Journal for Shared {
+    fn admitted(&self, fp: u128, entry: &mut Entry) {
+        entry.id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut bytes = Vec::with_capacity(32 + entry.url.len());
+        entry.encode(&mut bytes);
+        let host = host_of(&entry.url).to_owned();
+        let mut p = lock(&self.pending);
+        p.fps.insert(fp);
+        p.admits.push((fp, entry.id, entry.depth, bytes, host));
+        if p.admits.len() + p.done.len() >= FLUSH_AT {
+            self.wake.notify_one();
+        }
+    }
+
+    fn contains(&self, fp: u128) -> bool {
+        // Pending first: a fingerprint leaves `fps` only after the snapshot that holds it is
+        // installed, so checking in this order can never miss an admitted URL.
+        if lock(&self.pending).fps.contains(&fp) {
+            return true;
+        }
+        let snapshot = lock(&self.snapshot).clone();
+        match snapshot {
+            Some(t) => match t.get(fp) {
+                Ok(v) => v.is_some(),
+                Err(e) => {
+                    // Unreadable: say "seen" (a skipped URL is the filter's usual failure
+                    // mode; a URL fetched twice would break exactly-once).
+                    tracing::error!(error = %e, "exact visited set unreadable");
+                    true
+                }
+            },
+            None => false,
+        }
+    }
+}
+
+/// The durable state of one crawl. Dropping it without [`close`](Self::close) loses only
+/// what the last checkpoint did not commit — like a crash.
+#[derive(Debug)]
+pub struct Store {
+    shared: Arc<Shared>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    resumed: bool,
+    dir: PathBuf,
+}
+
+impl Store {
+    /// Opens (or creates) the state in `dir` and starts the checkpoint writer.
+    ///
+    /// `settings` are the values that must not change between runs; an existing state
+    /// written with other values is refused with [`StoreError::Incompatible`]. With `fresh`
+    /// any existing state is deleted first.
+    pub fn open(
+        dir: &Path,
+        settings: &BTreeMap<String, String>,
+        fresh: bool,
+        checkpoint_every: Duration,
+    ) -> Result<Self, StoreError> {
+        let io = |source| StoreError::Io {
+            dir: dir.to_path_buf(),
+            source,
+        };
+        let path = dir.join(FILE_NAME);
+        if fresh && path.exists() {
+            std::fs::remove_file(&path).map_err(io)?;
+        }
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let db = open_db(&path)?;
+        let shared = Shared {
+            db,
+            path: path.clone(),
+            pending: Mutex::new(Pending::default()),
+            wake: Condvar::new(),
+            next_id: AtomicU64::new(1),
+            snapshot: Mutex::new(None),
+            before_commit: Mutex::new(None),
+            commit: Mutex::new(()),
+            closing: AtomicBool::new(false),
+            checkpoints: AtomicU64::new(0),
+            last_error: Mutex::new(None),
+        };
+        let e = |x: redb::Error| shared.db_err(x);
+        let mut resumed = false;
+        {
+            let txn = shared.db.begin_write().map_err(|x| e(x.into()))?;
+            {
+                let mut meta = txn.open_table(META).map_err(|x| e(x.into()))?;
+                let stored: BTreeMap<String, String> = meta
+                    .range::<&str>(SETTING_PREFIX..)
+                    .map_err(|x| e(x.into()))?
+                    .filter_map(Result::ok)
+                    .filter_map(|(k, v)| {
+                        let key = k.value().strip_prefix(SETTING_PREFIX)?.to_owned();
+                        Some((key, String::from_utf8_lossy(v.value()).into_owned()))
+                    })
+                    .collect();
+                let initialised = meta.get("next_id").map_err(|x| e(x.into()))?.is_some();
+                if initialised {
+                    resumed = true;
+                    let changes = diff(&stored, settings);
+                    if !changes.is_empty() {
+                        return Err(StoreError::Incompatible {
+                            dir: dir.to_path_buf(),
+                            changes,
+                        });
+                    }
+                    shared.next_id.store(
+                        read_u64(&meta, "next_id").map_err(e)?.max(1),
+                        Ordering::Relaxed,
+                    );
+                } else {
+                    for (k, v) in settings {
+                        meta.insert(format!("{SETTING_PREFIX}{k}").as_str(), v.as_bytes())
+                            .map_err(|x| e(x.into()))?;
+                    }
+                    meta.insert("next_id", 1u64.to_le_bytes().as_slice())
+                        .map_err(|x| e(x.into()))?;
+                }
+                txn.open_table(SEEN).map_err(|x| e(x.into()))?;
+                txn.open_table(QUEUE).map_err(|x| e(x.into()))?;
+                txn.open_table(HOSTS).map_err(|x| e(x.into()))?;
+            }
+            txn.commit().map_err(|x| e(x.into()))?;
+        }
+        shared.refresh_snapshot()?;
+        let shared = Arc::new(shared);
+        let writer = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("state-checkpoint".into())
+                .spawn(move || writer_loop(&shared, checkpoint_every))
+                .map_err(io)?
+        };
+        Ok(Self {
+            shared,
+            writer: Mutex::new(Some(writer)),
+            resumed,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Whether this state was written by an earlier run.
+    pub fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    /// The state directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The journal to give the frontier ([`frontier::LocalFrontier::with_journal`]).
+    pub fn journal(&self) -> Arc<dyn Journal> {
+        Arc::clone(&self.shared) as Arc<dyn Journal>
+    }
+
+    /// Runs `hook` before every commit: flush and sync the output there, so a URL is never
+    /// marked done before its record is on disk.
+    pub fn set_before_commit(&self, hook: impl FnMut() -> std::io::Result<()> + Send + 'static) {
+        *lock(&self.shared.before_commit) = Some(Box::new(hook));
+    }
+
+    /// Marks admission `id` done (`recorded`: a `pages.jsonl` line was written for it).
+    pub fn done(&self, id: u64, recorded: bool) {
+        if id == 0 {
+            return;
+        }
+        let mut p = lock(&self.shared.pending);
+        p.done.push((id, recorded));
+        if p.admits.len() + p.done.len() >= FLUSH_AT {
+            self.shared.wake.notify_one();
+        }
+    }
+
+    /// Calls `f` with every admitted fingerprint (to rebuild the visited-set filter).
+    pub fn for_each_seen(&self, mut f: impl FnMut(u128)) -> Result<u64, StoreError> {
+        let s = &self.shared;
+        let read = s.db.begin_read().map_err(|e| s.db_err(e))?;
+        let table = read.open_table(SEEN).map_err(|e| s.db_err(e))?;
+        let mut n = 0;
+        for row in table.iter().map_err(|e| s.db_err(e))? {
+            let (k, _) = row.map_err(|e| s.db_err(e))?;
+            f(k.value());
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Calls `f` with every admitted URL not yet done, in admission order.
+    pub fn for_each_pending(&self, mut f: impl FnMut(Entry)) -> Result<u64, StoreError> {
+        let s = &self.shared;
+        let read = s.db.begin_read().map_err(|e| s.db_err(e))?;
+        let table = read.open_table(QUEUE).map_err(|e| s.db_err(e))?;
+        let mut n = 0;
+        for row in table.iter().map_err(|e| s.db_err(e))? {
+            let (_, v) = row.map_err(|e| s.db_err(e))?;
+            match Entry::decode_all(v.value(), 1) {
+                Some(mut one) => {
+                    f(one.remove(0));
+                    n += 1;
+                }
+                None => return Err(s.db_err("a queued entry is corrupt")),
+            }
+        }
+        Ok(n)
+    }
+
+    /// URLs admitted per host by earlier runs.
+    pub fn hosts(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let s = &self.shared;
+        let read = s.db.begin_read().map_err(|e| s.db_err(e))?;
+        let table = read.open_table(HOSTS).map_err(|e| s.db_err(e))?;
+        let mut out = Vec::new();
+        for row in table.iter().map_err(|e| s.db_err(e))? {
+            let (k, v) = row.map_err(|e| s.db_err(e))?;
+            out.push((k.value().to_owned(), v.value()));
+        }
+        Ok(out)
+    }
+
+    /// `pages.jsonl` lines written by earlier runs (as of their last checkpoint).
+    pub fn pages_before(&self) -> Result<u64, StoreError> {
+        let s = &self.shared;
+        let read = s.db.begin_read().map_err(|e| s.db_err(e))?;
+        let meta = read.open_table(META).map_err(|e| s.db_err(e))?;
+        read_u64(&meta, "pages").map_err(|e| s.db_err(e))
+    }
+
+    /// Commits everything pending now.
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        self.shared.checkpoint().map(|_| ())
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> StoreStats {
+        let p = lock(&self.shared.pending);
+        StoreStats {
+            checkpoints: self.shared.checkpoints.load(Ordering::Relaxed),
+            pending_events: (p.admits.len() + p.done.len()) as u64,
+            last_error: lock(&self.shared.last_error).clone(),
+        }
+    }
+
+    /// Stops the writer and commits a final checkpoint (call it once everything that
+    /// admits or completes URLs has stopped).
+    pub fn close(&self) -> Result<(), StoreError> {
+        self.stop_writer();
+        self.shared.checkpoint().map(|_| ())
+    }
+
+    fn stop_writer(&self) {
+        self.shared.closing.store(true, Ordering::Release);
+        {
+            let _p = lock(&self.shared.pending);
+            self.shared.wake.notify_all();
+        }
+        if let Some(w) = lock(&self.writer).take() {
+            let _ = w.join();
+        }
+    }
+
+    /// Queues `urls` (canonical, with their fingerprints) to be fetched again by the next run
+    /// of the crawl whose state is in `dir`. The crawl must not be running.
+    pub fn forget(dir: &Path, urls: &[(String, u128)]) -> Result<Vec<Forgot>, StoreError> {
+        let path = dir.join(FILE_NAME);
+        if !path.exists() {
+            return Err(StoreError::Io {
+                dir: dir.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("no crawl state ({FILE_NAME}) here"),
+                ),
+            });
+        }
+        let db = open_db(&path)?;
+        let err = |x: redb::Error| StoreError::Db {
+            path: path.clone(),
+            message: x.to_string(),
+        };
+        let txn = db.begin_write().map_err(|x| err(x.into()))?;
+        let mut results = Vec::with_capacity(urls.len());
+        {
+            let seen = txn.open_table(SEEN).map_err(|x| err(x.into()))?;
+            let mut queue = txn.open_table(QUEUE).map_err(|x| err(x.into()))?;
+            let mut meta = txn.open_table(META).map_err(|x| err(x.into()))?;
+            let mut queued: HashSet<String> = HashSet::new();
+            for row in queue.iter().map_err(|x| err(x.into()))? {
+                let (_, v) = row.map_err(|x| err(x.into()))?;
+                if let Some(mut e) = Entry::decode_all(v.value(), 1) {
+                    queued.insert(e.remove(0).url);
+                }
+            }
+            let mut next = read_u64(&meta, "next_id").map_err(err)?.max(1);
+            for (url, fp) in urls {
+                let depth = seen.get(fp).map_err(|x| err(x.into()))?.map(|v| v.value());
+                let result = match depth {
+                    None => Forgot::NeverSeen,
+                    Some(_) if queued.contains(url) => Forgot::AlreadyQueued,
+                    Some(depth) => {
+                        let mut entry = Entry::new(url.clone(), depth, None);
+                        entry.id = next;
+                        next += 1;
+                        let mut bytes = Vec::new();
+                        entry.encode(&mut bytes);
+                        queue
+                            .insert(entry.id, bytes.as_slice())
+                            .map_err(|x| err(x.into()))?;
+                        queued.insert(url.clone());
+                        Forgot::Requeued
+                    }
+                };
+                results.push(result);
+            }
+            meta.insert("next_id", next.to_le_bytes().as_slice())
+                .map_err(|x| err(x.into()))?;
+        }
+        txn.commit().map_err(|x| err(x.into()))?;
+        Ok(results)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // Without `close`, like a crash minus the kill: the writer stops, nothing more is
+        // committed.
+        self.stop_writer();
+    }
+}
+
+fn open_db(path: &Path) -> Result<Database, StoreError> {
+    Database::builder().create(path).map_err(|e| match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => StoreError::InUse(path.to_path_buf()),
+        other => StoreError::Db {
+            path: path.to_path_buf(),
+            message: other.to_string(),
+        },
+    })
+}
+
+fn diff(stored: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<Change> {
+    let keys: std::collections::BTreeSet<&String> = stored.keys().chain(now.keys()).collect();
+    keys.into_iter()
+        .filter(|k| stored.get(*k) != now.get(*k))
+        .map(|k| Change {
+            key: k.clone(),
+            before: stored.get(k).cloned(),
+            now: now.get(k).cloned(),
+        })
+        .collect()
+}
+
+fn writer_loop(shared: &Shared, every: Duration) {
+    let mut backoff = every;
+    loop {
+        {
+            let deadline = Instant::now() + backoff;
+            let mut p = lock(&shared.pending);
+            loop {
+                if shared.closing.load(Ordering::Acquire) {
+                    return;
+                }
+                if p.admits.len() + p.done.len() >= FLUSH_AT {
+                    break;
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                p = shared
+                    .wake
+                    .wait_timeout(p, deadline - now)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+        match shared.checkpoint() {
+            Ok(_) => backoff = every,
+            Err(e) => {
+                tracing::error!(error = %e, "checkpoint failed; keeping the batch and retrying");
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(fpp: &str) -> BTreeMap<String, String> {
+        [("frontier.fpp", fpp), ("frontier.scope", "domains")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    fn admit(j: &dyn Journal, url: &str, depth: u32) -> u64 {
+        let mut e = Entry::new(url.to_owned(), depth, Some("http://a.test/".into()));
+        j.admitted(frontier::fingerprint(url), &mut e);
+        e.id
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn a_closed_store_resumes_with_its_queue_and_visited_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        assert!(!store.resumed());
+        let j = store.journal();
+        let a = admit(&*j, "http://a.test/1", 1);
+        let b = admit(&*j, "http://b.test:8080/2", 2);
+        let _c = admit(&*j, "http://a.test/3", 2);
+        assert!(
+            j.contains(frontier::fingerprint("http://a.test/1")),
+            "pending counts"
+        );
+        assert!(!j.contains(frontier::fingerprint("http://a.test/9")));
+        store.done(a, true);
+        store.checkpoint().unwrap();
+        assert!(
+            j.contains(frontier::fingerprint("http://a.test/1")),
+            "committed counts"
+        );
+        store.done(b, false);
+        store.close().unwrap();
+        drop((store, j)); // the last handles: the database closes
+
+        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        assert!(store.resumed());
+        let mut pending = Vec::new();
+        store
+            .for_each_pending(|e| pending.push((e.url, e.depth, e.id)))
+            .unwrap();
+        assert_eq!(pending, vec![("http://a.test/3".to_owned(), 2, 3)]);
+        let mut seen = HashSet::new();
+        assert_eq!(
+            store
+                .for_each_seen(|fp| {
+                    seen.insert(fp);
+                })
+                .unwrap(),
+            3
+        );
+        assert!(seen.contains(&frontier::fingerprint("http://b.test:8080/2")));
+        let mut hosts = store.hosts().unwrap();
+        hosts.sort();
+        assert_eq!(hosts, vec![("a.test".into(), 2), ("b.test:8080".into(), 1)]);
+        assert_eq!(store.pages_before().unwrap(), 1);
+        // Admission numbers continue.
+        assert_eq!(admit(&*store.journal(), "http://a.test/4", 1), 4);
+    }
+
+    #[test]
+    fn what_the_last_checkpoint_did_not_commit_is_lost_like_in_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let j = store.journal();
+        let a = admit(&*j, "http://a.test/1", 1);
+        store.checkpoint().unwrap();
+        admit(&*j, "http://a.test/2", 1);
+        store.done(a, true);
+        drop((store, j)); // no close: no final checkpoint
+        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let mut pending = Vec::new();
+        store.for_each_pending(|e| pending.push(e.url)).unwrap();
+        assert_eq!(
+            pending,
+            vec!["http://a.test/1".to_owned()],
+            "served again, not lost"
+        );
+    }
+
+    #[test]
+    fn changed_settings_are_refused_by_name_and_fresh_starts_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        admit(&*store.journal(), "http://a.test/1", 0);
+        store.close().unwrap();
+        drop(store);
+        let err = Store::open(dir.path(), &settings("0.001"), false, HOUR).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("frontier.fpp was 0.01 and is now 0.001"),
+            "{text}"
+        );
+        assert!(text.contains("--fresh"), "{text}");
+        let store = Store::open(dir.path(), &settings("0.001"), true, HOUR).unwrap();
+        assert!(!store.resumed());
+        assert_eq!(store.for_each_seen(|_| {}).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_second_process_is_told_the_state_is_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let _store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let err = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap_err();
+        assert!(matches!(err, StoreError::InUse(_)), "{err}");
+    }
+
+    #[test]
+    fn forget_requeues_done_urls_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let j = store.journal();
+        let a = admit(&*j, "http://a.test/done", 3);
+        admit(&*j, "http://a.test/queued", 1);
+        store.done(a, true);
+        store.close().unwrap();
+        drop((store, j));
+        let urls: Vec<(String, u128)> = [
+            "http://a.test/done",
+            "http://a.test/queued",
+            "http://a.test/never",
+        ]
+        .iter()
+        .map(|u| (u.to_string(), frontier::fingerprint(u)))
+        .collect();
+        let got = Store::forget(dir.path(), &urls).unwrap();
+        assert_eq!(
+            got,
+            vec![Forgot::Requeued, Forgot::AlreadyQueued, Forgot::NeverSeen]
+        );
+        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let mut pending = Vec::new();
+        store
+            .for_each_pending(|e| pending.push((e.url, e.depth)))
+            .unwrap();
+        assert_eq!(
+            pending,
+            vec![
+                ("http://a.test/queued".into(), 1),
+                ("http://a.test/done".into(), 3)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_hook_runs_before_each_commit_and_a_failing_hook_keeps_the_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let calls = Arc::new(AtomicU64::new(0));
+        let c = Arc::clone(&calls);
+        store.set_before_commit(move || {
+            if c.fetch_add(1, Ordering::SeqCst) == 0 {
+                Err(std::io::Error::other("disk full"))
+            } else {
+                Ok(())
+            }
+        });
+        admit(&*store.journal(), "http://a.test/1", 0);
+        assert!(store.checkpoint().is_err());
+        assert_eq!(store.stats().pending_events, 1);
+        assert!(store.stats().last_error.unwrap().contains("disk full"));
+        store.checkpoint().unwrap();
+        assert_eq!(store.stats().pending_events, 0);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        assert_eq!(store.stats().checkpoints, 1);
+    }
+
+    #[test]
+    fn host_of_strips_scheme_userinfo_and_path() {
+        assert_eq!(host_of("http://u:p@a.test:81/x?y"), "a.test:81");
+        assert_eq!(host_of("https://a.test"), "a.test");
+        assert_eq!(host_of("http://[::1]:8/"), "[::1]:8");
+    }
+}

@@ -1,0 +1,356 @@
+//! Durable state: resume after `kill -9` with no URL lost, graceful stops that fetch nothing
+//! twice, settings that must not change, exact versus Bloom deduplication, and `forget`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use testsite::{Expected, SiteConfig, TestSite};
+
+use crate::util::{crawler, stderr};
+
+/// A crawl directory: `crawler.toml` plus `out/` (pages, stats, and the state in out/state).
+struct Crawl {
+    _dir: tempfile::TempDir,
+    config: PathBuf,
+    out: PathBuf,
+    seed: String,
+}
+
+impl Crawl {
+    fn new(site: &TestSite, extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("crawler.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[crawl]\nconcurrency = 8\nprogress_secs = 60\ncheckpoint_ms = 200\n\
+                 [fetch]\nretry_base_ms = 20\n[politeness]\ndelay_ms = 10\nmax_per_host = 2\n\
+                 [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n{extra}"
+            ),
+        )
+        .unwrap();
+        let out = dir.path().join("out");
+        Self {
+            _dir: dir,
+            config,
+            out,
+            seed: site.site().seed_url(),
+        }
+    }
+
+    fn command(&self, more: &[&str]) -> std::process::Command {
+        let mut cmd = crawler();
+        cmd.args(["crawl", "--config", self.config.to_str().unwrap()])
+            .args(["--seed", &self.seed, "--out", self.out.to_str().unwrap()])
+            .args(["--resolve", "*.test=127.0.0.1"])
+            .args(more)
+            .env("RUST_LOG", "warn");
+        cmd
+    }
+
+    fn spawn(&self) -> Child {
+        self.command(&[])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    async fn run(&self, more: &[&str]) -> std::process::Output {
+        let mut cmd = self.command(more);
+        tokio::task::spawn_blocking(move || cmd.output())
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    /// Every line of pages.jsonl as (url, status); a partial line fails the test.
+    fn lines(&self) -> Vec<(String, Option<u64>)> {
+        read_lines(&self.out.join("pages.jsonl"))
+    }
+
+    fn stats(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.out.join("stats.json")).unwrap())
+            .unwrap()
+    }
+}
+
+fn read_lines(path: &Path) -> Vec<(String, Option<u64>)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "a partial line at the end"
+    );
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l:?}: {e}"));
+            (v["url"].as_str().unwrap().to_owned(), v["status"].as_u64())
+        })
+        .collect()
+}
+
+/// Fetched URLs (with how often) against the ground truth: (missing, extra, refetched).
+fn compare(
+    site: &TestSite,
+    lines: &[(String, Option<u64>)],
+) -> (Vec<String>, Vec<String>, BTreeMap<String, u32>) {
+    let truth = site.site().ground_truth();
+    let mut times: BTreeMap<String, u32> = BTreeMap::new();
+    for (url, status) in lines {
+        *times.entry(url.clone()).or_default() += 1;
+        if let Some(Expected::Status(s)) = truth.urls.get(url) {
+            assert_eq!(*status, Some(u64::from(*s)), "{url}");
+        }
+    }
+    let missing = truth
+        .urls
+        .keys()
+        .filter(|u| !times.contains_key(*u))
+        .cloned()
+        .collect();
+    let extra = times
+        .keys()
+        .filter(|u| !truth.urls.contains_key(*u))
+        .cloned()
+        .collect();
+    let refetched = times.into_iter().filter(|(_, n)| *n > 1).collect();
+    (missing, extra, refetched)
+}
+
+fn site_config() -> SiteConfig {
+    SiteConfig {
+        pages: 1500,
+        hosts: 5,
+        ..SiteConfig::default()
+    }
+}
+
+/// A small xorshift generator: reproducible kill times from a printed seed.
+fn rng(seed: u64) -> impl FnMut(u64, u64) -> u64 {
+    let mut x = seed | 1;
+    move |lo, hi| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        lo + x % (hi - lo)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_at_random_moments_loses_nothing() {
+    let site = TestSite::start(site_config()).await.unwrap();
+    let crawl = Crawl::new(&site, "");
+    let seed = std::env::var("KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    let mut between = rng(seed);
+    let concurrency = 8;
+    let checkpoint = Duration::from_millis(200);
+    let mut kills = 0;
+    let mut allowed_refetches = 0u64;
+    let mut report = Vec::new();
+    while kills < 5 {
+        let before = crawl.lines().len();
+        let mut child = crawl.spawn();
+        let started = Instant::now();
+        let wait = Duration::from_millis(between(300, 1500));
+        tokio::time::sleep(wait).await;
+        if child.try_wait().unwrap().is_some() {
+            // It finished before the kill: the site is too small for this seed; stop killing.
+            break;
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        kills += 1;
+        let after = crawl.lines().len();
+        let rate = (after - before) as f64 / started.elapsed().as_secs_f64();
+        // In flight at the kill, plus what was done since the last checkpoint (up to two
+        // intervals: one collecting, one committing).
+        allowed_refetches += concurrency + (rate * 2.0 * checkpoint.as_secs_f64()).ceil() as u64;
+        report.push(format!(
+            "kill {kills} after {wait:?}: {} lines",
+            after - before
+        ));
+    }
+    let last = crawl.run(&[]).await;
+    assert!(last.status.success(), "{}", stderr(&last));
+    let lines = crawl.lines();
+    let (missing, extra, refetched) = compare(&site, &lines);
+    let refetches: u64 = refetched.values().map(|n| u64::from(n - 1)).sum();
+    println!(
+        "seed {seed}: {} | {kills} kills, {} lines, {} distinct, {refetches} refetches \
+         (allowed {allowed_refetches}), {} missing, {} extra",
+        report.join(", "),
+        lines.len(),
+        lines.len() as u64 - refetches,
+        missing.len(),
+        extra.len()
+    );
+    assert!(
+        kills >= 5,
+        "the crawl finished before 5 kills (seed {seed})"
+    );
+    assert!(missing.is_empty(), "lost: {missing:?} (seed {seed})");
+    assert!(extra.is_empty(), "not in the ground truth: {extra:?}");
+    assert!(
+        refetches <= allowed_refetches,
+        "{refetches} refetches > {allowed_refetches} (seed {seed}): {refetched:?}"
+    );
+    let stats = crawl.stats();
+    assert_eq!(stats["stopped_by"], "finished");
+    assert_eq!(stats["state"]["resumed"], true);
+    site.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_stop_then_resume_fetches_nothing_twice() {
+    let site = TestSite::start(site_config()).await.unwrap();
+    let crawl = Crawl::new(&site, "");
+    for wait_ms in [400, 700] {
+        let child = crawl.spawn();
+        tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+        let pid = child.id().to_string();
+        assert!(crawler_kill("-TERM", &pid));
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(crawl.stats()["stopped_by"], "shutdown");
+    }
+    let last = crawl.run(&[]).await;
+    assert!(last.status.success(), "{}", stderr(&last));
+    let (missing, extra, refetched) = compare(&site, &crawl.lines());
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{missing:?} {extra:?}"
+    );
+    assert!(refetched.is_empty(), "fetched twice: {refetched:?}");
+
+    // Resuming a finished crawl fetches nothing; --fresh starts over.
+    let again = crawl.run(&[]).await;
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(crawl.stats()["pages"], 0);
+    let fresh = crawl.run(&["--fresh"]).await;
+    assert!(fresh.status.success(), "{}", stderr(&fresh));
+    let (missing, _, refetched) = compare(&site, &crawl.lines());
+    assert!(
+        missing.is_empty() && refetched.is_empty(),
+        "{missing:?} {refetched:?}"
+    );
+    site.stop().await;
+}
+
+fn crawler_kill(signal: &str, pid: &str) -> bool {
+    std::process::Command::new("kill")
+        .args([signal, pid])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resuming_with_changed_settings_is_refused_by_name() {
+    let site = TestSite::start(SiteConfig {
+        pages: 50,
+        hosts: 2,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let crawl = Crawl::new(&site, "");
+    let first = crawl.run(&[]).await;
+    assert!(first.status.success(), "{}", stderr(&first));
+    let text = std::fs::read_to_string(&crawl.config).unwrap();
+    std::fs::write(&crawl.config, format!("{text}fpp = 0.001\n")).unwrap();
+    let refused = crawl.run(&[]).await;
+    assert_eq!(refused.status.code(), Some(64), "{}", stderr(&refused));
+    let msg = stderr(&refused);
+    assert!(
+        msg.contains("frontier.fpp was 0.01 and is now 0.001"),
+        "{msg}"
+    );
+    assert!(msg.contains("--fresh"), "{msg}");
+    site.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_dedup_fetches_everything_a_tiny_filter_would_skip() {
+    let site = TestSite::start(SiteConfig {
+        pages: 600,
+        hosts: 3,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let truth = site.site().ground_truth().urls.len();
+    let tiny = "expected_urls = 20\nfpp = 0.5\n";
+    let bloom = Crawl::new(&site, &format!("{tiny}dedup = \"bloom\"\n"));
+    let out = bloom.run(&["--delay-ms", "0"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (bloom_missing, _, _) = compare(&site, &bloom.lines());
+
+    let exact = Crawl::new(&site, &format!("{tiny}dedup = \"exact\"\n"));
+    let out = exact.run(&["--delay-ms", "0"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (missing, extra, refetched) = compare(&site, &exact.lines());
+    println!(
+        "tiny filter ({tiny:?}): ground truth {truth}; bloom mode skipped {}, exact mode {}",
+        bloom_missing.len(),
+        missing.len()
+    );
+    assert!(
+        bloom_missing.len() > 10,
+        "bloom mode skipped only {}",
+        bloom_missing.len()
+    );
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{missing:?} {extra:?}"
+    );
+    assert!(refetched.is_empty(), "{refetched:?}");
+    site.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forgotten_urls_are_fetched_again_on_the_next_run() {
+    let site = TestSite::start(SiteConfig {
+        pages: 50,
+        hosts: 2,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let crawl = Crawl::new(&site, "");
+    let first = crawl.run(&[]).await;
+    assert!(first.status.success(), "{}", stderr(&first));
+    let before = crawl.lines();
+    let target = before[before.len() / 2].0.clone();
+    let forget = crawler()
+        .args(["forget", "--config", crawl.config.to_str().unwrap()])
+        .args(["--out", crawl.out.to_str().unwrap()])
+        .args([target.as_str(), "http://h0.test:1/never-seen"])
+        .output()
+        .unwrap();
+    assert!(forget.status.success(), "{}", stderr(&forget));
+    let said = String::from_utf8_lossy(&forget.stdout);
+    assert!(said.contains(&format!("requeued\t{target}")), "{said}");
+    assert!(
+        said.contains("unknown\thttp://h0.test:1/never-seen"),
+        "{said}"
+    );
+    let second = crawl.run(&[]).await;
+    assert!(second.status.success(), "{}", stderr(&second));
+    let after = crawl.lines();
+    assert_eq!(after.len(), before.len() + 1);
+    assert_eq!(after.last().unwrap().0, target);
+    site.stop().await;
+}
