@@ -5,6 +5,7 @@
 # (`--addressing ips`) so no peer needs name resolution.
 #
 #   scripts/bench-crawl.sh [PAGES] [HOSTS]      # default 100000 100
+#   SKIP_PEERS=1 scripts/bench-crawl.sh ...     # only ours (state off / bloom / exact)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 pages="${1:-100000}" hosts="${2:-100}" port=18200 conc=64
@@ -39,21 +40,31 @@ report() { # name: one TSV row from the timing and the URL list
 }
 printf 'crawler\tpages\thosts\tseconds\tpages_per_s\tpeak_rss_mb\tcpu_s\tground_truth_found\n'
 
-start_site
-cat >"$work/ours.toml" <<TOML
+# Ours three ways: the durable state off, on (dedup = "bloom", the default), and in exact mode.
+run_ours() { # name, persist, dedup
+    local name=$1
+    start_site
+    cat >"$work/$name.toml" <<TOML
 [crawl]
 concurrency = $conc
 progress_secs = 3600
+persist = $2
 [politeness]
 delay_ms = 0
 max_per_host = $conc
 [frontier]
 scope = "any"
+dedup = "$3"
 TOML
-run_timed ours target/release/crawler crawl --config "$work/ours.toml" --seed "$seed" --out "$work/ours-out"
-python3 -c "import json; [print(json.loads(l)['url']) for l in open('$work/ours-out/pages.jsonl')]" >"$work/ours.urls"
-report ours
-kill $server; wait $server 2>/dev/null || true
+    run_timed "$name" target/release/crawler crawl --config "$work/$name.toml" --seed "$seed" --out "$work/$name-out"
+    python3 -c "import json; [print(json.loads(l)['url']) for l in open('$work/$name-out/pages.jsonl')]" >"$work/$name.urls"
+    report "$name"
+    kill $server; wait $server 2>/dev/null || true
+}
+run_ours ours-memory false bloom
+run_ours ours true bloom
+run_ours ours-exact true exact
+[[ -n ${SKIP_PEERS:-} ]] && exit 0
 
 start_site
 OUT="$work/scrapy.urls" run_timed scrapy scrapy runspider scripts/peers/scrapy_follow_all.py -a seed="$seed" \

@@ -75,6 +75,7 @@ pub fn open(
     let store = Store::open(
         &dir,
         &settings(cfg),
+        cfg.frontier.dedup == "exact",
         fresh,
         Duration::from_millis(cfg.crawl.checkpoint_ms),
     )?;

@@ -3,11 +3,13 @@
 //! deduplication mode.
 //!
 //! # What is kept (one file, `state.redb`, in the state directory)
-//! - `seen`: the 128-bit fingerprint (the visited-set filter's own Murmur3 hash) and link
-//!   depth of every admitted URL. It is the exact visited set of `dedup = "exact"`, and on
-//!   resume the Bloom filter is rebuilt from it — the filter needs only the hash, not the URL
-//!   (this replaces a filter snapshot plus a journal: the same information, without a second
-//!   copy to keep consistent).
+//! - `admitted`: the admission log — admission number → the URL's 128-bit fingerprint (the
+//!   visited-set filter's own Murmur3 hash) and link depth. On resume the Bloom filter is
+//!   rebuilt from it: the filter needs only the hash, not the URL. (This replaces a filter
+//!   snapshot plus a journal: the same information, with no second copy to keep consistent.)
+//!   Keyed by admission number, so writes append.
+//! - `seen` (exact mode only): fingerprint → depth, the exact visited set that confirms a
+//!   filter's "maybe seen".
 //! - `queue`: every admitted URL not yet done (queued, on disk, or in flight), keyed by its
 //!   admission number, so a resume serves them again in admission order. A URL leaves the
 //!   queue only when its `pages.jsonl` line is on disk.
@@ -38,6 +40,7 @@ use frontier::{Entry, Journal};
 use redb::{Database, ReadOnlyTable, ReadableDatabase, ReadableTable, TableDefinition};
 
 const SEEN: TableDefinition<'_, u128, u32> = TableDefinition::new("seen");
+const ADMITTED: TableDefinition<'_, u64, (u128, u32)> = TableDefinition::new("admitted");
 const QUEUE: TableDefinition<'_, u64, &[u8]> = TableDefinition::new("queue");
 const HOSTS: TableDefinition<'_, &str, u64> = TableDefinition::new("hosts");
 const META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("meta");
@@ -45,7 +48,7 @@ const META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("meta");
 /// The database file inside the state directory.
 pub const FILE_NAME: &str = "state.redb";
 /// Pending events that make the writer commit before the interval is up.
-const FLUSH_AT: usize = 200_000;
+const FLUSH_AT: usize = 50_000;
 const SETTING_PREFIX: &str = "setting.";
 
 /// A setting that differs between the stored state and this run.
@@ -148,9 +151,52 @@ struct Pending {
 
 type Hook = Box<dyn FnMut() -> std::io::Result<()> + Send>;
 
+/// Fingerprints known to be in the exact set, in a small direct-mapped table: links repeat
+/// (navigation, headers, footers), so most "maybe seen" answers in a real crawl are confirmed
+/// here without a B-tree lookup. A slot holds one whole fingerprint (never a partial tag), so
+/// a hit is exact; a miss just falls through to the store.
+struct RecentSeen {
+    stripes: Box<[Mutex<Box<[u128]>>]>,
+}
+
+const RECENT_STRIPES: usize = 64;
+const RECENT_SLOTS: usize = 1 << 12; // per stripe: 64 × 4096 × 16 B = 4 MiB in all
+
+impl RecentSeen {
+    fn new() -> Self {
+        Self {
+            stripes: (0..RECENT_STRIPES)
+                .map(|_| Mutex::new(vec![0u128; RECENT_SLOTS].into_boxed_slice()))
+                .collect(),
+        }
+    }
+
+    fn slot(fp: u128) -> (usize, usize) {
+        let x = fp as u64;
+        (
+            (x as usize) % RECENT_STRIPES,
+            ((x >> 32) as usize) % RECENT_SLOTS,
+        )
+    }
+
+    fn contains(&self, fp: u128) -> bool {
+        let (stripe, slot) = Self::slot(fp);
+        fp != 0 && lock(&self.stripes[stripe])[slot] == fp
+    }
+
+    fn insert(&self, fp: u128) {
+        let (stripe, slot) = Self::slot(fp);
+        lock(&self.stripes[stripe])[slot] = fp;
+    }
+}
+
 struct Shared {
     db: Database,
     path: PathBuf,
+    /// Keep the `seen` table (fingerprint-keyed, for exact lookups). Bloom mode needs only the
+    /// sequential `admitted` log, which is far cheaper to write.
+    exact: bool,
+    recent: RecentSeen,
     pending: Mutex<Pending>,
     wake: Condvar,
     next_id: AtomicU64,
@@ -248,10 +294,14 @@ impl Shared {
         let txn = self.db.begin_write().map_err(|x| e(x.into()))?;
         {
             let mut seen = txn.open_table(SEEN).map_err(|x| e(x.into()))?;
+            let mut log = txn.open_table(ADMITTED).map_err(|x| e(x.into()))?;
             let mut queue = txn.open_table(QUEUE).map_err(|x| e(x.into()))?;
             let mut per_host: HashMap<&str, u64> = HashMap::new();
             for (fp, id, depth, bytes, host) in admits {
-                seen.insert(fp, depth).map_err(|x| e(x.into()))?;
+                if self.exact {
+                    seen.insert(fp, depth).map_err(|x| e(x.into()))?;
+                }
+                log.insert(id, (*fp, *depth)).map_err(|x| e(x.into()))?;
                 queue
                     .insert(id, bytes.as_slice())
                     .map_err(|x| e(x.into()))?;
@@ -300,7 +350,10 @@ impl Journal for Shared {
         entry.encode(&mut bytes);
         let host = host_of(&entry.url).to_owned();
         let mut p = lock(&self.pending);
-        p.fps.insert(fp);
+        if self.exact {
+            p.fps.insert(fp);
+            self.recent.insert(fp);
+        }
         p.admits.push((fp, entry.id, entry.depth, bytes, host));
         if p.admits.len() + p.done.len() >= FLUSH_AT {
             self.wake.notify_one();
@@ -310,13 +363,19 @@ impl Journal for Shared {
     fn contains(&self, fp: u128) -> bool {
         // Pending first: a fingerprint leaves `fps` only after the snapshot that holds it is
         // installed, so checking in this order can never miss an admitted URL.
-        if lock(&self.pending).fps.contains(&fp) {
+        if self.recent.contains(fp) || lock(&self.pending).fps.contains(&fp) {
             return true;
         }
         let snapshot = lock(&self.snapshot).clone();
         match snapshot {
             Some(t) => match t.get(fp) {
-                Ok(v) => v.is_some(),
+                Ok(v) => {
+                    let seen = v.is_some();
+                    if seen {
+                        self.recent.insert(fp);
+                    }
+                    seen
+                }
                 Err(e) => {
                     // Unreadable: say "seen" (a skipped URL is the filter's usual failure
                     // mode; a URL fetched twice would break exactly-once).
@@ -348,6 +407,7 @@ impl Store {
     pub fn open(
         dir: &Path,
         settings: &BTreeMap<String, String>,
+        exact: bool,
         fresh: bool,
         checkpoint_every: Duration,
     ) -> Result<Self, StoreError> {
@@ -360,10 +420,19 @@ impl Store {
             std::fs::remove_file(&path).map_err(io)?;
         }
         std::fs::create_dir_all(dir).map_err(io)?;
-        let db = open_db(&path)?;
+        let db = open_db(
+            &path,
+            if exact {
+                EXACT_CACHE_BYTES
+            } else {
+                CACHE_BYTES
+            },
+        )?;
         let shared = Shared {
             db,
             path: path.clone(),
+            exact,
+            recent: RecentSeen::new(),
             pending: Mutex::new(Pending::default()),
             wake: Condvar::new(),
             next_id: AtomicU64::new(1),
@@ -412,6 +481,7 @@ impl Store {
                         .map_err(|x| e(x.into()))?;
                 }
                 txn.open_table(SEEN).map_err(|x| e(x.into()))?;
+                txn.open_table(ADMITTED).map_err(|x| e(x.into()))?;
                 txn.open_table(QUEUE).map_err(|x| e(x.into()))?;
                 txn.open_table(HOSTS).map_err(|x| e(x.into()))?;
             }
@@ -467,15 +537,16 @@ impl Store {
         }
     }
 
-    /// Calls `f` with every admitted fingerprint (to rebuild the visited-set filter).
+    /// Calls `f` with every admitted fingerprint (to rebuild the visited-set filter), from
+    /// the sequential admission log.
     pub fn for_each_seen(&self, mut f: impl FnMut(u128)) -> Result<u64, StoreError> {
         let s = &self.shared;
         let read = s.db.begin_read().map_err(|e| s.db_err(e))?;
-        let table = read.open_table(SEEN).map_err(|e| s.db_err(e))?;
+        let table = read.open_table(ADMITTED).map_err(|e| s.db_err(e))?;
         let mut n = 0;
         for row in table.iter().map_err(|e| s.db_err(e))? {
-            let (k, _) = row.map_err(|e| s.db_err(e))?;
-            f(k.value());
+            let (_, v) = row.map_err(|e| s.db_err(e))?;
+            f(v.value().0);
             n += 1;
         }
         Ok(n)
@@ -567,7 +638,7 @@ impl Store {
                 ),
             });
         }
-        let db = open_db(&path)?;
+        let db = open_db(&path, CACHE_BYTES)?;
         let err = |x: redb::Error| StoreError::Db {
             path: path.clone(),
             message: x.to_string(),
@@ -575,7 +646,17 @@ impl Store {
         let txn = db.begin_write().map_err(|x| err(x.into()))?;
         let mut results = Vec::with_capacity(urls.len());
         {
-            let seen = txn.open_table(SEEN).map_err(|x| err(x.into()))?;
+            let wanted: HashSet<u128> = urls.iter().map(|(_, fp)| *fp).collect();
+            let mut depths: HashMap<u128, u32> = HashMap::new();
+            let log = txn.open_table(ADMITTED).map_err(|x| err(x.into()))?;
+            for row in log.iter().map_err(|x| err(x.into()))? {
+                let (_, v) = row.map_err(|x| err(x.into()))?;
+                let (fp, depth) = v.value();
+                if wanted.contains(&fp) {
+                    depths.insert(fp, depth);
+                }
+            }
+            drop(log);
             let mut queue = txn.open_table(QUEUE).map_err(|x| err(x.into()))?;
             let mut meta = txn.open_table(META).map_err(|x| err(x.into()))?;
             let mut queued: HashSet<String> = HashSet::new();
@@ -587,7 +668,7 @@ impl Store {
             }
             let mut next = read_u64(&meta, "next_id").map_err(err)?.max(1);
             for (url, fp) in urls {
-                let depth = seen.get(fp).map_err(|x| err(x.into()))?.map(|v| v.value());
+                let depth = depths.get(fp).copied();
                 let result = match depth {
                     None => Forgot::NeverSeen,
                     Some(_) if queued.contains(url) => Forgot::AlreadyQueued,
@@ -622,14 +703,23 @@ impl Drop for Store {
     }
 }
 
-fn open_db(path: &Path) -> Result<Database, StoreError> {
-    Database::builder().create(path).map_err(|e| match e {
-        redb::DatabaseError::DatabaseAlreadyOpen => StoreError::InUse(path.to_path_buf()),
-        other => StoreError::Db {
-            path: path.to_path_buf(),
-            message: other.to_string(),
-        },
-    })
+/// redb's page cache. Bloom mode only appends (admission log, queue): the upper levels of the
+/// trees suffice. Exact mode looks fingerprints up at random, so it gets more. (redb's
+/// default, 1 GiB, would dominate the crawler's RSS.)
+const CACHE_BYTES: usize = 16 << 20;
+const EXACT_CACHE_BYTES: usize = 128 << 20;
+
+fn open_db(path: &Path, cache: usize) -> Result<Database, StoreError> {
+    Database::builder()
+        .set_cache_size(cache)
+        .create(path)
+        .map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::InUse(path.to_path_buf()),
+            other => StoreError::Db {
+                path: path.to_path_buf(),
+                message: other.to_string(),
+            },
+        })
 }
 
 fn diff(stored: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<Change> {
@@ -700,7 +790,7 @@ mod tests {
     #[test]
     fn a_closed_store_resumes_with_its_queue_and_visited_set() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
         assert!(!store.resumed());
         let j = store.journal();
         let a = admit(&*j, "http://a.test/1", 1);
@@ -721,7 +811,7 @@ mod tests {
         store.close().unwrap();
         drop((store, j)); // the last handles: the database closes
 
-        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
         assert!(store.resumed());
         let mut pending = Vec::new();
         store
@@ -749,14 +839,14 @@ mod tests {
     #[test]
     fn what_the_last_checkpoint_did_not_commit_is_lost_like_in_a_crash() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
         let j = store.journal();
         let a = admit(&*j, "http://a.test/1", 1);
         store.checkpoint().unwrap();
         admit(&*j, "http://a.test/2", 1);
         store.done(a, true);
         drop((store, j)); // no close: no final checkpoint
-        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
         let mut pending = Vec::new();
         store.for_each_pending(|e| pending.push(e.url)).unwrap();
         assert_eq!(
@@ -769,18 +859,18 @@ mod tests {
     #[test]
     fn changed_settings_are_refused_by_name_and_fresh_starts_over() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
         admit(&*store.journal(), "http://a.test/1", 0);
         store.close().unwrap();
         drop(store);
-        let err = Store::open(dir.path(), &settings("0.001"), false, HOUR).unwrap_err();
+        let err = Store::open(dir.path(), &settings("0.001"), true, false, HOUR).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("frontier.fpp was 0.01 and is now 0.001"),
             "{text}"
         );
         assert!(text.contains("--fresh"), "{text}");
-        let store = Store::open(dir.path(), &settings("0.001"), true, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.001"), true, true, HOUR).unwrap();
         assert!(!store.resumed());
         assert_eq!(store.for_each_seen(|_| {}).unwrap(), 0);
     }
@@ -788,15 +878,15 @@ mod tests {
     #[test]
     fn a_second_process_is_told_the_state_is_in_use() {
         let dir = tempfile::tempdir().unwrap();
-        let _store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
-        let err = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap_err();
+        let _store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
+        let err = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap_err();
         assert!(matches!(err, StoreError::InUse(_)), "{err}");
     }
 
     #[test]
     fn forget_requeues_done_urls_only() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
         let j = store.journal();
         let a = admit(&*j, "http://a.test/done", 3);
         admit(&*j, "http://a.test/queued", 1);
@@ -816,7 +906,7 @@ mod tests {
             got,
             vec![Forgot::Requeued, Forgot::AlreadyQueued, Forgot::NeverSeen]
         );
-        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
         let mut pending = Vec::new();
         store
             .for_each_pending(|e| pending.push((e.url, e.depth)))
@@ -833,7 +923,7 @@ mod tests {
     #[test]
     fn the_hook_runs_before_each_commit_and_a_failing_hook_keeps_the_batch() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &settings("0.01"), false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
         let calls = Arc::new(AtomicU64::new(0));
         let c = Arc::clone(&calls);
         store.set_before_commit(move || {

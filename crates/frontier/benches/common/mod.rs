@@ -1,0 +1,66 @@
+//! Helpers shared by the offer benchmarks of `crates/frontier` and `crates/store` (included
+//! with `#[path]`): realistic URLs, peak RSS, and offers timed without URL formatting.
+
+#![allow(dead_code)]
+
+use std::time::Instant;
+
+use frontier::LocalFrontier;
+
+/// The `i`-th URL: ~1,000 hosts, realistic paths and a query.
+pub fn url(i: u64) -> String {
+    format!(
+        "https://host{}.example.com/section/{}/page-{i}.html?ref={}",
+        i % 1000,
+        i % 97,
+        i % 13
+    )
+}
+
+/// Peak resident set size of this process, from /proc (kB → bytes).
+pub fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<u64>().ok())
+            })
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+pub fn parallel(threads: u64, n: u64, f: impl Fn(u64, u64) + Sync) {
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let f = &f;
+            s.spawn(move || f(n * t / threads, n * (t + 1) / threads));
+        }
+    });
+}
+
+/// Offers URLs `0..n` from `threads` threads and returns the wall time spent offering: each
+/// thread formats its URLs 10,000 at a time *outside* the timed part (a crawler gets them
+/// from its parser), so the figure is the frontier's own cost.
+pub fn timed_offers(f: &LocalFrontier, threads: u64, n: u64) -> f64 {
+    let slowest = std::sync::Mutex::new(0f64);
+    parallel(threads, n, |from, to| {
+        let mut spent = std::time::Duration::ZERO;
+        let mut batch = Vec::with_capacity(10_000);
+        let mut i = from;
+        while i < to {
+            batch.clear();
+            batch.extend((i..to.min(i + 10_000)).map(url));
+            let t0 = Instant::now();
+            for u in &batch {
+                f.offer(u, 1, None);
+            }
+            spent += t0.elapsed();
+            i += batch.len() as u64;
+        }
+        let mut s = slowest.lock().unwrap();
+        *s = s.max(spent.as_secs_f64());
+    });
+    slowest.into_inner().unwrap()
+}

@@ -1,0 +1,118 @@
+//! What durable state costs the frontier: `offer` of new and duplicate URLs and `next` +
+//! `complete` (+ `done`), in memory only, with the state in bloom mode, and with the state in
+//! exact mode (a "maybe seen" confirmed against the stored fingerprints), same URLs, same run.
+//!
+//! ```sh
+//! cargo bench -p store --bench persist -- --n 1000000 --threads "1 2"
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use frontier::{Dedup, FrontierConfig, HostScope, LocalFrontier, Outcome, Politeness, ScopeConfig};
+use store::Store;
+
+#[path = "../../frontier/benches/common/mod.rs"]
+mod common;
+use common::{parallel, peak_rss, timed_offers};
+
+fn main() {
+    let mut ns = vec![1_000_000u64];
+    let mut threads = vec![1u64];
+    let mut modes = vec!["memory".to_owned(), "bloom".into(), "exact".into()];
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut v = || args.next().expect("value");
+        match a.as_str() {
+            "--n" => ns = v().split_whitespace().map(|x| x.parse().unwrap()).collect(),
+            "--threads" => threads = v().split_whitespace().map(|x| x.parse().unwrap()).collect(),
+            "--modes" => modes = v().split_whitespace().map(str::to_owned).collect(),
+            _ => {}
+        }
+    }
+    println!(
+        "n\tthreads\tmode\tphase\tops\tseconds\tops_per_s\tpeak_rss_mb\tcheckpoints\tstate_mb"
+    );
+    for &n in &ns {
+        for &t in &threads {
+            for mode in &modes {
+                run(n, t, mode);
+            }
+        }
+    }
+}
+
+fn run(n: u64, t: u64, mode: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = FrontierConfig {
+        scope: ScopeConfig {
+            hosts: HostScope::Any,
+            ..ScopeConfig::default()
+        },
+        expected_urls: n,
+        fpp: 0.01,
+        memory_capacity: 10_000,
+        dedup: if mode == "exact" {
+            Dedup::Exact
+        } else {
+            Dedup::Bloom
+        },
+        politeness: Politeness {
+            delay: Duration::ZERO,
+            max_per_host: u32::MAX,
+            ..Politeness::default()
+        },
+        ..FrontierConfig::default()
+    };
+    let mut f = LocalFrontier::new(cfg, &[]).unwrap();
+    let store = (mode != "memory").then(|| {
+        let settings = BTreeMap::from([("mode".to_owned(), mode.to_owned())]);
+        Arc::new(
+            Store::open(
+                dir.path(),
+                &settings,
+                mode == "exact",
+                false,
+                Duration::from_secs(1),
+            )
+            .unwrap(),
+        )
+    });
+    if let Some(s) = &store {
+        f = f.with_journal(s.journal());
+    }
+    let report = |phase: &str, ops: u64, secs: f64| {
+        let bytes = std::fs::metadata(dir.path().join(store::FILE_NAME)).map_or(0, |m| m.len());
+        println!(
+            "{n}\t{t}\t{mode}\t{phase}\t{ops}\t{secs:.3}\t{:.0}\t{:.1}\t{}\t{:.1}",
+            ops as f64 / secs,
+            peak_rss() as f64 / 1e6,
+            store.as_ref().map_or(0, |s| s.stats().checkpoints),
+            bytes as f64 / 1e6
+        );
+    };
+    report("offer_new", n, timed_offers(&f, t, n));
+    report("offer_duplicate", n, timed_offers(&f, t, n));
+    let t0 = Instant::now();
+    parallel(t, n, |_, _| {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            while let Some(lease) = f.next().await {
+                if let Some(s) = &store {
+                    s.done(lease.entry.id, true);
+                }
+                f.complete(lease, Outcome::Done);
+            }
+        })
+    });
+    report("next_complete", n, t0.elapsed().as_secs_f64());
+    if let Some(s) = &store {
+        let t0 = Instant::now();
+        s.close().unwrap();
+        report("final_checkpoint", 1, t0.elapsed().as_secs_f64());
+    }
+}
