@@ -76,6 +76,8 @@ pub enum StopReason {
     MaxDuration,
     /// SIGINT/SIGTERM (or the caller's cancellation).
     Shutdown,
+    /// The crawl state could not be written (several checkpoints failed in a row).
+    StateError,
 }
 
 /// What `stats.json` holds.
@@ -354,16 +356,18 @@ pub async fn run(
     // Every worker is gone, so this drops the last sender: the writer drains its queue,
     // writes every record and ends.
     drop(ctx);
-    match tokio::time::timeout(Duration::from_secs(30), writer).await {
-        Ok(Ok(Ok(_))) => {}
-        Ok(Ok(Err(e))) => return Err(EngineError::Output(out_dir, e)),
-        Ok(Err(e)) => return Err(EngineError::Output(out_dir, std::io::Error::other(e))),
-        Err(_) => {
-            return Err(EngineError::Output(
-                out_dir,
-                std::io::Error::other("the output writer did not finish"),
-            ))
+    let written = match tokio::time::timeout(Duration::from_secs(30), writer).await {
+        Ok(Ok(Ok(_))) => Ok(()),
+        Ok(Ok(Err(e))) => Err(e),
+        Ok(Err(e)) => Err(std::io::Error::other(e)),
+        Err(_) => Err(std::io::Error::other("the output writer did not finish")),
+    };
+    if let Err(e) = written {
+        // Still commit what was written and acknowledged, so a resume repeats little.
+        if let Some(store) = &store {
+            let _ = store.close();
         }
+        return Err(EngineError::Output(out_dir, e));
     }
     // Every record is written and reported done: the final checkpoint makes it all durable
     // (a resume after a graceful stop fetches nothing twice).
@@ -386,6 +390,7 @@ fn state_name(reason: StopReason) -> &'static str {
         StopReason::MaxPages => "max_pages",
         StopReason::MaxDuration => "max_duration",
         StopReason::Shutdown => "shutdown",
+        StopReason::StateError => "state_error",
     }
 }
 
@@ -408,6 +413,9 @@ fn status(ctx: &Ctx, started: Instant, state: &str) -> output::Status {
     }
 }
 
+/// Checkpoints failed in a row after which the crawl stops.
+const STATE_FAILURES_TO_STOP: u64 = 3;
+
 /// Rewrites `status.json` every `crawl.status_secs`: a heartbeat that stops when the runtime
 /// stops making progress, which is what `crawler health` checks.
 fn spawn_status(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()> {
@@ -415,6 +423,17 @@ fn spawn_status(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()> 
         let mut tick = tokio::time::interval(Duration::from_secs(ctx.cfg.crawl.status_secs.max(1)));
         loop {
             tick.tick().await;
+            if let Some(store) = &ctx.store {
+                let s = store.stats();
+                if s.consecutive_failures >= STATE_FAILURES_TO_STOP {
+                    tracing::error!(
+                        failures = s.consecutive_failures,
+                        error = s.last_error.as_deref().unwrap_or(""),
+                        "the crawl state cannot be written; stopping (nothing new would be durable)"
+                    );
+                    ctx.stop(StopReason::StateError);
+                }
+            }
             let st = status(&ctx, started, "running");
             let dir = ctx.cfg.crawl.out_dir.clone();
             match tokio::task::spawn_blocking(move || output::write_status(&dir, &st)).await {
@@ -559,7 +578,12 @@ async fn worker(ctx: Arc<Ctx>) {
 async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
     let entry = &lease.entry;
     let Ok(url) = Url::parse(&entry.url) else {
-        return Outcome::Done; // the frontier only queues canonical URLs; cannot happen
+        // The frontier only queues canonical URLs, so this cannot happen; if it does, the URL
+        // must not come back on every resume.
+        if let Some(store) = &ctx.store {
+            store.done(entry.id, false);
+        }
+        return Outcome::Done;
     };
     if ctx.cfg.crawl.respect_robots {
         let verdict = ctx.robots.check(&ctx.fetcher, &url).await;

@@ -68,6 +68,8 @@ impl Output {
         let path = dir.join("pages.jsonl");
         if truncate {
             File::create(&path)?;
+        } else {
+            trim_partial_line(&path)?;
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         let sync = file.try_clone()?;
@@ -80,6 +82,38 @@ impl Output {
     pub async fn record(&self, r: PageRecord) {
         let _ = self.tx.send(r).await;
     }
+}
+
+/// Cuts a partial last line (a process killed in the middle of a `write`, or a power loss
+/// before the tail was synced) so that appended records start on a line of their own.
+/// Returns the bytes cut.
+pub fn trim_partial_line(path: &Path) -> io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    let mut end = len;
+    let mut buf = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(chunk)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            end = start + i as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    if end < len {
+        file.set_len(end)?;
+        file.sync_data()?;
+        tracing::warn!(path = %path.display(), bytes = len - end, "cut a partial last line");
+    }
+    Ok(len - end)
 }
 
 /// Writes batches of whole lines with one `write` each, unbuffered: whatever has been written
@@ -216,5 +250,20 @@ mod tests {
         assert!(s.starts_with("20") && s.ends_with('Z'));
         assert_eq!(&s[4..5], "-");
         assert_eq!(&s[10..11], "T");
+    }
+
+    #[test]
+    fn a_partial_last_line_is_cut_and_whole_lines_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pages.jsonl");
+        assert_eq!(trim_partial_line(&path).unwrap(), 0, "no file yet");
+        let long = "x".repeat(100_000);
+        std::fs::write(&path, format!("{{\"a\":1}}\n{{\"b\":\"{long}")).unwrap();
+        assert_eq!(trim_partial_line(&path).unwrap(), 100_006);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
+        assert_eq!(trim_partial_line(&path).unwrap(), 0, "whole lines stay");
+        std::fs::write(&path, "no newline at all").unwrap();
+        trim_partial_line(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
     }
 }

@@ -89,10 +89,18 @@ pub fn open(
         for (host, n) in store.hosts()? {
             frontier.restore_admitted(&host, n);
         }
+        let mut unusable = Vec::new();
         summary.restored_pending = store.for_each_pending(|entry| {
             frontier.restore_seen(frontier::fingerprint(&entry.url));
-            frontier.restore_entry(entry);
+            let id = entry.id;
+            if !frontier.restore_entry(entry) {
+                unusable.push(id);
+            }
         })?;
+        for id in unusable {
+            // Cannot be fetched, so it must not be restored on every resume.
+            store.done(id, false);
+        }
         frontier.restore_admitted_total(
             summary
                 .restored_seen

@@ -217,16 +217,18 @@ impl LocalFrontier {
 
     /// Resuming: queues an entry admitted (and journaled) by an earlier run, without
     /// offering it again. Its fingerprint must have been restored with `restore_seen`.
-    pub fn restore_entry(&self, entry: Entry) {
+    /// Returns `false` (and queues nothing) if the stored URL does not parse.
+    pub fn restore_entry(&self, entry: Entry) -> bool {
         let host = match Url::parse(&entry.url) {
             Ok(u) => host_key(&u).to_owned(),
-            Err(_) => return,
+            Err(_) => return false,
         };
         self.admitted_total.fetch_add(1, Ordering::Relaxed);
         let wake = self.sched().push(&host, entry);
         if wake {
             self.notify.notify_waiters();
         }
+        true
     }
 
     /// Resuming: `n` URLs of `host` were admitted by earlier runs (per-host and total

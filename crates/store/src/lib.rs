@@ -137,6 +137,9 @@ pub struct StoreStats {
     pub pending_events: u64,
     /// The last checkpoint failure, if the last attempt failed.
     pub last_error: Option<String>,
+    /// Checkpoints failed in a row (the crawl should stop when this keeps growing: nothing it
+    /// does is durable, and the pending batch grows).
+    pub consecutive_failures: u64,
 }
 
 #[derive(Debug, Default)]
@@ -208,6 +211,8 @@ struct Shared {
     closing: AtomicBool,
     checkpoints: AtomicU64,
     last_error: Mutex<Option<String>>,
+    /// Checkpoints failed in a row.
+    failures: AtomicU64,
 }
 
 impl fmt::Debug for Shared {
@@ -258,12 +263,18 @@ impl Shared {
         let result = self.commit_batch(&admits, &done);
         match result {
             Ok(()) => {
-                self.refresh_snapshot()?;
-                let mut p = lock(&self.pending);
-                for (fp, ..) in &admits {
-                    p.fps.remove(fp);
+                // Committed. If the new snapshot cannot be read, the fingerprints stay in
+                // `fps` (exact lookups still find them) and the next checkpoint tries again.
+                match self.refresh_snapshot() {
+                    Ok(()) => {
+                        let mut p = lock(&self.pending);
+                        for (fp, ..) in &admits {
+                            p.fps.remove(fp);
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot refresh the exact-set snapshot"),
                 }
-                drop(p);
+                self.failures.store(0, Ordering::Relaxed);
                 self.checkpoints.fetch_add(1, Ordering::Relaxed);
                 *lock(&self.last_error) = None;
                 Ok(true)
@@ -277,6 +288,7 @@ impl Shared {
                 p.done.extend(later);
                 drop(p);
                 *lock(&self.last_error) = Some(e.to_string());
+                self.failures.fetch_add(1, Ordering::Relaxed);
                 Err(e)
             }
         }
@@ -318,13 +330,17 @@ impl Shared {
                     .get(host)
                     .map_err(|x| e(x.into()))?
                     .map_or(0, |v| v.value());
-                hosts.insert(host, before + n).map_err(|x| e(x.into()))?;
+                hosts
+                    .insert(host, before.saturating_add(n))
+                    .map_err(|x| e(x.into()))?;
             }
             let mut meta = txn.open_table(META).map_err(|x| e(x.into()))?;
             let next = self.next_id.load(Ordering::Relaxed);
             meta.insert("next_id", next.to_le_bytes().as_slice())
                 .map_err(|x| e(x.into()))?;
-            let pages = read_u64(&meta, "pages").map_err(e)? + recorded;
+            let pages = read_u64(&meta, "pages")
+                .map_err(e)?
+                .saturating_add(recorded);
             meta.insert("pages", pages.to_le_bytes().as_slice())
                 .map_err(|x| e(x.into()))?;
         }
@@ -416,18 +432,21 @@ impl Store {
             source,
         };
         let path = dir.join(FILE_NAME);
-        if fresh && path.exists() {
-            std::fs::remove_file(&path).map_err(io)?;
-        }
         std::fs::create_dir_all(dir).map_err(io)?;
-        let db = open_db(
-            &path,
-            if exact {
-                EXACT_CACHE_BYTES
-            } else {
-                CACHE_BYTES
-            },
-        )?;
+        let cache = if exact {
+            EXACT_CACHE_BYTES
+        } else {
+            CACHE_BYTES
+        };
+        // The lock comes first: `--fresh` must not delete the state of a crawl that runs.
+        let db = match open_db(&path, cache) {
+            Err(StoreError::Db { .. }) if fresh => {
+                // Unreadable, and the caller wants to start over anyway.
+                std::fs::remove_file(&path).map_err(io)?;
+                open_db(&path, cache)?
+            }
+            other => other?,
+        };
         let shared = Shared {
             db,
             path: path.clone(),
@@ -442,11 +461,19 @@ impl Store {
             closing: AtomicBool::new(false),
             checkpoints: AtomicU64::new(0),
             last_error: Mutex::new(None),
+            failures: AtomicU64::new(0),
         };
         let e = |x: redb::Error| shared.db_err(x);
         let mut resumed = false;
         {
             let txn = shared.db.begin_write().map_err(|x| e(x.into()))?;
+            if fresh {
+                txn.delete_table(SEEN).map_err(|x| e(x.into()))?;
+                txn.delete_table(ADMITTED).map_err(|x| e(x.into()))?;
+                txn.delete_table(QUEUE).map_err(|x| e(x.into()))?;
+                txn.delete_table(HOSTS).map_err(|x| e(x.into()))?;
+                txn.delete_table(META).map_err(|x| e(x.into()))?;
+            }
             {
                 let mut meta = txn.open_table(META).map_err(|x| e(x.into()))?;
                 let stored: BTreeMap<String, String> = meta
@@ -604,6 +631,7 @@ impl Store {
             checkpoints: self.shared.checkpoints.load(Ordering::Relaxed),
             pending_events: (p.admits.len() + p.done.len()) as u64,
             last_error: lock(&self.shared.last_error).clone(),
+            consecutive_failures: self.shared.failures.load(Ordering::Relaxed),
         }
     }
 
@@ -659,11 +687,15 @@ impl Store {
             drop(log);
             let mut queue = txn.open_table(QUEUE).map_err(|x| err(x.into()))?;
             let mut meta = txn.open_table(META).map_err(|x| err(x.into()))?;
+            // Only the queued URLs asked about are kept (the queue may hold millions).
             let mut queued: HashSet<String> = HashSet::new();
             for row in queue.iter().map_err(|x| err(x.into()))? {
                 let (_, v) = row.map_err(|x| err(x.into()))?;
                 if let Some(mut e) = Entry::decode_all(v.value(), 1) {
-                    queued.insert(e.remove(0).url);
+                    let url = e.remove(0).url;
+                    if wanted.contains(&frontier::fingerprint(&url)) {
+                        queued.insert(url);
+                    }
                 }
             }
             let mut next = read_u64(&meta, "next_id").map_err(err)?.max(1);
@@ -675,7 +707,7 @@ impl Store {
                     Some(depth) => {
                         let mut entry = Entry::new(url.clone(), depth, None);
                         entry.id = next;
-                        next += 1;
+                        next = next.saturating_add(1);
                         let mut bytes = Vec::new();
                         entry.encode(&mut bytes);
                         queue
@@ -881,6 +913,30 @@ mod tests {
         let _store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
         let err = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap_err();
         assert!(matches!(err, StoreError::InUse(_)), "{err}");
+    }
+
+    #[test]
+    fn fresh_never_deletes_a_running_crawls_state_and_recovers_a_corrupt_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
+        admit(&*live.journal(), "http://a.test/1", 0);
+        live.checkpoint().unwrap();
+        let err = Store::open(dir.path(), &settings("0.01"), true, true, HOUR).unwrap_err();
+        assert!(matches!(err, StoreError::InUse(_)), "{err}");
+        let mut n = 0;
+        live.for_each_seen(|_| n += 1).unwrap();
+        assert_eq!(n, 1, "the running crawl's state is intact");
+        drop(live);
+
+        std::fs::write(
+            dir.path().join(FILE_NAME),
+            b"not a database, just garbage bytes",
+        )
+        .unwrap();
+        let err = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap_err();
+        assert!(matches!(err, StoreError::Db { .. }), "{err}");
+        let store = Store::open(dir.path(), &settings("0.01"), true, true, HOUR).unwrap();
+        assert!(!store.resumed());
     }
 
     #[test]
