@@ -6,18 +6,35 @@
 #
 #   scripts/bench-crawl.sh [PAGES] [HOSTS]      # default 100000 100
 #   SKIP_PEERS=1 scripts/bench-crawl.sh ...     # only ours (state off / bloom / exact)
+#   PEERS=spider scripts/bench-crawl.sh ...     # peers to run (default "spider scrapy")
+#
+# spider_cli is installed from crates.io into target/peers (HTTP-only build:
+# --no-default-features --features status_code; it has no concurrency flag, so it runs at
+# its default). Its fetched URLs are read from the test site's request log, because its
+# `crawl -o` lists fewer URLs than it fetches.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 pages="${1:-100000}" hosts="${2:-100}" port=18200 conc=64
+# LINKS=plain serves every link as an absolute URL (same ground truth): spider_cli misses
+# most of the site's other link forms, which would make its pages/s meaningless.
+links_flag=(); [[ ${LINKS:-} == plain ]] && links_flag=(--plain-links)
 cargo build --release --workspace --bins >/dev/null 2>&1
-python3 -c "import scrapy" 2>/dev/null || pip install -q scrapy
+peers="${PEERS:-spider scrapy}"
+[[ -n ${SKIP_PEERS:-} ]] && peers=""
+if [[ " $peers " == *" scrapy "* ]]; then
+    python3 -c "import scrapy" 2>/dev/null || pip install -q scrapy
+fi
+spider=target/peers/bin/spider
+if [[ " $peers " == *" spider "* && ! -x $spider ]]; then
+    cargo install spider_cli --locked --no-default-features --features status_code --root target/peers
+fi
 for tool in bc time; do   # Debian packages the measurements use
     command -v "$tool" >/dev/null || [[ -x /usr/bin/$tool ]] || { apt-get update -qq && apt-get install -y -qq "$tool"; }
 done
 work="$(mktemp -d)"
 trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
-start_site() {
-    target/release/testsite --pages "$pages" --hosts "$hosts" --addressing ips --port $port --threads 1 2>/dev/null &
+start_site() { # [extra testsite flags]
+    target/release/testsite --pages "$pages" --hosts "$hosts" --addressing ips --port $port --threads 1 "${links_flag[@]}" "$@" 2>/dev/null &
     server=$!
     sleep 1
 }
@@ -64,7 +81,21 @@ TOML
 run_ours ours-memory false bloom
 run_ours ours true bloom
 run_ours ours-exact true exact
-[[ -n ${SKIP_PEERS:-} ]] && exit 0
+
+if [[ " $peers " == *" spider "* ]]; then
+    start_site --request-log "$work/spider.log"
+    run_timed spider "$spider" -r -u "$seed" crawl -o
+    kill $server; wait $server 2>/dev/null || true
+    python3 - "$work/spider.log" "$port" >"$work/spider.urls" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["path"] != "/robots.txt":
+        print(f"http://{r['host']}:{sys.argv[2]}{r['path']}")
+PY
+    report spider
+fi
+[[ " $peers " == *" scrapy "* ]] || exit 0
 
 start_site
 OUT="$work/scrapy.urls" run_timed scrapy scrapy runspider scripts/peers/scrapy_follow_all.py -a seed="$seed" \

@@ -176,6 +176,16 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
                 } else {
                     tracing::info!("{line}");
                 }
+                let resumed = summary.state.as_ref().is_some_and(|s| s.resumed);
+                if resumed
+                    && summary.pages == 0
+                    && summary.stopped_by == engine::StopReason::Finished
+                {
+                    eprintln!(
+                        "crawler: this crawl's state says everything was fetched already; \
+                         run with --fresh to start over"
+                    );
+                }
                 Ok(())
             }
             Err(engine::EngineError::Output(dir, e)) => Err(Failure::new(

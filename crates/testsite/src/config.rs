@@ -139,6 +139,10 @@ pub struct SiteConfig {
     pub slow_secs: u64,
     /// Hostile behaviours on host 0.
     pub hostile: Hostile,
+    /// Write every link as a plain absolute URL instead of one of ten equivalent forms (for
+    /// peers whose link extraction misses protocol-relative, upper-case or dot-relative links;
+    /// the URL set, and so the ground truth, is the same).
+    pub plain_links: bool,
 }
 
 impl Default for SiteConfig {
@@ -155,6 +159,7 @@ impl Default for SiteConfig {
             crawl_delay: None,
             slow_secs: 30,
             hostile: Hostile::default(),
+            plain_links: false,
         }
     }
 }

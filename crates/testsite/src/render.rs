@@ -81,6 +81,9 @@ impl Site {
             t.path.clone()
         };
         let absolute = format!("{}{}", self.origin(t.host), path);
+        if self.config().plain_links {
+            return absolute;
+        }
         let same_host = t.host == host;
         match mix(self.config().seed, page_key, j) % 10 {
             0 => absolute,
@@ -293,6 +296,28 @@ mod tests {
                 to.split('?').next().unwrap(),
                 "{dir} -> {to} via {rel}"
             );
+        }
+    }
+
+    #[test]
+    fn plain_links_are_the_same_targets_written_absolutely() {
+        let cfg = SiteConfig {
+            plain_links: true,
+            ..SiteConfig::default()
+        };
+        let site = Site::new(cfg, 8080).unwrap();
+        for p in 0..100u64 {
+            let t = site.page_target(p);
+            let html = site.page_html(p);
+            let (bytes, _) = site.render_html(t.host, &t.path, &html);
+            let text = String::from_utf8(bytes).unwrap();
+            let hrefs: Vec<String> = text
+                .split("href=\"")
+                .skip(1 + usize::from(html.base.is_some()))
+                .map(|s| s[..s.find('"').unwrap()].replace("&amp;", "&"))
+                .collect();
+            let expected: Vec<String> = html.links.iter().map(|l| site.url(&l.target)).collect();
+            assert_eq!(hrefs, expected, "page {p}");
         }
     }
 

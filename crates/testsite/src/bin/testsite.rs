@@ -62,6 +62,10 @@ struct Args {
     /// lines) for this configuration and port, and exit.
     #[arg(long)]
     ground_truth: bool,
+    /// Write every link as a plain absolute URL (same URLs, same ground truth; for crawlers
+    /// that do not resolve every form of link).
+    #[arg(long)]
+    plain_links: bool,
     /// Ask a running test site on --port (at 127.0.0.1) for /robots.txt and exit 0 if it
     /// answers within 2 s, 1 if not: a container HEALTHCHECK.
     #[arg(long)]
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
         crawl_delay: args.crawl_delay,
         slow_secs: args.slow_secs,
         hostile,
+        plain_links: args.plain_links,
     };
     if let Err(e) = cfg.validate() {
         eprintln!("testsite: {e}");
