@@ -36,7 +36,10 @@ trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
 start_site() { # [extra testsite flags]
     target/release/testsite --pages "$pages" --hosts "$hosts" --addressing ips --port $port --threads 1 "${links_flag[@]}" "$@" 2>/dev/null &
     server=$!
-    sleep 1
+    for _ in $(seq 1 120); do   # until every listener is bound
+        target/release/testsite --probe --port $port >/dev/null 2>&1 && break
+        sleep 0.5
+    done
 }
 target/release/testsite --pages "$pages" --hosts "$hosts" --addressing ips --port $port --ground-truth \
     | grep -v '^#' | cut -f1 | sort >"$work/truth"
