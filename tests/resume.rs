@@ -359,5 +359,15 @@ async fn forgotten_urls_are_fetched_again_on_the_next_run() {
     let after = crawl.lines();
     assert_eq!(after.len(), before.len() + 1);
     assert_eq!(after.last().unwrap().0, target);
+    // robots.txt verdicts are part of the state: the second run fetched none again.
+    assert_eq!(crawl.stats()["state"]["restored_robots"], 2);
+    let mut robots: BTreeMap<String, u32> = BTreeMap::new();
+    for r in site.observer().log() {
+        if r.path == "/robots.txt" {
+            *robots.entry(r.host).or_default() += 1;
+        }
+    }
+    assert_eq!(robots.len(), 2, "{robots:?}");
+    assert!(robots.values().all(|&n| n == 1), "{robots:?}");
     site.stop().await;
 }

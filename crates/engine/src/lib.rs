@@ -289,8 +289,12 @@ pub async fn run(
         frontier.offer(s, 0, None);
     }
     let pages_before = state_summary.as_ref().map_or(0, |s| s.pages_before);
+    let robots = match (&store, state_summary.as_mut()) {
+        (Some(store), Some(summary)) => state::robots_cache(&cfg.crawl.user_agent, store, summary)?,
+        _ => RobotsCache::new(&cfg.crawl.user_agent),
+    };
     let ctx = Arc::new(Ctx {
-        robots: RobotsCache::new(&cfg.crawl.user_agent),
+        robots,
         cfg,
         frontier,
         fetcher,

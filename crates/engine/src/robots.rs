@@ -7,6 +7,13 @@
 //! unreachable server → everything disallowed "for a while" (re-fetched after
 //! [`UNREACHABLE_RETRY`]); redirects are followed up to five hops; a file larger than 500 KiB
 //! is cut there; a body that does not parse at all allows everything.
+//!
+//! With the durable state on, every fetched verdict is handed to a persist hook as a small
+//! record (the body and the expiry in wall-clock time), and a resumed crawl [restores]
+//! the records that have not expired: a restart neither re-fetches valid rules nor retries an
+//! unreachable server before its time.
+//!
+//! [restores]: RobotsCache::restore
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +31,19 @@ pub const RULES_TTL: Duration = Duration::from_secs(24 * 3600);
 pub const UNREACHABLE_RETRY: Duration = Duration::from_secs(300);
 /// Largest robots.txt body considered.
 pub const MAX_ROBOTS_BYTES: usize = 500 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    AllowAll = 0,
+    DisallowAll = 1,
+    Parsed = 2,
+}
+
+/// Record layout: version (1), kind, expiry (Unix ms, little-endian u64), body.
+const RECORD_VERSION: u8 = 1;
+
+/// Where fetched rules are persisted: `(origin, record)`.
+pub type PersistHook = Box<dyn Fn(&str, Vec<u8>) + Send + Sync>;
 
 #[derive(Debug)]
 enum Rules {
@@ -48,11 +68,20 @@ pub struct Verdict {
 }
 
 /// Per-origin robots.txt cache.
-#[derive(Debug)]
 pub struct RobotsCache {
     agent: String,
     /// One cell per origin, so concurrent workers wait for a single fetch.
     entries: DashMap<String, Arc<OnceCell<Entry>>>,
+    persist: Option<PersistHook>,
+}
+
+impl std::fmt::Debug for RobotsCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RobotsCache")
+            .field("agent", &self.agent)
+            .field("origins", &self.entries.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl RobotsCache {
@@ -66,6 +95,44 @@ impl RobotsCache {
         Self {
             agent,
             entries: DashMap::new(),
+            persist: None,
+        }
+    }
+
+    /// Hands every fetched verdict to `hook` (to be restored with [`restore`](Self::restore)).
+    pub fn with_persist(mut self, hook: PersistHook) -> Self {
+        self.persist = Some(hook);
+        self
+    }
+
+    /// Restores an origin's verdict persisted by an earlier run. Returns `false` (and
+    /// changes nothing) when the record has expired or cannot be read.
+    pub fn restore(&self, origin: &str, record: &[u8]) -> bool {
+        let Some((kind, expires_ms, body)) = decode(record) else {
+            return false;
+        };
+        let left = expires_ms.saturating_sub(crate::output::now_unix_ms());
+        if left == 0 {
+            return false;
+        }
+        let rules = match kind {
+            Kind::AllowAll => Rules::AllowAll,
+            Kind::DisallowAll => Rules::DisallowAll,
+            Kind::Parsed => self.parse(body),
+        };
+        let left = Duration::from_millis(left).min(RULES_TTL);
+        let cell = OnceCell::new_with(Some(Entry {
+            rules,
+            expires: Instant::now() + left,
+        }));
+        self.entries.insert(origin.to_owned(), Arc::new(cell));
+        true
+    }
+
+    fn parse(&self, body: &[u8]) -> Rules {
+        match texting_robots::Robot::new(&self.agent, body) {
+            Ok(robot) => Rules::Parsed(robot),
+            Err(_) => Rules::AllowAll,
         }
     }
 
@@ -75,7 +142,23 @@ impl RobotsCache {
         loop {
             let cell = Arc::clone(self.entries.entry(origin.clone()).or_default().value());
             let entry = cell
-                .get_or_init(|| self.fetch_rules(fetcher, &origin))
+                .get_or_init(|| async {
+                    let (kind, body, ttl) = self.fetch_rules(fetcher, &origin).await;
+                    if let Some(persist) = &self.persist {
+                        let expires = crate::output::now_unix_ms()
+                            .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+                        persist(&origin, encode(kind, expires, &body));
+                    }
+                    let rules = match kind {
+                        Kind::AllowAll => Rules::AllowAll,
+                        Kind::DisallowAll => Rules::DisallowAll,
+                        Kind::Parsed => self.parse(&body),
+                    };
+                    Entry {
+                        rules,
+                        expires: Instant::now() + ttl,
+                    }
+                })
                 .await;
             if entry.expires <= Instant::now() {
                 // Stale: drop it (unless another worker already replaced it) and fetch again.
@@ -103,8 +186,9 @@ impl RobotsCache {
         }
     }
 
-    async fn fetch_rules(&self, fetcher: &Fetcher, origin: &str) -> Entry {
-        let now = Instant::now();
+    /// Fetches an origin's robots.txt: the verdict's kind, the body (for `Parsed`) and how
+    /// long it holds.
+    async fn fetch_rules(&self, fetcher: &Fetcher, origin: &str) -> (Kind, Vec<u8>, Duration) {
         let mut target = format!("{origin}/robots.txt");
         for _ in 0..=5 {
             let got = fetcher.fetch(&target, Keep::Always).await;
@@ -112,14 +196,7 @@ impl RobotsCache {
                 Some(200..=299) => {
                     let mut body = got.body;
                     body.truncate(MAX_ROBOTS_BYTES);
-                    let rules = match texting_robots::Robot::new(&self.agent, &body) {
-                        Ok(robot) => Rules::Parsed(robot),
-                        Err(_) => Rules::AllowAll,
-                    };
-                    return Entry {
-                        rules,
-                        expires: now + RULES_TTL,
-                    };
+                    return (Kind::Parsed, body, RULES_TTL);
                 }
                 Some(300..=399) => {
                     let next = got
@@ -130,19 +207,80 @@ impl RobotsCache {
                         None => break,
                     }
                 }
-                Some(400..=499) => {
-                    return Entry {
-                        rules: Rules::AllowAll,
-                        expires: now + RULES_TTL,
-                    }
-                }
+                Some(400..=499) => return (Kind::AllowAll, Vec::new(), RULES_TTL),
                 _ => break,
             }
         }
         tracing::debug!(%origin, "robots.txt unreachable or failing: host disallowed for now");
-        Entry {
-            rules: Rules::DisallowAll,
-            expires: now + UNREACHABLE_RETRY,
+        (Kind::DisallowAll, Vec::new(), UNREACHABLE_RETRY)
+    }
+}
+
+fn encode(kind: Kind, expires_unix_ms: u64, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(10 + body.len());
+    out.push(RECORD_VERSION);
+    out.push(kind as u8);
+    out.extend_from_slice(&expires_unix_ms.to_le_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+fn decode(record: &[u8]) -> Option<(Kind, u64, &[u8])> {
+    let (&[version, kind], rest) = record.split_first_chunk::<2>()?;
+    if version != RECORD_VERSION {
+        return None;
+    }
+    let kind = match kind {
+        0 => Kind::AllowAll,
+        1 => Kind::DisallowAll,
+        2 => Kind::Parsed,
+        _ => return None,
+    };
+    let (expires, body) = rest.split_first_chunk::<8>()?;
+    if body.len() > MAX_ROBOTS_BYTES {
+        return None;
+    }
+    Some((kind, u64::from_le_bytes(*expires), body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allowed(cache: &RobotsCache, origin: &str, path: &str) -> Option<bool> {
+        let cell = Arc::clone(cache.entries.get(origin)?.value());
+        let entry = cell.get()?;
+        let url = Url::parse(&format!("{origin}{path}")).ok()?;
+        Some(match &entry.rules {
+            Rules::AllowAll => true,
+            Rules::DisallowAll => false,
+            Rules::Parsed(r) => r.allowed(url.as_str()),
+        })
+    }
+
+    #[test]
+    fn records_round_trip_and_expired_or_hostile_ones_are_ignored() {
+        let later = crate::output::now_unix_ms() + 60_000;
+        let cache = RobotsCache::new("crawler/1.0");
+        let rules = encode(Kind::Parsed, later, b"User-agent: *\nDisallow: /private/\n");
+        assert!(cache.restore("http://a.test", &rules));
+        assert_eq!(allowed(&cache, "http://a.test", "/private/x"), Some(false));
+        assert_eq!(allowed(&cache, "http://a.test", "/public"), Some(true));
+        assert!(cache.restore("http://b.test", &encode(Kind::DisallowAll, later, b"")));
+        assert_eq!(allowed(&cache, "http://b.test", "/"), Some(false));
+
+        let past = crate::output::now_unix_ms().saturating_sub(1);
+        assert!(!cache.restore("http://c.test", &encode(Kind::AllowAll, past, b"")));
+        for hostile in [
+            &b""[..],
+            &[1],
+            &[1, 2, 0, 0],
+            &[9, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            &[1, 7, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+        ] {
+            assert!(!cache.restore("http://d.test", hostile), "{hostile:?}");
         }
+        assert!(cache.entries.get("http://c.test").is_none());
+        assert!(cache.entries.get("http://d.test").is_none());
     }
 }

@@ -4,12 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use frontier::LocalFrontier;
 use serde::Serialize;
 use store::Store;
 
+use crate::robots::RobotsCache;
 use crate::CrawlConfig;
 
 /// Settings whose change would make a stored state wrong: canonicalisation and the filter's
@@ -57,6 +59,10 @@ pub struct StateSummary {
     pub restored_pending: u64,
     /// `pages.jsonl` lines of earlier runs.
     pub pages_before: u64,
+    /// Hosts still backing off (errors, `Retry-After`) when the last run stopped.
+    pub restored_backoffs: u64,
+    /// Origins whose robots.txt verdict was restored (not expired).
+    pub restored_robots: u64,
     /// Seconds the restore took.
     pub restore_secs: f64,
     /// Checkpoints committed by this run.
@@ -107,16 +113,42 @@ pub fn open(
                 .saturating_sub(summary.restored_pending),
         );
         summary.pages_before = store.pages_before()?;
+        let now = crate::output::now_unix_ms();
+        for b in store.backoffs()? {
+            let wait = Duration::from_millis(b.not_before_unix_ms.saturating_sub(now));
+            frontier.restore_backoff(&b.host, b.backoff, wait);
+            summary.restored_backoffs += 1;
+        }
         summary.restore_secs = started.elapsed().as_secs_f64();
         tracing::info!(
             dir = %summary.dir.display(),
             seen = summary.restored_seen,
             pending = summary.restored_pending,
             pages_before = summary.pages_before,
+            backing_off = summary.restored_backoffs,
             secs = format_args!("{:.2}", summary.restore_secs),
             "resuming the crawl from its state"
         );
     }
     let frontier = frontier.with_journal(store.journal());
     Ok((frontier, store, summary))
+}
+
+/// A robots.txt cache that persists every fetched verdict in `store`, with the verdicts of
+/// earlier runs that have not expired restored (their count goes to `summary`).
+pub fn robots_cache(
+    user_agent: &str,
+    store: &Arc<Store>,
+    summary: &mut StateSummary,
+) -> Result<RobotsCache, store::StoreError> {
+    let sink = Arc::clone(store);
+    let robots = RobotsCache::new(user_agent).with_persist(Box::new(move |origin, record| {
+        sink.put_robots(origin, record)
+    }));
+    if store.resumed() {
+        for (origin, record) in store.robots()? {
+            summary.restored_robots += u64::from(robots.restore(&origin, &record));
+        }
+    }
+    Ok(robots)
 }

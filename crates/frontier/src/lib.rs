@@ -40,7 +40,9 @@ pub use local::{
     fingerprint, host_key, BuildError, Dedup, FrontierConfig, Journal, LocalFrontier,
     DEFAULT_EXPECTED_URLS, DEFAULT_FPP, DEFAULT_MAX_REDIRECTS, DEFAULT_MEMORY_CAPACITY,
 };
-pub use scheduler::{Lease, Order, Outcome, Politeness, DEFAULT_DELAY, DEFAULT_MAX_PER_HOST};
+pub use scheduler::{
+    HostBackoff, Lease, Order, Outcome, Politeness, DEFAULT_DELAY, DEFAULT_MAX_PER_HOST,
+};
 pub use scope::{
     registrable_domain, HostScope, OutOfScope, PatternError, Scope, ScopeConfig,
     DEFAULT_MAX_PATH_SEGMENTS, DEFAULT_MAX_QUERY_PARAMS, DEFAULT_MAX_REPEATED_SEGMENTS,

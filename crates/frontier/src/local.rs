@@ -20,7 +20,7 @@ use url::Url;
 
 use crate::canon::{CanonConfig, Canonicalizer};
 use crate::entry::Entry;
-use crate::scheduler::{Lease, Order, Outcome, Politeness, Scheduler, Wait};
+use crate::scheduler::{HostBackoff, Lease, Order, Outcome, Politeness, Scheduler, Wait};
 use crate::scope::{OutOfScope, PatternError, Scope, ScopeConfig};
 use crate::spill::Spill;
 use crate::{Admission, Frontier, Stats};
@@ -54,6 +54,9 @@ pub trait Journal: Send + Sync + std::fmt::Debug {
     fn admitted(&self, fp: u128, entry: &mut Entry);
     /// Whether the exact visited set holds `fp` (recorded, durable or not yet).
     fn contains(&self, fp: u128) -> bool;
+    /// A host's backoff changed (made under the scheduler lock, so calls for one host arrive
+    /// in order). Restore it with [`LocalFrontier::restore_backoff`].
+    fn host_backoff(&self, _change: &HostBackoff) {}
 }
 
 /// The 128-bit fingerprint of a canonical URL: the Murmur3 hash the visited-set filter uses
@@ -237,6 +240,12 @@ impl LocalFrontier {
         *self.per_host.entry(Arc::from(host)).or_insert(0) += n;
     }
 
+    /// Resuming: `host` was backing off (`backoff`) and may not be fetched for `wait` more.
+    pub fn restore_backoff(&self, host: &str, backoff: Duration, wait: Duration) {
+        self.sched()
+            .restore_backoff(host, backoff, wait, Instant::now());
+    }
+
     /// Resuming: the total admitted by earlier runs whose entries are done (for
     /// `max_pages`).
     pub fn restore_admitted_total(&self, n: u64) {
@@ -366,7 +375,14 @@ impl LocalFrontier {
 
     /// Gives a lease back with its outcome (politeness and retries follow from it).
     pub fn complete(&self, lease: Lease, outcome: Outcome) {
-        let wake = self.sched().complete(lease, outcome, Instant::now());
+        let wake = {
+            let mut sched = self.sched();
+            let (wake, changed) = sched.complete(lease, outcome, Instant::now());
+            if let (Some(change), Some(journal)) = (changed, &self.journal) {
+                journal.host_backoff(&change);
+            }
+            wake
+        };
         if wake {
             self.notify.notify_waiters();
         }

@@ -73,6 +73,18 @@ pub struct Lease {
     pub(crate) host_id: u32,
 }
 
+/// A host's backoff after it changed (an error made it grow, a success reset it): what a
+/// [`Journal`](crate::Journal) persists so a restarted crawl keeps backing off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostBackoff {
+    /// The host key (`host:port`).
+    pub host: Arc<str>,
+    /// The current backoff (zero: healthy again).
+    pub backoff: Duration,
+    /// How long from now until the host may be fetched again.
+    pub wait: Duration,
+}
+
 /// How a leased fetch ended, as far as scheduling cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -452,14 +464,20 @@ impl Scheduler {
     }
 
     /// Gives a lease back. Returns whether consumers should be woken (a host became
-    /// schedulable, or the crawl finished).
-    pub(crate) fn complete(&mut self, lease: Lease, outcome: Outcome, now: Instant) -> bool {
+    /// schedulable, or the crawl finished), and the host's new backoff if it changed.
+    pub(crate) fn complete(
+        &mut self,
+        lease: Lease,
+        outcome: Outcome,
+        now: Instant,
+    ) -> (bool, Option<HostBackoff>) {
         let id = lease.host_id;
         self.in_flight -= 1;
         let max_backoff = self.politeness.max_backoff;
         let base = self.politeness.backoff_base;
         let q = &mut self.hosts[id as usize];
         q.in_flight -= 1;
+        let backoff_before = q.backoff;
         let back_off = |q: &mut HostQueue, hint: Option<Duration>| {
             q.backoff = (q.backoff * 2).max(base).min(max_backoff);
             let wait = q.backoff.max(hint.unwrap_or_default().min(max_backoff));
@@ -489,8 +507,33 @@ impl Scheduler {
                 self.enforce_capacity(id);
             }
         }
+        let q = &self.hosts[id as usize];
+        let changed = (q.backoff != backoff_before).then(|| HostBackoff {
+            host: Arc::clone(&q.name),
+            backoff: q.backoff,
+            wait: q.next_allowed.saturating_duration_since(now),
+        });
         let scheduled = self.schedule(id);
-        scheduled || (self.queued == 0 && self.in_flight == 0)
+        (
+            scheduled || (self.queued == 0 && self.in_flight == 0),
+            changed,
+        )
+    }
+
+    /// Resuming: a host was backing off when the last run stopped; it waits `wait` from now
+    /// before its next fetch, and its next error backs off from `backoff`.
+    pub(crate) fn restore_backoff(
+        &mut self,
+        host: &str,
+        backoff: Duration,
+        wait: Duration,
+        now: Instant,
+    ) {
+        let max = self.politeness.max_backoff;
+        let id = self.host_id(host);
+        let q = &mut self.hosts[id as usize];
+        q.backoff = backoff.min(max);
+        q.next_allowed = q.next_allowed.max(now + wait.min(max));
     }
 
     /// Sets a host's `Crawl-delay` (from its robots.txt).

@@ -508,3 +508,82 @@ async fn restore_rebuilds_the_visited_set_and_the_queue() {
     f.complete(second, Outcome::Done);
     assert!(f.next().await.is_none());
 }
+
+/// A journal that records host backoff changes only.
+#[derive(Debug, Default)]
+struct BackoffJournal {
+    changes: Mutex<Vec<frontier::HostBackoff>>,
+}
+
+impl frontier::Journal for BackoffJournal {
+    fn admitted(&self, _fp: u128, _entry: &mut frontier::Entry) {}
+    fn contains(&self, _fp: u128) -> bool {
+        false
+    }
+    fn host_backoff(&self, change: &frontier::HostBackoff) {
+        self.changes.lock().unwrap().push(change.clone());
+    }
+}
+
+/// Backoff changes reach the journal (growing on errors, zero after a success), and a
+/// frontier restored from the last one keeps the host waiting.
+#[tokio::test(start_paused = true)]
+async fn host_backoff_is_journaled_and_restored() {
+    let cfg = || FrontierConfig {
+        politeness: Politeness {
+            delay: Duration::ZERO,
+            max_per_host: 1,
+            backoff_base: Duration::from_secs(2),
+            max_backoff: Duration::from_secs(60),
+        },
+        ..config(64, Order::BreadthFirst)
+    };
+    let journal = Arc::new(BackoffJournal::default());
+    let f = LocalFrontier::new(cfg(), &[])
+        .unwrap()
+        .with_journal(journal.clone());
+    for i in 0..4 {
+        f.offer(&format!("http://a.test/{i}"), 0, None);
+    }
+    let lease = f.next().await.unwrap();
+    f.complete(lease, Outcome::HostError { retry_after: None });
+    let lease = f.next().await.unwrap();
+    f.complete(
+        lease,
+        Outcome::HostError {
+            retry_after: Some(Duration::from_secs(30)),
+        },
+    );
+    let last = {
+        let changes = journal.changes.lock().unwrap();
+        let got: Vec<_> = changes.iter().map(|c| (&*c.host, c.backoff)).collect();
+        assert_eq!(
+            got,
+            [
+                ("a.test", Duration::from_secs(2)),
+                ("a.test", Duration::from_secs(4))
+            ]
+        );
+        changes.last().unwrap().clone()
+    };
+    assert_eq!(last.wait, Duration::from_secs(30), "Retry-After wins");
+
+    // A new process: restored, the host still waits out its Retry-After.
+    let g = LocalFrontier::new(cfg(), &[]).unwrap();
+    g.offer("http://a.test/9", 0, None);
+    g.restore_backoff(&last.host, last.backoff, last.wait);
+    let t0 = Instant::now();
+    let lease = g.next().await.unwrap();
+    assert!(
+        t0.elapsed() >= Duration::from_secs(30),
+        "{:?}",
+        t0.elapsed()
+    );
+    g.complete(lease, Outcome::Done);
+
+    // A success resets the backoff, and that too is journaled.
+    let lease = f.next().await.unwrap();
+    f.complete(lease, Outcome::Done);
+    let changes = journal.changes.lock().unwrap();
+    assert_eq!(changes.last().unwrap().backoff, Duration::ZERO);
+}

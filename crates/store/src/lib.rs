@@ -14,6 +14,12 @@
 //!   admission number, so a resume serves them again in admission order. A URL leaves the
 //!   queue only when its `pages.jsonl` line is on disk.
 //! - `hosts`: URLs admitted per host (per-host budgets survive a restart).
+//! - `backoff`: hosts that were backing off (errors, 429/503, `Retry-After`): the backoff and
+//!   the wall-clock time before which the host must not be fetched, so a restart does not
+//!   hammer a struggling server.
+//! - `robots`: each origin's robots.txt as the crawler fetched it, with its expiry (the
+//!   caller's encoding), so a restart neither re-fetches valid rules nor retries an
+//!   unreachable server before its time.
 //! - `meta`: the next admission number, counters, and the settings that must not change
 //!   between runs (scope, canonicalisation, filter parameters, dedup mode).
 //!
@@ -43,6 +49,9 @@ const SEEN: TableDefinition<'_, u128, u32> = TableDefinition::new("seen");
 const ADMITTED: TableDefinition<'_, u64, (u128, u32)> = TableDefinition::new("admitted");
 const QUEUE: TableDefinition<'_, u64, &[u8]> = TableDefinition::new("queue");
 const HOSTS: TableDefinition<'_, &str, u64> = TableDefinition::new("hosts");
+/// host → (backoff in ms, not before: Unix time in ms)
+const BACKOFF: TableDefinition<'_, &str, (u64, u64)> = TableDefinition::new("backoff");
+const ROBOTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("robots");
 const META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("meta");
 
 /// The database file inside the state directory.
@@ -142,6 +151,17 @@ pub struct StoreStats {
     pub consecutive_failures: u64,
 }
 
+/// A host that was backing off, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostBackoff {
+    /// The host key (`host:port`).
+    pub host: String,
+    /// Its backoff.
+    pub backoff: Duration,
+    /// Unix time (ms) before which it must not be fetched.
+    pub not_before_unix_ms: u64,
+}
+
 #[derive(Debug, Default)]
 struct Pending {
     /// (fingerprint, admission id, depth, encoded entry, host)
@@ -150,6 +170,35 @@ struct Pending {
     done: Vec<(u64, bool)>,
     /// Fingerprints admitted but not yet readable from the committed snapshot.
     fps: HashSet<u128>,
+    /// host → (backoff ms, not before ms); a zero backoff deletes the row. Latest wins.
+    backoffs: HashMap<String, (u64, u64)>,
+    /// origin → robots record. Latest wins.
+    robots: HashMap<String, Vec<u8>>,
+}
+
+/// One checkpoint's worth of changes.
+#[derive(Debug, Default)]
+struct Batch {
+    admits: Vec<(u128, u64, u32, Vec<u8>, String)>,
+    done: Vec<(u64, bool)>,
+    backoffs: HashMap<String, (u64, u64)>,
+    robots: HashMap<String, Vec<u8>>,
+}
+
+impl Batch {
+    fn is_empty(&self) -> bool {
+        self.admits.is_empty()
+            && self.done.is_empty()
+            && self.backoffs.is_empty()
+            && self.robots.is_empty()
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 type Hook = Box<dyn FnMut() -> std::io::Result<()> + Send>;
@@ -253,14 +302,19 @@ impl Shared {
     /// Commits everything pending in one transaction.
     fn checkpoint(&self) -> Result<bool, StoreError> {
         let _one = lock(&self.commit);
-        let (admits, done) = {
+        let batch = {
             let mut p = lock(&self.pending);
-            (std::mem::take(&mut p.admits), std::mem::take(&mut p.done))
+            Batch {
+                admits: std::mem::take(&mut p.admits),
+                done: std::mem::take(&mut p.done),
+                backoffs: std::mem::take(&mut p.backoffs),
+                robots: std::mem::take(&mut p.robots),
+            }
         };
-        if admits.is_empty() && done.is_empty() {
+        if batch.is_empty() {
             return Ok(false);
         }
-        let result = self.commit_batch(&admits, &done);
+        let result = self.commit_batch(&batch);
         match result {
             Ok(()) => {
                 // Committed. If the new snapshot cannot be read, the fingerprints stay in
@@ -268,7 +322,7 @@ impl Shared {
                 match self.refresh_snapshot() {
                     Ok(()) => {
                         let mut p = lock(&self.pending);
-                        for (fp, ..) in &admits {
+                        for (fp, ..) in &batch.admits {
                             p.fps.remove(fp);
                         }
                     }
@@ -280,12 +334,19 @@ impl Shared {
                 Ok(true)
             }
             Err(e) => {
-                // Nothing of the batch is durable: put it back in front, in order.
+                // Nothing of the batch is durable: put it back in front, in order (what changed
+                // since is newer and wins).
                 let mut p = lock(&self.pending);
-                let later = std::mem::replace(&mut p.admits, admits);
+                let later = std::mem::replace(&mut p.admits, batch.admits);
                 p.admits.extend(later);
-                let later = std::mem::replace(&mut p.done, done);
+                let later = std::mem::replace(&mut p.done, batch.done);
                 p.done.extend(later);
+                for (k, v) in batch.backoffs {
+                    p.backoffs.entry(k).or_insert(v);
+                }
+                for (k, v) in batch.robots {
+                    p.robots.entry(k).or_insert(v);
+                }
                 drop(p);
                 *lock(&self.last_error) = Some(e.to_string());
                 self.failures.fetch_add(1, Ordering::Relaxed);
@@ -294,11 +355,13 @@ impl Shared {
         }
     }
 
-    fn commit_batch(
-        &self,
-        admits: &[(u128, u64, u32, Vec<u8>, String)],
-        done: &[(u64, bool)],
-    ) -> Result<(), StoreError> {
+    fn commit_batch(&self, batch: &Batch) -> Result<(), StoreError> {
+        let Batch {
+            admits,
+            done,
+            backoffs,
+            robots,
+        } = batch;
         if let Some(hook) = lock(&self.before_commit).as_mut() {
             hook().map_err(StoreError::Hook)?;
         }
@@ -332,6 +395,22 @@ impl Shared {
                     .map_or(0, |v| v.value());
                 hosts
                     .insert(host, before.saturating_add(n))
+                    .map_err(|x| e(x.into()))?;
+            }
+            let mut table = txn.open_table(BACKOFF).map_err(|x| e(x.into()))?;
+            for (host, &(backoff, until)) in backoffs {
+                if backoff == 0 {
+                    table.remove(host.as_str()).map_err(|x| e(x.into()))?;
+                } else {
+                    table
+                        .insert(host.as_str(), (backoff, until))
+                        .map_err(|x| e(x.into()))?;
+                }
+            }
+            let mut table = txn.open_table(ROBOTS).map_err(|x| e(x.into()))?;
+            for (origin, record) in robots {
+                table
+                    .insert(origin.as_str(), record.as_slice())
                     .map_err(|x| e(x.into()))?;
             }
             let mut meta = txn.open_table(META).map_err(|x| e(x.into()))?;
@@ -401,6 +480,14 @@ impl Journal for Shared {
             },
             None => false,
         }
+    }
+
+    fn host_backoff(&self, change: &frontier::HostBackoff) {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let until = unix_ms().saturating_add(ms(change.wait));
+        lock(&self.pending)
+            .backoffs
+            .insert(change.host.to_string(), (ms(change.backoff), until));
     }
 }
 
@@ -472,6 +559,8 @@ impl Store {
                 txn.delete_table(ADMITTED).map_err(|x| e(x.into()))?;
                 txn.delete_table(QUEUE).map_err(|x| e(x.into()))?;
                 txn.delete_table(HOSTS).map_err(|x| e(x.into()))?;
+                txn.delete_table(BACKOFF).map_err(|x| e(x.into()))?;
+                txn.delete_table(ROBOTS).map_err(|x| e(x.into()))?;
                 txn.delete_table(META).map_err(|x| e(x.into()))?;
             }
             {
@@ -511,6 +600,8 @@ impl Store {
                 txn.open_table(ADMITTED).map_err(|x| e(x.into()))?;
                 txn.open_table(QUEUE).map_err(|x| e(x.into()))?;
                 txn.open_table(HOSTS).map_err(|x| e(x.into()))?;
+                txn.open_table(BACKOFF).map_err(|x| e(x.into()))?;
+                txn.open_table(ROBOTS).map_err(|x| e(x.into()))?;
             }
             txn.commit().map_err(|x| e(x.into()))?;
         }
@@ -611,6 +702,45 @@ impl Store {
         Ok(out)
     }
 
+    /// Records an origin's robots.txt (`record` in the caller's encoding, expiry included);
+    /// committed with the next checkpoint.
+    pub fn put_robots(&self, origin: &str, record: Vec<u8>) {
+        lock(&self.shared.pending)
+            .robots
+            .insert(origin.to_owned(), record);
+    }
+
+    /// The robots.txt records of earlier runs, by origin.
+    pub fn robots(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let s = &self.shared;
+        let read = s.db.begin_read().map_err(|e| s.db_err(e))?;
+        let table = read.open_table(ROBOTS).map_err(|e| s.db_err(e))?;
+        let mut out = Vec::new();
+        for row in table.iter().map_err(|e| s.db_err(e))? {
+            let (k, v) = row.map_err(|e| s.db_err(e))?;
+            out.push((k.value().to_owned(), v.value().to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// Hosts that were backing off when earlier runs last checkpointed.
+    pub fn backoffs(&self) -> Result<Vec<HostBackoff>, StoreError> {
+        let s = &self.shared;
+        let read = s.db.begin_read().map_err(|e| s.db_err(e))?;
+        let table = read.open_table(BACKOFF).map_err(|e| s.db_err(e))?;
+        let mut out = Vec::new();
+        for row in table.iter().map_err(|e| s.db_err(e))? {
+            let (k, v) = row.map_err(|e| s.db_err(e))?;
+            let (backoff, until) = v.value();
+            out.push(HostBackoff {
+                host: k.value().to_owned(),
+                backoff: Duration::from_millis(backoff),
+                not_before_unix_ms: until,
+            });
+        }
+        Ok(out)
+    }
+
     /// `pages.jsonl` lines written by earlier runs (as of their last checkpoint).
     pub fn pages_before(&self) -> Result<u64, StoreError> {
         let s = &self.shared;
@@ -629,7 +759,8 @@ impl Store {
         let p = lock(&self.shared.pending);
         StoreStats {
             checkpoints: self.shared.checkpoints.load(Ordering::Relaxed),
-            pending_events: (p.admits.len() + p.done.len()) as u64,
+            pending_events: (p.admits.len() + p.done.len() + p.backoffs.len() + p.robots.len())
+                as u64,
             last_error: lock(&self.shared.last_error).clone(),
             consecutive_failures: self.shared.failures.load(Ordering::Relaxed),
         }
@@ -818,6 +949,53 @@ mod tests {
     }
 
     const HOUR: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn robots_and_backoffs_survive_a_restart_and_fresh_clears_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), false, false, HOUR).unwrap();
+        let j = store.journal();
+        store.put_robots("http://a.test", b"old".to_vec());
+        store.put_robots("http://a.test", b"new".to_vec());
+        store.put_robots("http://b.test:81", Vec::new());
+        let change = |host: &str, backoff: u64, wait: u64| frontier::HostBackoff {
+            host: host.into(),
+            backoff: Duration::from_secs(backoff),
+            wait: Duration::from_secs(wait),
+        };
+        j.host_backoff(&change("a.test", 2, 30));
+        j.host_backoff(&change("b.test:81", 4, 4));
+        store.checkpoint().unwrap();
+        j.host_backoff(&change("b.test:81", 0, 0)); // healthy again: forgotten
+        let before = unix_ms();
+        store.close().unwrap();
+        drop((store, j));
+
+        let store = Store::open(dir.path(), &settings("0.01"), false, false, HOUR).unwrap();
+        let mut robots = store.robots().unwrap();
+        robots.sort();
+        assert_eq!(
+            robots,
+            [
+                ("http://a.test".to_owned(), b"new".to_vec()),
+                ("http://b.test:81".to_owned(), Vec::new())
+            ]
+        );
+        let backoffs = store.backoffs().unwrap();
+        assert_eq!(backoffs.len(), 1, "{backoffs:?}");
+        assert_eq!(backoffs[0].host, "a.test");
+        assert_eq!(backoffs[0].backoff, Duration::from_secs(2));
+        let until = backoffs[0].not_before_unix_ms;
+        assert!(
+            until > before + 25_000 && until <= before + 30_000,
+            "{until} {before}"
+        );
+        drop(store);
+
+        let store = Store::open(dir.path(), &settings("0.01"), false, true, HOUR).unwrap();
+        assert!(store.robots().unwrap().is_empty());
+        assert!(store.backoffs().unwrap().is_empty());
+    }
 
     #[test]
     fn a_closed_store_resumes_with_its_queue_and_visited_set() {
