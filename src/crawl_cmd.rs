@@ -25,12 +25,37 @@ fn read_file(loader: Loader, path: &Path) -> Result<Loader, Failure> {
     Ok(loader.file(&path.display().to_string(), &text))
 }
 
-fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
+/// The layers below the flags: built-in defaults, the file ([`config_path`]) and the
+/// `CRAWLER_*` environment.
+fn file_and_env(config: Option<&Path>) -> Result<Loader, Failure> {
     let mut loader = Loader::new();
-    if let Some(path) = config_path(args.config.as_deref()) {
+    if let Some(path) = config_path(config) {
         loader = read_file(loader, &path)?;
     }
-    loader = loader.env(std::env::vars());
+    Ok(loader.env(std::env::vars()))
+}
+
+/// A string-valued flag (`--out DIR` → `[crawl] out_dir`), when given.
+fn str_flag(loader: Loader, flag: &str, section: &str, key: &str, value: Option<String>) -> Loader {
+    match value {
+        Some(v) => loader.flag(flag, section, key, Value::String(v)),
+        None => loader,
+    }
+}
+
+fn path_str(p: Option<&Path>) -> Option<String> {
+    p.map(|p| p.display().to_string())
+}
+
+/// Every layer merged and checked; a bad value is a usage error naming the key.
+fn build(loader: Loader) -> Result<CrawlConfig, Failure> {
+    loader
+        .build()
+        .map_err(|e| Failure::new(USAGE, e.to_string().trim_end()))
+}
+
+fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
+    let mut loader = file_and_env(args.config.as_deref())?;
     let mut seeds: Vec<String> = args.seeds.clone();
     if let Some(file) = &args.seeds_file {
         let text = std::fs::read_to_string(file).map_err(|e| {
@@ -55,14 +80,13 @@ fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
         );
     }
     let int = |n: u64| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
-    if let Some(o) = &args.out {
-        loader = loader.flag(
-            "--out",
-            "crawl",
-            "out_dir",
-            Value::String(o.display().to_string()),
-        );
-    }
+    loader = str_flag(
+        loader,
+        "--out",
+        "crawl",
+        "out_dir",
+        path_str(args.out.as_deref()),
+    );
     if let Some(n) = args.max_pages {
         loader = loader.flag("--max-pages", "crawl", "max_pages", int(n));
     }
@@ -75,22 +99,20 @@ fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
     if let Some(n) = args.delay_ms {
         loader = loader.flag("--delay-ms", "politeness", "delay_ms", int(n));
     }
-    if let Some(s) = &args.user_agent {
-        loader = loader.flag(
-            "--user-agent",
-            "crawl",
-            "user_agent",
-            Value::String(s.clone()),
-        );
-    }
-    if let Some(s) = &args.log_format {
-        loader = loader.flag(
-            "--log-format",
-            "crawl",
-            "log_format",
-            Value::String(s.clone()),
-        );
-    }
+    loader = str_flag(
+        loader,
+        "--user-agent",
+        "crawl",
+        "user_agent",
+        args.user_agent.clone(),
+    );
+    loader = str_flag(
+        loader,
+        "--log-format",
+        "crawl",
+        "log_format",
+        args.log_format.clone(),
+    );
     if args.ignore_robots {
         loader = loader.flag(
             "--ignore-robots",
@@ -99,14 +121,13 @@ fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
             Value::Boolean(false),
         );
     }
-    if let Some(d) = &args.state_dir {
-        loader = loader.flag(
-            "--state-dir",
-            "crawl",
-            "state_dir",
-            Value::String(d.display().to_string()),
-        );
-    }
+    loader = str_flag(
+        loader,
+        "--state-dir",
+        "crawl",
+        "state_dir",
+        path_str(args.state_dir.as_deref()),
+    );
     if !args.resolve.is_empty() {
         let mut table = toml::Table::new();
         for r in &args.resolve {
@@ -120,9 +141,7 @@ fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
         }
         loader = loader.flag("--resolve", "fetch", "resolve", Value::Table(table));
     }
-    loader
-        .build()
-        .map_err(|e| Failure::new(USAGE, e.to_string().trim_end()))
+    build(loader)
 }
 
 pub fn config(cmd: ConfigCommand) -> Result<(), Failure> {
@@ -132,11 +151,9 @@ pub fn config(cmd: ConfigCommand) -> Result<(), Failure> {
             Ok(())
         }
         ConfigCommand::Check { file } => {
-            let loader = read_file(Loader::new(), &file)?.env(std::env::vars());
-            loader
-                .build()
-                .map(|_| println!("{}: ok", file.display()))
-                .map_err(|e| Failure::new(USAGE, e.to_string().trim_end()))
+            build(read_file(Loader::new(), &file)?.env(std::env::vars()))?;
+            println!("{}: ok", file.display());
+            Ok(())
         }
     }
 }
@@ -195,7 +212,9 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
             Err(e @ engine::EngineError::State(store::StoreError::Incompatible { .. })) => {
                 Err(Failure::new(USAGE, e))
             }
-            Err(e @ engine::EngineError::State(_)) => Err(Failure::new(IO, e)),
+            Err(e @ (engine::EngineError::State(_) | engine::EngineError::Threads(_))) => {
+                Err(Failure::new(IO, e))
+            }
             Err(e) => Err(Failure::new(USAGE, e)),
         }
     })
@@ -203,30 +222,22 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
 
 /// `crawler forget`: canonicalise like the crawl does, then queue the URLs again in its state.
 pub fn forget(args: ForgetArgs) -> Result<(), Failure> {
-    let mut loader = Loader::new();
-    if let Some(path) = config_path(args.config.as_deref()) {
-        loader = read_file(loader, &path)?;
-    }
-    loader = loader.env(std::env::vars());
-    if let Some(o) = &args.out {
-        loader = loader.flag(
-            "--out",
-            "crawl",
-            "out_dir",
-            Value::String(o.display().to_string()),
-        );
-    }
-    if let Some(d) = &args.state_dir {
-        loader = loader.flag(
-            "--state-dir",
-            "crawl",
-            "state_dir",
-            Value::String(d.display().to_string()),
-        );
-    }
-    let cfg = loader
-        .build()
-        .map_err(|e| Failure::new(USAGE, e.to_string().trim_end()))?;
+    let loader = file_and_env(args.config.as_deref())?;
+    let loader = str_flag(
+        loader,
+        "--out",
+        "crawl",
+        "out_dir",
+        path_str(args.out.as_deref()),
+    );
+    let loader = str_flag(
+        loader,
+        "--state-dir",
+        "crawl",
+        "state_dir",
+        path_str(args.state_dir.as_deref()),
+    );
+    let cfg = build(loader)?;
     let canon = frontier::Canonicalizer::new(engine::frontier_config(&cfg).canon);
     let mut urls = Vec::with_capacity(args.urls.len());
     for raw in &args.urls {
@@ -256,18 +267,7 @@ pub fn forget(args: ForgetArgs) -> Result<(), Failure> {
 pub fn health(args: HealthArgs) -> Result<(), Failure> {
     let out = match args.out {
         Some(dir) => dir,
-        None => {
-            let mut loader = Loader::new();
-            if let Some(path) = config_path(args.config.as_deref()) {
-                loader = read_file(loader, &path)?;
-            }
-            loader
-                .env(std::env::vars())
-                .build()
-                .map_err(|e| Failure::new(USAGE, e.to_string().trim_end()))?
-                .crawl
-                .out_dir
-        }
+        None => build(file_and_env(args.config.as_deref())?)?.crawl.out_dir,
     };
     let path = out.join("status.json");
     let text = std::fs::read_to_string(&path).map_err(|e| {

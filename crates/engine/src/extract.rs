@@ -2,11 +2,22 @@
 //! html5ever, which survives any malformed or deeply nested markup), and return every
 //! followable link resolved to an absolute URL.
 //!
-//! Pure and synchronous: the engine runs it on the blocking pool so parsing never stalls the
+//! Pure and synchronous: the engine runs it on its parsing threads so parsing never stalls the
 //! async reactor.
+
+use std::sync::LazyLock;
 
 use scraper::{Html, Selector};
 use url::Url;
+
+/// The selectors, parsed once (not per page).
+fn selector(css: &'static str) -> Selector {
+    Selector::parse(css).expect("static selector")
+}
+static METAS: LazyLock<Selector> = LazyLock::new(|| selector("meta[name]"));
+static BASE: LazyLock<Selector> = LazyLock::new(|| selector("base[href]"));
+static LINKS: LazyLock<Selector> =
+    LazyLock::new(|| selector("a[href], area[href], link[href], frame[src], iframe[src]"));
 
 /// Links found on a page.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -62,12 +73,10 @@ pub fn extract(
 ) -> Extracted {
     let text = decode(body, content_type);
     let doc = Html::parse_document(&text);
-    let sel = |s: &str| Selector::parse(s).expect("static selector");
     let mut out = Extracted::default();
 
     if respect_nofollow {
-        let metas = sel("meta[name]");
-        out.meta_nofollow = doc.select(&metas).any(|m| {
+        out.meta_nofollow = doc.select(&METAS).any(|m| {
             let v = m.value();
             v.attr("name")
                 .is_some_and(|n| n.eq_ignore_ascii_case("robots"))
@@ -82,13 +91,12 @@ pub fn extract(
         }
     }
     let base = doc
-        .select(&sel("base[href]"))
+        .select(&BASE)
         .next()
         .and_then(|b| page.join(b.value().attr("href")?.trim()).ok())
         .unwrap_or_else(|| page.clone());
 
-    let links = sel("a[href], area[href], link[href], frame[src], iframe[src]");
-    for el in doc.select(&links) {
+    for el in doc.select(&LINKS) {
         let v = el.value();
         let rel = v.attr("rel").unwrap_or("").to_ascii_lowercase();
         let raw = match v.name() {

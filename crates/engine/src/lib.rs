@@ -18,6 +18,7 @@ pub mod config;
 pub mod extract;
 pub mod fetch;
 pub mod output;
+pub mod parse_pool;
 pub mod robots;
 pub mod state;
 
@@ -62,6 +63,9 @@ pub enum EngineError {
     /// Output files could not be written.
     #[error("output in {0}: {1}")]
     Output(PathBuf, std::io::Error),
+    /// The parsing threads could not be started.
+    #[error("cannot start the parsing threads: {0}")]
+    Threads(std::io::Error),
 }
 
 /// How the crawl ended.
@@ -147,6 +151,7 @@ struct Ctx {
     frontier: LocalFrontier,
     fetcher: Fetcher,
     robots: RobotsCache,
+    parse: parse_pool::ParsePool,
     output: Output,
     counters: Counters,
     stop: Mutex<Option<StopReason>>,
@@ -293,8 +298,11 @@ pub async fn run(
         (Some(store), Some(summary)) => state::robots_cache(&cfg.crawl.user_agent, store, summary)?,
         _ => RobotsCache::new(&cfg.crawl.user_agent),
     };
+    let threads = std::thread::available_parallelism().map_or(2, usize::from);
+    let parse = parse_pool::ParsePool::new(threads).map_err(EngineError::Threads)?;
     let ctx = Arc::new(Ctx {
         robots,
+        parse,
         cfg,
         frontier,
         fetcher,
@@ -647,10 +655,8 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             let ct = fetched.content_type.clone();
             let page = url.clone();
             let respect = ctx.cfg.crawl.respect_nofollow;
-            let extracted = tokio::task::spawn_blocking(move || {
-                extract::extract(&body, ct.as_deref(), &page, respect)
-            })
-            .await;
+            let job = move || extract::extract(&body, ct.as_deref(), &page, respect);
+            let extracted = ctx.parse.run(job).await;
             match extracted {
                 Ok(e) => {
                     links_found = e.links.len() as u64;

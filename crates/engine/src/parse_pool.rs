@@ -1,0 +1,91 @@
+//! A fixed pool of OS threads for HTML parsing: parsing is CPU-bound and must not run on
+//! the async reactor's threads. Compared with `tokio::task::spawn_blocking` (which hands
+//! each job to a pool that grows to hundreds of threads and parks them again), a pool of one
+//! thread per core keeps the threads busy and cuts the context switches per page (see
+//! BENCHMARKS.md, section 4).
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Parsing threads fed by one queue. The queue is unbounded, but holds at most one job per
+/// fetch worker (each waits for its own result), so its size is bounded by the concurrency.
+#[derive(Debug)]
+pub struct ParsePool {
+    tx: Mutex<Option<mpsc::Sender<Job>>>,
+}
+
+/// The pool stopped before the job ran (a panic in the job, or shutdown).
+#[derive(Debug, thiserror::Error)]
+#[error("the parsing pool dropped the job")]
+pub struct Dropped;
+
+impl ParsePool {
+    /// Starts `threads` (at least one) parsing threads.
+    pub fn new(threads: usize) -> std::io::Result<Self> {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        for i in 0..threads.max(1) {
+            let rx = Arc::clone(&rx);
+            std::thread::Builder::new()
+                .name(format!("parse-{i}"))
+                .spawn(move || loop {
+                    let job = {
+                        let rx = rx.lock().unwrap_or_else(|e| e.into_inner());
+                        rx.recv()
+                    };
+                    match job {
+                        // A panicking job only loses its own result (the caller sees
+                        // `Dropped`); the thread keeps serving.
+                        Ok(job) => {
+                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                        }
+                        Err(_) => return, // every sender gone: shut down
+                    }
+                })?;
+        }
+        Ok(Self {
+            tx: Mutex::new(Some(tx)),
+        })
+    }
+
+    /// Runs `f` on a parsing thread and waits for its result without blocking the reactor.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Dropped> {
+        let (done, result) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            let _ = done.send(f());
+        });
+        {
+            let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+            tx.as_ref().ok_or(Dropped)?.send(job).map_err(|_| Dropped)?;
+        }
+        result.await.map_err(|_| Dropped)
+    }
+}
+
+impl Drop for ParsePool {
+    fn drop(&mut self) {
+        // Closing the queue ends the threads once they finish what is queued.
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn runs_jobs_and_survives_a_panicking_one() {
+        let pool = ParsePool::new(2).unwrap();
+        for i in 0..32u32 {
+            assert_eq!(pool.run(move || i * 2).await.unwrap(), i * 2);
+        }
+        let panicked = pool.run(|| -> u32 { panic!("boom") }).await;
+        assert!(panicked.is_err());
+        assert_eq!(pool.run(|| 7).await.unwrap(), 7, "still serving");
+    }
+}
