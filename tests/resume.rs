@@ -135,6 +135,17 @@ fn site_config() -> SiteConfig {
     }
 }
 
+/// A site of `pages` numeric pages on `hosts` hosts, otherwise the defaults.
+async fn small_site(pages: u64, hosts: u32) -> TestSite {
+    TestSite::start(SiteConfig {
+        pages,
+        hosts,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
 /// A small xorshift generator: reproducible kill times from a printed seed.
 fn rng(seed: u64) -> impl FnMut(u64, u64) -> u64 {
     let mut x = seed | 1;
@@ -266,13 +277,7 @@ fn crawler_kill(signal: &str, pid: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resuming_with_changed_settings_is_refused_by_name() {
-    let site = TestSite::start(SiteConfig {
-        pages: 50,
-        hosts: 2,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
+    let site = small_site(50, 2).await;
     let crawl = Crawl::new(&site, "");
     let first = crawl.run(&[]).await;
     assert!(first.status.success(), "{}", stderr(&first));
@@ -291,13 +296,7 @@ async fn resuming_with_changed_settings_is_refused_by_name() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exact_dedup_fetches_everything_a_tiny_filter_would_skip() {
-    let site = TestSite::start(SiteConfig {
-        pages: 600,
-        hosts: 3,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
+    let site = small_site(600, 3).await;
     let truth = site.site().ground_truth().urls.len();
     let tiny = "expected_urls = 20\nfpp = 0.5\n";
     let bloom = Crawl::new(&site, &format!("{tiny}dedup = \"bloom\"\n"));
@@ -329,13 +328,7 @@ async fn exact_dedup_fetches_everything_a_tiny_filter_would_skip() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forgotten_urls_are_fetched_again_on_the_next_run() {
-    let site = TestSite::start(SiteConfig {
-        pages: 50,
-        hosts: 2,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
+    let site = small_site(50, 2).await;
     let crawl = Crawl::new(&site, "");
     let first = crawl.run(&[]).await;
     assert!(first.status.success(), "{}", stderr(&first));

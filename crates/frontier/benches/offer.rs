@@ -7,13 +7,11 @@
 //! cargo bench -p frontier --bench offer -- --n 1000000 --threads "1 2" --capacity 10000
 //! ```
 
-use std::time::Instant;
-
-use frontier::{FrontierConfig, HostScope, LocalFrontier, Outcome, Politeness, ScopeConfig};
+use frontier::{FrontierConfig, HostScope, LocalFrontier, Politeness, ScopeConfig};
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{parallel, peak_rss, timed_offers};
+use common::{peak_rss, timed_drain, timed_offers};
 
 fn main() {
     let mut ns = vec![1_000_000u64];
@@ -59,19 +57,7 @@ fn main() {
             };
             report("offer_new", n, timed_offers(&f, t, n));
             report("offer_duplicate", n, timed_offers(&f, t, n));
-            let t0 = Instant::now();
-            parallel(t, n, |_, _| {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_time()
-                    .build()
-                    .unwrap();
-                rt.block_on(async {
-                    while let Some(lease) = f.next().await {
-                        f.complete(lease, Outcome::Done);
-                    }
-                })
-            });
-            report("next_complete", n, t0.elapsed().as_secs_f64());
+            report("next_complete", n, timed_drain(&f, t, n, |_| {}));
         }
     }
 }

@@ -10,12 +10,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use frontier::{Dedup, FrontierConfig, HostScope, LocalFrontier, Outcome, Politeness, ScopeConfig};
+use frontier::{Dedup, FrontierConfig, HostScope, LocalFrontier, Politeness, ScopeConfig};
 use store::Store;
 
 #[path = "../../frontier/benches/common/mod.rs"]
 mod common;
-use common::{parallel, peak_rss, timed_offers};
+use common::{peak_rss, timed_drain, timed_offers};
 
 fn main() {
     let mut ns = vec![1_000_000u64];
@@ -94,22 +94,12 @@ fn run(n: u64, t: u64, mode: &str) {
     };
     report("offer_new", n, timed_offers(&f, t, n));
     report("offer_duplicate", n, timed_offers(&f, t, n));
-    let t0 = Instant::now();
-    parallel(t, n, |_, _| {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            while let Some(lease) = f.next().await {
-                if let Some(s) = &store {
-                    s.done(lease.entry.id, true);
-                }
-                f.complete(lease, Outcome::Done);
-            }
-        })
+    let drained = timed_drain(&f, t, n, |lease| {
+        if let Some(s) = &store {
+            s.done(lease.entry.id, true);
+        }
     });
-    report("next_complete", n, t0.elapsed().as_secs_f64());
+    report("next_complete", n, drained);
     if let Some(s) = &store {
         let t0 = Instant::now();
         s.close().unwrap();

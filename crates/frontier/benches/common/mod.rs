@@ -64,3 +64,27 @@ pub fn timed_offers(f: &LocalFrontier, threads: u64, n: u64) -> f64 {
     });
     slowest.into_inner().unwrap()
 }
+
+/// Drains the queue with `threads` consumers (`next`, then `on_lease`, then `complete`),
+/// each on its own current-thread runtime; returns the seconds taken.
+pub fn timed_drain(
+    f: &LocalFrontier,
+    threads: u64,
+    n: u64,
+    on_lease: impl Fn(&frontier::Lease) + Sync,
+) -> f64 {
+    let t0 = Instant::now();
+    parallel(threads, n, |_, _| {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            while let Some(lease) = f.next().await {
+                on_lease(&lease);
+                f.complete(lease, frontier::Outcome::Done);
+            }
+        })
+    });
+    t0.elapsed().as_secs_f64()
+}
