@@ -9,8 +9,8 @@
 //!
 //! Retries (connection errors, timeouts, 5xx, 429) are not loops inside a worker: the URL goes
 //! back to the front of its host's queue with a delay (exponential back-off with jitter, at
-//! least `Retry-After`), so politeness holds for retries too. HTML parsing runs on the
-//! blocking pool, never on the async reactor.
+//! least `Retry-After`), so politeness holds for retries too. HTML parsing runs on a
+//! fixed pool of one thread per core ([`parse_pool`]), never on the async reactor.
 
 #![forbid(unsafe_code)]
 
