@@ -43,8 +43,11 @@ fn str_flag(loader: Loader, flag: &str, section: &str, key: &str, value: Option<
     }
 }
 
-fn path_str(p: Option<&Path>) -> Option<String> {
-    p.map(|p| p.display().to_string())
+/// `--out DIR` and `--state-dir DIR`, shared by `crawl` and `forget`.
+fn dir_flags(loader: Loader, out: Option<&Path>, state_dir: Option<&Path>) -> Loader {
+    let path = |p: Option<&Path>| p.map(|p| p.display().to_string());
+    let loader = str_flag(loader, "--out", "crawl", "out_dir", path(out));
+    str_flag(loader, "--state-dir", "crawl", "state_dir", path(state_dir))
 }
 
 /// Every layer merged and checked; a bad value is a usage error naming the key.
@@ -80,13 +83,7 @@ fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
         );
     }
     let int = |n: u64| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
-    loader = str_flag(
-        loader,
-        "--out",
-        "crawl",
-        "out_dir",
-        path_str(args.out.as_deref()),
-    );
+    loader = dir_flags(loader, args.out.as_deref(), args.state_dir.as_deref());
     if let Some(n) = args.max_pages {
         loader = loader.flag("--max-pages", "crawl", "max_pages", int(n));
     }
@@ -121,13 +118,6 @@ fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
             Value::Boolean(false),
         );
     }
-    loader = str_flag(
-        loader,
-        "--state-dir",
-        "crawl",
-        "state_dir",
-        path_str(args.state_dir.as_deref()),
-    );
     if !args.resolve.is_empty() {
         let mut table = toml::Table::new();
         for r in &args.resolve {
@@ -223,21 +213,11 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
 /// `crawler forget`: canonicalise like the crawl does, then queue the URLs again in its state.
 pub fn forget(args: ForgetArgs) -> Result<(), Failure> {
     let loader = file_and_env(args.config.as_deref())?;
-    let loader = str_flag(
+    let cfg = build(dir_flags(
         loader,
-        "--out",
-        "crawl",
-        "out_dir",
-        path_str(args.out.as_deref()),
-    );
-    let loader = str_flag(
-        loader,
-        "--state-dir",
-        "crawl",
-        "state_dir",
-        path_str(args.state_dir.as_deref()),
-    );
-    let cfg = build(loader)?;
+        args.out.as_deref(),
+        args.state_dir.as_deref(),
+    ))?;
     let canon = frontier::Canonicalizer::new(engine::frontier_config(&cfg).canon);
     let mut urls = Vec::with_capacity(args.urls.len());
     for raw in &args.urls {

@@ -689,17 +689,26 @@ impl Store {
         Ok(n)
     }
 
-    /// URLs admitted per host by earlier runs.
-    pub fn hosts(&self) -> Result<Vec<(String, u64)>, StoreError> {
+    /// Every row of `table` (in the last committed state), mapped by `f`.
+    fn read_all<K: redb::Key + 'static, V: redb::Value + 'static, T>(
+        &self,
+        table: TableDefinition<'_, K, V>,
+        mut f: impl for<'a> FnMut(K::SelfType<'a>, V::SelfType<'a>) -> T,
+    ) -> Result<Vec<T>, StoreError> {
         let s = &self.shared;
         let read = s.db.begin_read().map_err(|e| s.db_err(e))?;
-        let table = read.open_table(HOSTS).map_err(|e| s.db_err(e))?;
+        let table = read.open_table(table).map_err(|e| s.db_err(e))?;
         let mut out = Vec::new();
         for row in table.iter().map_err(|e| s.db_err(e))? {
             let (k, v) = row.map_err(|e| s.db_err(e))?;
-            out.push((k.value().to_owned(), v.value()));
+            out.push(f(k.value(), v.value()));
         }
         Ok(out)
+    }
+
+    /// URLs admitted per host by earlier runs.
+    pub fn hosts(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.read_all(HOSTS, |host, n| (host.to_owned(), n))
     }
 
     /// Records an origin's robots.txt (`record` in the caller's encoding, expiry included);
@@ -712,33 +721,18 @@ impl Store {
 
     /// The robots.txt records of earlier runs, by origin.
     pub fn robots(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        let s = &self.shared;
-        let read = s.db.begin_read().map_err(|e| s.db_err(e))?;
-        let table = read.open_table(ROBOTS).map_err(|e| s.db_err(e))?;
-        let mut out = Vec::new();
-        for row in table.iter().map_err(|e| s.db_err(e))? {
-            let (k, v) = row.map_err(|e| s.db_err(e))?;
-            out.push((k.value().to_owned(), v.value().to_vec()));
-        }
-        Ok(out)
+        self.read_all(ROBOTS, |origin, record| {
+            (origin.to_owned(), record.to_vec())
+        })
     }
 
     /// Hosts that were backing off when earlier runs last checkpointed.
     pub fn backoffs(&self) -> Result<Vec<HostBackoff>, StoreError> {
-        let s = &self.shared;
-        let read = s.db.begin_read().map_err(|e| s.db_err(e))?;
-        let table = read.open_table(BACKOFF).map_err(|e| s.db_err(e))?;
-        let mut out = Vec::new();
-        for row in table.iter().map_err(|e| s.db_err(e))? {
-            let (k, v) = row.map_err(|e| s.db_err(e))?;
-            let (backoff, until) = v.value();
-            out.push(HostBackoff {
-                host: k.value().to_owned(),
-                backoff: Duration::from_millis(backoff),
-                not_before_unix_ms: until,
-            });
-        }
-        Ok(out)
+        self.read_all(BACKOFF, |host, (backoff, until)| HostBackoff {
+            host: host.to_owned(),
+            backoff: Duration::from_millis(backoff),
+            not_before_unix_ms: until,
+        })
     }
 
     /// `pages.jsonl` lines written by earlier runs (as of their last checkpoint).
