@@ -304,25 +304,36 @@ async fn exact_dedup_fetches_everything_a_tiny_filter_would_skip() {
     assert!(out.status.success(), "{}", stderr(&out));
     let (bloom_missing, _, _) = compare(&site, &bloom.lines());
 
-    let exact = Crawl::new(&site, &format!("{tiny}dedup = \"exact\"\n"));
-    let out = exact.run(&["--delay-ms", "0"]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    let (missing, extra, refetched) = compare(&site, &exact.lines());
-    println!(
-        "tiny filter ({tiny:?}): ground truth {truth}; bloom mode skipped {}, exact mode {}",
-        bloom_missing.len(),
-        missing.len()
-    );
-    assert!(
-        bloom_missing.len() > 10,
-        "bloom mode skipped only {}",
-        bloom_missing.len()
-    );
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "{missing:?} {extra:?}"
-    );
-    assert!(refetched.is_empty(), "{refetched:?}");
+    // The exact set in memory (the default), and with no in-memory index at all: every
+    // "maybe seen" is then confirmed in the state database.
+    for (index, complete) in [("", true), ("exact_index_mb = 0\n", false)] {
+        let exact = Crawl::new(&site, &format!("{tiny}{index}dedup = \"exact\"\n"));
+        let out = exact.run(&["--delay-ms", "0"]).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let (missing, extra, refetched) = compare(&site, &exact.lines());
+        println!(
+            "tiny filter ({tiny:?}, {index:?}): ground truth {truth}; bloom mode skipped {}, \
+             exact mode {}",
+            bloom_missing.len(),
+            missing.len()
+        );
+        assert!(
+            bloom_missing.len() > 10,
+            "bloom mode skipped only {}",
+            bloom_missing.len()
+        );
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{missing:?} {extra:?}"
+        );
+        assert!(refetched.is_empty(), "{refetched:?}");
+        let stats = exact.stats();
+        let index = &stats["state"]["exact_index"];
+        assert_eq!(index["complete"], complete, "{stats}");
+        let admitted = stats["frontier"]["admitted"].as_u64();
+        let indexed = index["fingerprints"].as_u64();
+        assert_eq!(indexed == admitted, complete, "{stats}");
+    }
     site.stop().await;
 }
 

@@ -143,6 +143,8 @@ pub struct FrontierSection {
     pub max_query_params: u64,
     /// `bloom` (the filter alone) or `exact` (a "maybe seen" is confirmed in the state).
     pub dedup: String,
+    /// Exact mode: MiB of memory for the exact set's index (0: every lookup reads the state).
+    pub exact_index_mb: u64,
 }
 
 /// The default configuration file, every key commented with its default. Parsed as the
@@ -422,6 +424,14 @@ const SCHEMA: &[(&str, &str, Kind)] = &[
         },
     ),
     ("frontier", "dedup", Kind::Choice(&["bloom", "exact"])),
+    (
+        "frontier",
+        "exact_index_mb",
+        Kind::UInt {
+            min: 0,
+            max: 1 << 20,
+        },
+    ),
 ];
 
 fn kind_of(section: &str, key: &str) -> Option<Kind> {

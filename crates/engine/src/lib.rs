@@ -365,6 +365,7 @@ pub async fn run(
 
     let mut summary = summarize(&ctx, started);
     let final_status = status(&ctx, started, state_name(summary.stopped_by));
+    let exact = ctx.cfg.frontier.dedup == "exact";
     // Every worker is gone, so this drops the last sender: the writer drains its queue,
     // writes every record and ends.
     drop(ctx);
@@ -386,7 +387,15 @@ pub async fn run(
     if let Some(store) = &store {
         store.close()?;
         if let Some(s) = state_summary.as_mut() {
-            s.checkpoints = store.stats().checkpoints;
+            let stats = store.stats();
+            s.checkpoints = stats.checkpoints;
+            if exact {
+                s.exact_index = Some(state::ExactIndexSummary {
+                    fingerprints: stats.indexed,
+                    bytes: stats.index_bytes,
+                    complete: stats.index_complete,
+                });
+            }
         }
     }
     summary.state = state_summary;

@@ -67,6 +67,21 @@ pub struct StateSummary {
     pub restore_secs: f64,
     /// Checkpoints committed by this run.
     pub checkpoints: u64,
+    /// `dedup = "exact"`: the exact set's in-memory index when the run ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact_index: Option<ExactIndexSummary>,
+}
+
+/// The exact set's in-memory index (`stats.json` → `state.exact_index`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ExactIndexSummary {
+    /// Fingerprints in memory.
+    pub fingerprints: u64,
+    /// Bytes of memory it takes.
+    pub bytes: u64,
+    /// Whether the whole exact set fits (else some lookups read the state database; raise
+    /// `frontier.exact_index_mb`).
+    pub complete: bool,
 }
 
 /// Opens the state for `cfg` (`fresh`: delete it first) and restores `frontier` from it; the
@@ -81,7 +96,14 @@ pub fn open(
     let store = Store::open(
         &dir,
         &settings(cfg),
-        cfg.frontier.dedup == "exact",
+        if cfg.frontier.dedup == "exact" {
+            store::Dedup::Exact {
+                index_bytes: usize::try_from(cfg.frontier.exact_index_mb << 20)
+                    .unwrap_or(usize::MAX),
+            }
+        } else {
+            store::Dedup::Bloom
+        },
         fresh,
         Duration::from_millis(cfg.crawl.checkpoint_ms),
     )?;

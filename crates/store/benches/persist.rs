@@ -4,7 +4,11 @@
 //!
 //! ```sh
 //! cargo bench -p store --bench persist -- --n 1000000 --threads "1 2"
+//! cargo bench -p store --bench persist -- --n 10000000 --modes exact --index-mb 64
 //! ```
+//!
+//! `--index-mb`: memory for exact mode's in-memory index (default 256); a budget smaller than
+//! the set measures lookups that fall through to the database.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,6 +25,7 @@ fn main() {
     let mut ns = vec![1_000_000u64];
     let mut threads = vec![1u64];
     let mut modes = vec!["memory".to_owned(), "bloom".into(), "exact".into()];
+    let mut index_bytes = store::DEFAULT_INDEX_BYTES;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut v = || args.next().expect("value");
@@ -28,22 +33,23 @@ fn main() {
             "--n" => ns = v().split_whitespace().map(|x| x.parse().unwrap()).collect(),
             "--threads" => threads = v().split_whitespace().map(|x| x.parse().unwrap()).collect(),
             "--modes" => modes = v().split_whitespace().map(str::to_owned).collect(),
+            "--index-mb" => index_bytes = v().parse::<usize>().unwrap() << 20,
             _ => {}
         }
     }
     println!(
-        "n\tthreads\tmode\tphase\tops\tseconds\tops_per_s\tpeak_rss_mb\tcheckpoints\tstate_mb"
+        "n\tthreads\tmode\tphase\tops\tseconds\tops_per_s\tpeak_rss_mb\tcheckpoints\tstate_mb\tindexed"
     );
     for &n in &ns {
         for &t in &threads {
             for mode in &modes {
-                run(n, t, mode);
+                run(n, t, mode, index_bytes);
             }
         }
     }
 }
 
-fn run(n: u64, t: u64, mode: &str) {
+fn run(n: u64, t: u64, mode: &str, index_bytes: usize) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = FrontierConfig {
         scope: ScopeConfig {
@@ -72,7 +78,11 @@ fn run(n: u64, t: u64, mode: &str) {
             Store::open(
                 dir.path(),
                 &settings,
-                mode == "exact",
+                if mode == "exact" {
+                    store::Dedup::Exact { index_bytes }
+                } else {
+                    store::Dedup::Bloom
+                },
                 false,
                 Duration::from_secs(1),
             )
@@ -85,11 +95,12 @@ fn run(n: u64, t: u64, mode: &str) {
     let report = |phase: &str, ops: u64, secs: f64| {
         let bytes = std::fs::metadata(dir.path().join(store::FILE_NAME)).map_or(0, |m| m.len());
         println!(
-            "{n}\t{t}\t{mode}\t{phase}\t{ops}\t{secs:.3}\t{:.0}\t{:.1}\t{}\t{:.1}",
+            "{n}\t{t}\t{mode}\t{phase}\t{ops}\t{secs:.3}\t{:.0}\t{:.1}\t{}\t{:.1}\t{}",
             ops as f64 / secs,
             peak_rss() as f64 / 1e6,
             store.as_ref().map_or(0, |s| s.stats().checkpoints),
-            bytes as f64 / 1e6
+            bytes as f64 / 1e6,
+            store.as_ref().map_or(0, |s| s.stats().indexed)
         );
     };
     report("offer_new", n, timed_offers(&f, t, n));

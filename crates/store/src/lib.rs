@@ -8,8 +8,11 @@
 //!   rebuilt from it: the filter needs only the hash, not the URL. (This replaces a filter
 //!   snapshot plus a journal: the same information, with no second copy to keep consistent.)
 //!   Keyed by admission number, so writes append.
-//! - `seen` (exact mode only): fingerprint → depth, the exact visited set that confirms a
-//!   filter's "maybe seen".
+//! - `seen` (exact mode only): fingerprint → depth, for the part of the exact visited set that
+//!   does not fit in memory. Exact mode confirms a filter's "maybe seen" against the whole set
+//!   of admitted fingerprints: an in-memory index of the admission log's fingerprints (see
+//!   `index.rs`; rebuilt from the log on open, up to a memory budget), and this table for the
+//!   fingerprints the index has no room for.
 //! - `queue`: every admitted URL not yet done (queued, on disk, or in flight), keyed by its
 //!   admission number, so a resume serves them again in admission order. A URL leaves the
 //!   queue only when its `pages.jsonl` line is on disk.
@@ -34,6 +37,8 @@
 
 #![forbid(unsafe_code)]
 
+mod index;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -43,6 +48,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use frontier::{Entry, Journal};
+use index::{ExactIndex, Lookup};
 use redb::{Database, ReadOnlyTable, ReadableDatabase, ReadableTable, TableDefinition};
 
 const SEEN: TableDefinition<'_, u128, u32> = TableDefinition::new("seen");
@@ -137,6 +143,30 @@ pub enum Forgot {
     NeverSeen,
 }
 
+/// How the state backs the visited set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dedup {
+    /// The Bloom filter alone decides; the state keeps the admission log it is rebuilt from.
+    Bloom,
+    /// The state also keeps the exact set of fingerprints that confirms a filter's "maybe
+    /// seen", and holds it in memory in up to `index_bytes` (16 bytes a slot, at most 7/8
+    /// full); what does not fit is looked up in the database.
+    Exact {
+        /// Memory for the in-memory index of the exact set.
+        index_bytes: usize,
+    },
+}
+
+impl Dedup {
+    /// Exact mode with the default index budget.
+    pub const EXACT: Self = Self::Exact {
+        index_bytes: DEFAULT_INDEX_BYTES,
+    };
+}
+
+/// The default memory for the exact set's index: 256 MiB, about 14.7 million fingerprints.
+pub const DEFAULT_INDEX_BYTES: usize = 256 << 20;
+
 /// Counters of the store.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoreStats {
@@ -149,6 +179,12 @@ pub struct StoreStats {
     /// Checkpoints failed in a row (the crawl should stop when this keeps growing: nothing it
     /// does is durable, and the pending batch grows).
     pub consecutive_failures: u64,
+    /// Exact mode: fingerprints in the in-memory index.
+    pub indexed: u64,
+    /// Exact mode: bytes of the in-memory index.
+    pub index_bytes: u64,
+    /// Exact mode: the whole exact set is in the index (no lookup reads the database).
+    pub index_complete: bool,
 }
 
 /// A host that was backing off, as stored.
@@ -164,8 +200,7 @@ pub struct HostBackoff {
 
 #[derive(Debug, Default)]
 struct Pending {
-    /// (fingerprint, admission id, depth, encoded entry, host)
-    admits: Vec<(u128, u64, u32, Vec<u8>, String)>,
+    admits: Vec<Admit>,
     /// (admission id, whether a `pages.jsonl` record was written)
     done: Vec<(u64, bool)>,
     /// Fingerprints admitted but not yet readable from the committed snapshot.
@@ -176,10 +211,24 @@ struct Pending {
     robots: HashMap<String, Vec<u8>>,
 }
 
+/// One admission, as the next checkpoint writes it.
+#[derive(Debug)]
+struct Admit {
+    fp: u128,
+    id: u64,
+    depth: u32,
+    /// The encoded [`Entry`].
+    entry: Vec<u8>,
+    host: String,
+    /// Exact mode: the fingerprint is not in the in-memory index, so the `seen` table must
+    /// hold it.
+    unindexed: bool,
+}
+
 /// One checkpoint's worth of changes.
 #[derive(Debug, Default)]
 struct Batch {
-    admits: Vec<(u128, u64, u32, Vec<u8>, String)>,
+    admits: Vec<Admit>,
     done: Vec<(u64, bool)>,
     backoffs: HashMap<String, (u64, u64)>,
     robots: HashMap<String, Vec<u8>>,
@@ -248,6 +297,9 @@ struct Shared {
     /// Keep the `seen` table (fingerprint-keyed, for exact lookups). Bloom mode needs only the
     /// sequential `admitted` log, which is far cheaper to write.
     exact: bool,
+    /// The exact set in memory, as far as the budget allows.
+    index: ExactIndex,
+    /// Recently confirmed fingerprints, for when the index is incomplete.
     recent: RecentSeen,
     pending: Mutex<Pending>,
     wake: Condvar,
@@ -299,6 +351,39 @@ impl Shared {
         Ok(())
     }
 
+    /// Puts the exact set — every fingerprint of the admission log — into the index, as much
+    /// as fits, and makes sure what does not fit is in the `seen` table (an earlier run may
+    /// have indexed it, with another budget or in another order).
+    fn load_index(&self) -> Result<(), StoreError> {
+        let e = |x: redb::Error| self.db_err(x);
+        let mut refused = Vec::new();
+        {
+            let read = self.db.begin_read().map_err(|x| e(x.into()))?;
+            let log = read.open_table(ADMITTED).map_err(|x| e(x.into()))?;
+            for row in log.iter().map_err(|x| e(x.into()))? {
+                let (_, v) = row.map_err(|x| e(x.into()))?;
+                let (fp, depth) = v.value();
+                if !self.index.insert(fp) {
+                    refused.push((fp, depth));
+                }
+            }
+        }
+        if refused.is_empty() {
+            return Ok(());
+        }
+        let txn = self.db.begin_write().map_err(|x| e(x.into()))?;
+        {
+            let mut seen = txn.open_table(SEEN).map_err(|x| e(x.into()))?;
+            for (fp, depth) in refused {
+                if seen.get(fp).map_err(|x| e(x.into()))?.is_none() {
+                    seen.insert(fp, depth).map_err(|x| e(x.into()))?;
+                }
+            }
+        }
+        txn.commit().map_err(|x| e(x.into()))?;
+        self.refresh_snapshot()
+    }
+
     /// Commits everything pending in one transaction.
     fn checkpoint(&self) -> Result<bool, StoreError> {
         let _one = lock(&self.commit);
@@ -322,8 +407,10 @@ impl Shared {
                 match self.refresh_snapshot() {
                     Ok(()) => {
                         let mut p = lock(&self.pending);
-                        for (fp, ..) in &batch.admits {
-                            p.fps.remove(fp);
+                        if !p.fps.is_empty() {
+                            for a in batch.admits.iter().filter(|a| a.unindexed) {
+                                p.fps.remove(&a.fp);
+                            }
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "cannot refresh the exact-set snapshot"),
@@ -372,15 +459,16 @@ impl Shared {
             let mut log = txn.open_table(ADMITTED).map_err(|x| e(x.into()))?;
             let mut queue = txn.open_table(QUEUE).map_err(|x| e(x.into()))?;
             let mut per_host: HashMap<&str, u64> = HashMap::new();
-            for (fp, id, depth, bytes, host) in admits {
-                if self.exact {
-                    seen.insert(fp, depth).map_err(|x| e(x.into()))?;
+            for a in admits {
+                // The index is the exact set while it has room; the table holds the rest.
+                if a.unindexed {
+                    seen.insert(a.fp, a.depth).map_err(|x| e(x.into()))?;
                 }
-                log.insert(id, (*fp, *depth)).map_err(|x| e(x.into()))?;
+                log.insert(a.id, (a.fp, a.depth)).map_err(|x| e(x.into()))?;
                 queue
-                    .insert(id, bytes.as_slice())
+                    .insert(a.id, a.entry.as_slice())
                     .map_err(|x| e(x.into()))?;
-                *per_host.entry(host.as_str()).or_default() += 1;
+                *per_host.entry(a.host.as_str()).or_default() += 1;
             }
             let mut recorded = 0u64;
             for (id, rec) in done {
@@ -444,18 +532,33 @@ impl Journal for Shared {
         let mut bytes = Vec::with_capacity(32 + entry.url.len());
         entry.encode(&mut bytes);
         let host = host_of(&entry.url).to_owned();
+        // Findable at once: in the index, or (no room there) among the pending fingerprints
+        // until the snapshot that holds it is installed.
+        let unindexed = self.exact && !self.index.insert(fp);
         let mut p = lock(&self.pending);
-        if self.exact {
+        if unindexed {
             p.fps.insert(fp);
             self.recent.insert(fp);
         }
-        p.admits.push((fp, entry.id, entry.depth, bytes, host));
+        p.admits.push(Admit {
+            fp,
+            id: entry.id,
+            depth: entry.depth,
+            entry: bytes,
+            host,
+            unindexed,
+        });
         if p.admits.len() + p.done.len() >= FLUSH_AT {
             self.wake.notify_one();
         }
     }
 
     fn contains(&self, fp: u128) -> bool {
+        match self.index.lookup(fp) {
+            Lookup::Seen => return true,
+            Lookup::New => return false,
+            Lookup::Unknown => {}
+        }
         // Pending first: a fingerprint leaves `fps` only after the snapshot that holds it is
         // installed, so checking in this order can never miss an admitted URL.
         if self.recent.contains(fp) || lock(&self.pending).fps.contains(&fp) {
@@ -510,7 +613,7 @@ impl Store {
     pub fn open(
         dir: &Path,
         settings: &BTreeMap<String, String>,
-        exact: bool,
+        dedup: Dedup,
         fresh: bool,
         checkpoint_every: Duration,
     ) -> Result<Self, StoreError> {
@@ -520,11 +623,11 @@ impl Store {
         };
         let path = dir.join(FILE_NAME);
         std::fs::create_dir_all(dir).map_err(io)?;
-        let cache = if exact {
-            EXACT_CACHE_BYTES
-        } else {
-            CACHE_BYTES
+        let (exact, index_bytes) = match dedup {
+            Dedup::Bloom => (false, 0),
+            Dedup::Exact { index_bytes } => (true, index_bytes),
         };
+        let cache = CACHE_BYTES;
         // The lock comes first: `--fresh` must not delete the state of a crawl that runs.
         let db = match open_db(&path, cache) {
             Err(StoreError::Db { .. }) if fresh => {
@@ -538,6 +641,7 @@ impl Store {
             db,
             path: path.clone(),
             exact,
+            index: ExactIndex::new(index_bytes),
             recent: RecentSeen::new(),
             pending: Mutex::new(Pending::default()),
             wake: Condvar::new(),
@@ -606,6 +710,9 @@ impl Store {
             txn.commit().map_err(|x| e(x.into()))?;
         }
         shared.refresh_snapshot()?;
+        if exact {
+            shared.load_index()?;
+        }
         let shared = Arc::new(shared);
         let writer = {
             let shared = Arc::clone(&shared);
@@ -757,6 +864,9 @@ impl Store {
                 as u64,
             last_error: lock(&self.shared.last_error).clone(),
             consecutive_failures: self.shared.failures.load(Ordering::Relaxed),
+            indexed: self.shared.index.len(),
+            index_bytes: self.shared.index.bytes(),
+            index_complete: self.shared.index.complete(),
         }
     }
 
@@ -860,11 +970,10 @@ impl Drop for Store {
     }
 }
 
-/// redb's page cache. Bloom mode only appends (admission log, queue): the upper levels of the
-/// trees suffice. Exact mode looks fingerprints up at random, so it gets more. (redb's
-/// default, 1 GiB, would dominate the crawler's RSS.)
+/// redb's page cache. The state mostly appends (admission log, queue): the upper levels of the
+/// trees suffice. Exact mode's random lookups go to the in-memory index; only what does not
+/// fit there reads the `seen` table. (redb's default, 1 GiB, would dominate the crawler's RSS.)
 const CACHE_BYTES: usize = 16 << 20;
-const EXACT_CACHE_BYTES: usize = 128 << 20;
 
 fn open_db(path: &Path, cache: usize) -> Result<Database, StoreError> {
     Database::builder()
@@ -947,7 +1056,7 @@ mod tests {
     #[test]
     fn robots_and_backoffs_survive_a_restart_and_fresh_clears_them() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &settings("0.01"), false, false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::Bloom, false, HOUR).unwrap();
         let j = store.journal();
         store.put_robots("http://a.test", b"old".to_vec());
         store.put_robots("http://a.test", b"new".to_vec());
@@ -965,7 +1074,7 @@ mod tests {
         store.close().unwrap();
         drop((store, j));
 
-        let store = Store::open(dir.path(), &settings("0.01"), false, false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::Bloom, false, HOUR).unwrap();
         let mut robots = store.robots().unwrap();
         robots.sort();
         assert_eq!(
@@ -986,7 +1095,7 @@ mod tests {
         );
         drop(store);
 
-        let store = Store::open(dir.path(), &settings("0.01"), false, true, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::Bloom, true, HOUR).unwrap();
         assert!(store.robots().unwrap().is_empty());
         assert!(store.backoffs().unwrap().is_empty());
     }
@@ -994,7 +1103,7 @@ mod tests {
     #[test]
     fn a_closed_store_resumes_with_its_queue_and_visited_set() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap();
         assert!(!store.resumed());
         let j = store.journal();
         let a = admit(&*j, "http://a.test/1", 1);
@@ -1015,7 +1124,7 @@ mod tests {
         store.close().unwrap();
         drop((store, j)); // the last handles: the database closes
 
-        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap();
         assert!(store.resumed());
         let mut pending = Vec::new();
         store
@@ -1041,16 +1150,63 @@ mod tests {
     }
 
     #[test]
+    fn exact_answers_do_not_depend_on_the_index_budget() {
+        // The whole set in memory, a budget that fills up part way, no index at all, and a
+        // resume with a budget other than the first run's: the same answers, before and after
+        // a checkpoint and after the resume.
+        const ALL: usize = DEFAULT_INDEX_BYTES;
+        const PART: usize = 256 << 10; // 256 shards × 64 slots: about 14,000 fingerprints
+        for (first, then) in [(ALL, ALL), (PART, PART), (0, 0), (ALL, PART), (PART, ALL)] {
+            let dir = tempfile::tempdir().unwrap();
+            let url = |i: u32| format!("http://h{}.test/p/{i}", i % 7);
+            let fp = |i: u32| frontier::fingerprint(&url(i));
+            let check = |j: &dyn Journal, admitted: u32| {
+                for i in 0..admitted {
+                    assert!(j.contains(fp(i)), "{first}/{then}: {} seen", url(i));
+                }
+                for i in 20_000..22_000 {
+                    assert!(!j.contains(fp(i)), "{first}/{then}: {} new", url(i));
+                }
+            };
+            let open = |index_bytes| {
+                let dedup = Dedup::Exact { index_bytes };
+                Store::open(dir.path(), &settings("0.01"), dedup, false, HOUR).unwrap()
+            };
+            let store = open(first);
+            let j = store.journal();
+            for i in 0..10_000 {
+                admit(&*j, &url(i), 1);
+            }
+            check(&*j, 10_000);
+            store.checkpoint().unwrap();
+            for i in 10_000..20_000 {
+                admit(&*j, &url(i), 1);
+            }
+            check(&*j, 20_000);
+            store.close().unwrap();
+            let stats = store.stats();
+            assert_eq!(stats.index_complete, first == ALL, "{first}");
+            assert_eq!(stats.indexed == 20_000, first == ALL, "{first}");
+            assert!(stats.index_bytes <= first as u64);
+            drop((store, j));
+
+            let store = open(then);
+            check(&*store.journal(), 20_000);
+            assert_eq!(store.stats().index_complete, then == ALL, "{then}");
+        }
+    }
+
+    #[test]
     fn what_the_last_checkpoint_did_not_commit_is_lost_like_in_a_crash() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap();
         let j = store.journal();
         let a = admit(&*j, "http://a.test/1", 1);
         store.checkpoint().unwrap();
         admit(&*j, "http://a.test/2", 1);
         store.done(a, true);
         drop((store, j)); // no close: no final checkpoint
-        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap();
         let mut pending = Vec::new();
         store.for_each_pending(|e| pending.push(e.url)).unwrap();
         assert_eq!(
@@ -1063,18 +1219,19 @@ mod tests {
     #[test]
     fn changed_settings_are_refused_by_name_and_fresh_starts_over() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap();
         admit(&*store.journal(), "http://a.test/1", 0);
         store.close().unwrap();
         drop(store);
-        let err = Store::open(dir.path(), &settings("0.001"), true, false, HOUR).unwrap_err();
+        let err =
+            Store::open(dir.path(), &settings("0.001"), Dedup::EXACT, false, HOUR).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("frontier.fpp was 0.01 and is now 0.001"),
             "{text}"
         );
         assert!(text.contains("--fresh"), "{text}");
-        let store = Store::open(dir.path(), &settings("0.001"), true, true, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.001"), Dedup::EXACT, true, HOUR).unwrap();
         assert!(!store.resumed());
         assert_eq!(store.for_each_seen(|_| {}).unwrap(), 0);
     }
@@ -1082,18 +1239,19 @@ mod tests {
     #[test]
     fn a_second_process_is_told_the_state_is_in_use() {
         let dir = tempfile::tempdir().unwrap();
-        let _store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
-        let err = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap_err();
+        let _store = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap();
+        let err =
+            Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap_err();
         assert!(matches!(err, StoreError::InUse(_)), "{err}");
     }
 
     #[test]
     fn fresh_never_deletes_a_running_crawls_state_and_recovers_a_corrupt_one() {
         let dir = tempfile::tempdir().unwrap();
-        let live = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
+        let live = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap();
         admit(&*live.journal(), "http://a.test/1", 0);
         live.checkpoint().unwrap();
-        let err = Store::open(dir.path(), &settings("0.01"), true, true, HOUR).unwrap_err();
+        let err = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, true, HOUR).unwrap_err();
         assert!(matches!(err, StoreError::InUse(_)), "{err}");
         let mut n = 0;
         live.for_each_seen(|_| n += 1).unwrap();
@@ -1105,16 +1263,17 @@ mod tests {
             b"not a database, just garbage bytes",
         )
         .unwrap();
-        let err = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap_err();
+        let err =
+            Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap_err();
         assert!(matches!(err, StoreError::Db { .. }), "{err}");
-        let store = Store::open(dir.path(), &settings("0.01"), true, true, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, true, HOUR).unwrap();
         assert!(!store.resumed());
     }
 
     #[test]
     fn forget_requeues_done_urls_only() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap();
         let j = store.journal();
         let a = admit(&*j, "http://a.test/done", 3);
         admit(&*j, "http://a.test/queued", 1);
@@ -1134,7 +1293,7 @@ mod tests {
             got,
             vec![Forgot::Requeued, Forgot::AlreadyQueued, Forgot::NeverSeen]
         );
-        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap();
         let mut pending = Vec::new();
         store
             .for_each_pending(|e| pending.push((e.url, e.depth)))
@@ -1151,7 +1310,7 @@ mod tests {
     #[test]
     fn the_hook_runs_before_each_commit_and_a_failing_hook_keeps_the_batch() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), &settings("0.01"), true, false, HOUR).unwrap();
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap();
         let calls = Arc::new(AtomicU64::new(0));
         let c = Arc::clone(&calls);
         store.set_before_commit(move || {
