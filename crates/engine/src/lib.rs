@@ -24,7 +24,7 @@ pub mod state;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -156,6 +156,8 @@ struct Ctx {
     counters: Counters,
     stop: Mutex<Option<StopReason>>,
     store: Option<Arc<store::Store>>,
+    /// The state's backlog made fetching pause (warned once).
+    backlog_warned: AtomicBool,
     /// `pages.jsonl` lines of earlier runs of this crawl (for `max_pages`).
     pages_before: u64,
 }
@@ -313,6 +315,7 @@ pub async fn run(
         },
         stop: Mutex::new(None),
         store: store.clone(),
+        backlog_warned: AtomicBool::new(false),
         pages_before,
     });
 
@@ -578,7 +581,23 @@ fn summarize(ctx: &Ctx, started: Instant) -> Summary {
 }
 
 async fn worker(ctx: Arc<Ctx>) {
-    while let Some(lease) = ctx.frontier.next().await {
+    loop {
+        if let Some(store) = &ctx.store {
+            let stopped = || ctx.stop.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+            if store.backlog() >= state::BACKLOG_LIMIT
+                && !ctx.backlog_warned.swap(true, Ordering::Relaxed)
+            {
+                tracing::warn!(
+                    backlog = store.backlog(),
+                    "checkpoints are falling behind (a slow disk?): fetching pauses until the \
+                     crawl state catches up"
+                );
+            }
+            state::wait_for_checkpoints(store, state::BACKLOG_LIMIT, stopped).await;
+        }
+        let Some(lease) = ctx.frontier.next().await else {
+            break;
+        };
         let max = ctx.cfg.crawl.max_pages;
         if max > 0 && ctx.counters.started.fetch_add(1, Ordering::Relaxed) >= max {
             ctx.frontier.complete(lease, Outcome::Done);

@@ -174,3 +174,66 @@ pub fn robots_cache(
     }
     Ok(robots)
 }
+
+/// Uncommitted admissions and completions at which fetching pauses. Each is about 150 bytes
+/// (the queued entry, its host), so this bounds the batch near 75 MB: checkpoints that fall
+/// behind — a slow or stalled disk — must not grow memory without bound.
+pub const BACKLOG_LIMIT: u64 = 500_000;
+
+/// Waits while `store` holds `limit` or more uncommitted events, until the checkpoints bring
+/// it under half of that (or `stopped`). Returns whether it waited.
+pub async fn wait_for_checkpoints(store: &Store, limit: u64, stopped: impl Fn() -> bool) -> bool {
+    if store.backlog() < limit {
+        return false;
+    }
+    while store.backlog() >= limit / 2 && !stopped() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn fetching_waits_for_checkpoints_that_fall_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let hour = Duration::from_secs(3600);
+        let store = Arc::new(
+            Store::open(
+                dir.path(),
+                &BTreeMap::new(),
+                store::Dedup::Bloom,
+                false,
+                hour,
+            )
+            .unwrap(),
+        );
+        for id in 1..=100 {
+            store.done(id, true);
+        }
+        assert!(!wait_for_checkpoints(&store, 101, || false).await);
+        let waiter = {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { wait_for_checkpoints(&store, 100, || false).await })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiter.is_finished(), "no checkpoint yet: still waiting");
+        store.checkpoint().unwrap();
+        let waited = tokio::time::timeout(Duration::from_secs(5), waiter).await;
+        assert!(
+            waited.unwrap().unwrap(),
+            "resumed once the backlog was committed"
+        );
+        // A stop ends the wait whatever the backlog.
+        for id in 101..=300 {
+            store.done(id, true);
+        }
+        let stopped = tokio::time::timeout(
+            Duration::from_secs(5),
+            wait_for_checkpoints(&store, 100, || true),
+        );
+        assert!(stopped.await.unwrap());
+    }
+}

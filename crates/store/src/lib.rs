@@ -855,6 +855,12 @@ impl Store {
         self.shared.checkpoint().map(|_| ())
     }
 
+    /// Admissions and completions not yet committed (grows when checkpoints fall behind).
+    pub fn backlog(&self) -> u64 {
+        let p = lock(&self.shared.pending);
+        (p.admits.len() + p.done.len()) as u64
+    }
+
     /// Counters.
     pub fn stats(&self) -> StoreStats {
         let p = lock(&self.shared.pending);
