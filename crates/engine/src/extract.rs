@@ -22,8 +22,9 @@ static LINKS: LazyLock<Selector> =
 /// Links found on a page.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Extracted {
-    /// Absolute http(s) URLs to offer, in document order (duplicates included).
-    pub links: Vec<String>,
+    /// Absolute http(s) URLs to offer, in document order (duplicates included), parsed:
+    /// the frontier canonicalises them without parsing them again.
+    pub links: Vec<Url>,
     /// `<meta name="robots" content="nofollow">` was present (and honoured).
     pub meta_nofollow: bool,
     /// `rel="nofollow"` links skipped.
@@ -130,7 +131,7 @@ pub fn extract(
         if let Ok(mut u) = base.join(raw) {
             if matches!(u.scheme(), "http" | "https") {
                 u.set_fragment(None);
-                out.links.push(u.into());
+                out.links.push(u);
             }
         }
     }
@@ -145,6 +146,10 @@ mod tests {
         Url::parse("http://h.test/a/b.html").unwrap()
     }
 
+    fn links(e: &Extracted) -> Vec<&str> {
+        e.links.iter().map(Url::as_str).collect()
+    }
+
     #[test]
     fn finds_every_kind_of_link_and_resolves_them() {
         let html = br#"<html><head><base href="/base/"><link rel="canonical" href="canon">
@@ -155,7 +160,7 @@ mod tests {
             <a rel="nofollow" href="hidden">h</a></body></html>"#;
         let e = extract(html, Some("text/html"), &page(), true);
         assert_eq!(
-            e.links,
+            links(&e),
             vec![
                 "http://h.test/base/canon",
                 "http://h.test/base/x",
@@ -166,7 +171,7 @@ mod tests {
         );
         assert_eq!(e.nofollow_skipped, 1);
         let all = extract(html, Some("text/html"), &page(), false);
-        assert!(all.links.contains(&"http://h.test/base/hidden".to_owned()));
+        assert!(links(&all).contains(&"http://h.test/base/hidden"));
     }
 
     #[test]
@@ -180,19 +185,24 @@ mod tests {
     fn charsets_from_header_meta_and_bom() {
         let latin1 = b"<a href=\"/caf\xe9\">x</a>";
         let e = extract(latin1, Some("text/html; charset=ISO-8859-1"), &page(), true);
-        assert_eq!(e.links, vec!["http://h.test/caf%C3%A9"]);
+        assert_eq!(links(&e), vec!["http://h.test/caf%C3%A9"]);
         let (sjis, _, _) =
             encoding_rs::SHIFT_JIS.encode("<meta charset=\"Shift_JIS\"><a href=\"/日本\">x</a>");
         let e = extract(&sjis, Some("text/html"), &page(), true);
-        assert_eq!(e.links, vec!["http://h.test/%E6%97%A5%E6%9C%AC"]);
+        assert_eq!(links(&e), vec!["http://h.test/%E6%97%A5%E6%9C%AC"]);
         let bom = b"\xef\xbb\xbf<a href=\"/\xc3\xa9\">x</a>";
         assert_eq!(
-            extract(bom, None, &page(), true).links,
+            links(&extract(bom, None, &page(), true)),
             vec!["http://h.test/%C3%A9"]
         );
         let broken = b"<p>\xff\xfe</p><a href=\"/ok\">x</a>";
         assert_eq!(
-            extract(broken, Some("text/html; charset=utf-8"), &page(), true).links,
+            links(&extract(
+                broken,
+                Some("text/html; charset=utf-8"),
+                &page(),
+                true
+            )),
             vec!["http://h.test/ok"]
         );
     }
@@ -202,7 +212,7 @@ mod tests {
         let mut deep = "<div><span><b>".repeat(50_000);
         deep.push_str("<a href=\"/bottom\">x</a>");
         let e = extract(deep.as_bytes(), None, &page(), true);
-        assert_eq!(e.links, vec!["http://h.test/bottom"]);
+        assert_eq!(links(&e), vec!["http://h.test/bottom"]);
         let garbage: Vec<u8> = (0..5000u32).map(|i| (i * 7919 % 251) as u8).collect();
         let _ = extract(&garbage, Some("text/html"), &page(), true);
     }

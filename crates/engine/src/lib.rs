@@ -688,8 +688,10 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             match extracted {
                 Ok(e) => {
                     links_found = e.links.len() as u64;
-                    for link in &e.links {
-                        if ctx.frontier.offer(link, entry.depth + 1, Some(&entry.url))
+                    for link in e.links {
+                        if ctx
+                            .frontier
+                            .offer_url(link, entry.depth + 1, Some(&entry.url))
                             == Admission::Admitted
                         {
                             links_new += 1;

@@ -82,7 +82,13 @@ impl Canonicalizer {
             Some(b) => b.join(input),
             None => Url::parse(input),
         };
-        let mut url = parsed.map_err(|e| Invalid::Unparsable(e.to_string()))?;
+        self.canonicalize_url(parsed.map_err(|e| Invalid::Unparsable(e.to_string()))?)
+    }
+
+    /// The canonical form of an already parsed URL (what [`canonicalize`](Self::canonicalize)
+    /// does after parsing; a link extractor that resolved its links hands them over as `Url`s
+    /// and saves the second parse).
+    pub fn canonicalize_url(&self, mut url: Url) -> Result<Url, Invalid> {
         match url.scheme() {
             "http" | "https" => {}
             other => return Err(Invalid::Scheme(other.to_owned())),
@@ -244,8 +250,16 @@ mod tests {
             ("http://example.com/?%0%61", "http://example.com/?%250a"),
             ("http://example.com/100%", "http://example.com/100%25"),
         ];
+        let c = Canonicalizer::default();
         for (input, want) in cases {
             assert_eq!(canon(input), want, "{input:?}");
+            // A parsed URL handed over (what the crawler's link extractor does) ends the same.
+            let parsed = Url::parse(input).unwrap();
+            assert_eq!(
+                c.canonicalize_url(parsed).unwrap().as_str(),
+                want,
+                "{input:?}"
+            );
         }
     }
 

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use url::Url;
 
-use crate::canon::{CanonConfig, Canonicalizer};
+use crate::canon::{CanonConfig, Canonicalizer, Invalid};
 use crate::entry::Entry;
 use crate::scheduler::{HostBackoff, Lease, Order, Outcome, Politeness, Scheduler, Wait};
 use crate::scope::{OutOfScope, PatternError, Scope, ScopeConfig};
@@ -266,11 +266,27 @@ impl LocalFrontier {
 
     /// [`offer`](Self::offer) for a redirect target reached after `hops` redirects.
     pub fn offer_hops(&self, url: &str, depth: u32, parent: Option<&str>, hops: u8) -> Admission {
+        self.admit(self.canon.canonicalize(url, None), depth, parent, hops)
+    }
+
+    /// [`offer`](Self::offer) for a link already parsed (and resolved against its page): it is
+    /// not parsed again.
+    pub fn offer_url(&self, url: Url, depth: u32, parent: Option<&str>) -> Admission {
+        self.admit(self.canon.canonicalize_url(url), depth, parent, 0)
+    }
+
+    fn admit(
+        &self,
+        canonical: Result<Url, Invalid>,
+        depth: u32,
+        parent: Option<&str>,
+        hops: u8,
+    ) -> Admission {
         let reject = |reason: OutOfScope| {
             self.counters.out_of_scope[reason.index()].add(1);
             Admission::OutOfScope(reason)
         };
-        let Ok(canonical) = self.canon.canonicalize(url, None) else {
+        let Ok(canonical) = canonical else {
             return reject(OutOfScope::Invalid);
         };
         if hops > self.cfg.max_redirects {
