@@ -1203,6 +1203,54 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_exact_offers_admit_each_url_once_whatever_the_index() {
+        // A filter far too small (most offers of new URLs are "maybe seen"), checkpoints every
+        // 2 ms, and four threads offering the same URLs in different orders: every URL is
+        // admitted exactly once, with the whole set in memory, part of it, or none.
+        use frontier::{Admission, FrontierConfig, HostScope, LocalFrontier, ScopeConfig};
+        const N: usize = 6_007; // prime: every stride below visits every URL
+        for index_bytes in [DEFAULT_INDEX_BYTES, 256 << 10, 0] {
+            let dir = tempfile::tempdir().unwrap();
+            let dedup = Dedup::Exact { index_bytes };
+            let every = Duration::from_millis(2);
+            let store = Store::open(dir.path(), &settings("0.5"), dedup, false, every).unwrap();
+            let cfg = FrontierConfig {
+                scope: ScopeConfig {
+                    hosts: HostScope::Any,
+                    ..ScopeConfig::default()
+                },
+                expected_urls: 50,
+                fpp: 0.5,
+                dedup: frontier::Dedup::Exact,
+                ..FrontierConfig::default()
+            };
+            let f = LocalFrontier::new(cfg, &[])
+                .unwrap()
+                .with_journal(store.journal());
+            let urls: Vec<String> = (0..N)
+                .map(|i| format!("http://h{}.test/p/{i}", i % 13))
+                .collect();
+            let admitted = AtomicU64::new(0);
+            std::thread::scope(|s| {
+                for t in 0..4 {
+                    let (f, urls, admitted) = (&f, &urls, &admitted);
+                    s.spawn(move || {
+                        for i in 0..N {
+                            let url = &urls[(i * (2 * t + 1) + t * 1_999) % N];
+                            if f.offer(url, 1, None) == Admission::Admitted {
+                                admitted.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    });
+                }
+            });
+            assert_eq!(admitted.into_inner(), N as u64, "index {index_bytes} B");
+            assert!(store.stats().checkpoints > 0);
+            store.close().unwrap();
+        }
+    }
+
+    #[test]
     fn what_the_last_checkpoint_did_not_commit_is_lost_like_in_a_crash() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), &settings("0.01"), Dedup::EXACT, false, HOUR).unwrap();
