@@ -331,6 +331,8 @@ mod tests {
             hosts: 1,
             filter_fill: 0.0,
             filter_fpp: 0.0,
+            state_backlog: 0,
+            paused: false,
         }
     }
 

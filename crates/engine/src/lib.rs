@@ -158,6 +158,8 @@ struct Ctx {
     store: Option<Arc<store::Store>>,
     /// The state's backlog made fetching pause (warned once).
     backlog_warned: AtomicBool,
+    /// Workers waiting for the state's checkpoints now.
+    paused: AtomicU64,
     /// `pages.jsonl` lines of earlier runs of this crawl (for `max_pages`).
     pages_before: u64,
 }
@@ -316,6 +318,7 @@ pub async fn run(
         stop: Mutex::new(None),
         store: store.clone(),
         backlog_warned: AtomicBool::new(false),
+        paused: AtomicU64::new(0),
         pages_before,
     });
 
@@ -434,6 +437,8 @@ fn status(ctx: &Ctx, started: Instant, state: &str) -> output::Status {
         hosts: s.hosts,
         filter_fill: s.filter_bits_set as f64 / s.filter_bits.max(1) as f64,
         filter_fpp: s.filter_fpp,
+        state_backlog: ctx.store.as_ref().map_or(0, |st| st.backlog()),
+        paused: ctx.paused.load(Ordering::Relaxed) > 0,
     }
 }
 
@@ -582,18 +587,22 @@ fn summarize(ctx: &Ctx, started: Instant) -> Summary {
 
 async fn worker(ctx: Arc<Ctx>) {
     loop {
-        if let Some(store) = &ctx.store {
-            let stopped = || ctx.stop.lock().unwrap_or_else(|e| e.into_inner()).is_some();
-            if store.backlog() >= state::BACKLOG_LIMIT
-                && !ctx.backlog_warned.swap(true, Ordering::Relaxed)
-            {
+        if let Some(store) = ctx
+            .store
+            .as_ref()
+            .filter(|s| s.backlog() >= state::BACKLOG_LIMIT)
+        {
+            if !ctx.backlog_warned.swap(true, Ordering::Relaxed) {
                 tracing::warn!(
                     backlog = store.backlog(),
                     "checkpoints are falling behind (a slow disk?): fetching pauses until the \
                      crawl state catches up"
                 );
             }
+            let stopped = || ctx.stop.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+            ctx.paused.fetch_add(1, Ordering::Relaxed);
             state::wait_for_checkpoints(store, state::BACKLOG_LIMIT, stopped).await;
+            ctx.paused.fetch_sub(1, Ordering::Relaxed);
         }
         let Some(lease) = ctx.frontier.next().await else {
             break;

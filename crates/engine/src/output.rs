@@ -192,6 +192,12 @@ pub struct Status {
     pub filter_fill: f64,
     /// The filter's estimated false-positive probability now.
     pub filter_fpp: f64,
+    /// Admissions and completions not yet committed to the crawl state.
+    #[serde(default)]
+    pub state_backlog: u64,
+    /// Fetching waits for the crawl state's checkpoints to catch up (a slow or stalled disk).
+    #[serde(default)]
+    pub paused: bool,
 }
 
 /// Writes `status` as `dir/status.json` (via a temporary file and a rename, so a reader never

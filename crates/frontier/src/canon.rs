@@ -89,6 +89,10 @@ impl Canonicalizer {
     /// does after parsing; a link extractor that resolved its links hands them over as `Url`s
     /// and saves the second parse).
     pub fn canonicalize_url(&self, mut url: Url) -> Result<Url, Invalid> {
+        // The fix-ups below can only shorten a URL so much: skip them for the hopeless.
+        if url.as_str().len() > self.cfg.max_url_len.saturating_mul(4) {
+            return Err(Invalid::TooLong(url.as_str().len()));
+        }
         match url.scheme() {
             "http" | "https" => {}
             other => return Err(Invalid::Scheme(other.to_owned())),

@@ -181,8 +181,9 @@ impl Shard {
             if self.slots.len() >= max_slots {
                 return None;
             }
-            self.grow((self.slots.len() * 2).min(max_slots));
-            if (self.len + 1) * 8 > self.slots.len() * 7 {
+            if !self.grow((self.slots.len() * 2).min(max_slots))
+                || (self.len + 1) * 8 > self.slots.len() * 7
+            {
                 return None;
             }
         }
@@ -200,11 +201,18 @@ impl Shard {
         self.slots[i] = fp;
     }
 
-    fn grow(&mut self, to: usize) {
-        let old = std::mem::replace(&mut self.slots, vec![0; to].into_boxed_slice());
+    /// False when the memory cannot be had (then the index is full, not the process dead).
+    fn grow(&mut self, to: usize) -> bool {
+        let mut table = Vec::new();
+        if table.try_reserve_exact(to).is_err() {
+            return false;
+        }
+        table.resize(to, 0);
+        let old = std::mem::replace(&mut self.slots, table.into_boxed_slice());
         for fp in old.iter().copied().filter(|&fp| fp != 0) {
             self.place(fp);
         }
+        true
     }
 }
 

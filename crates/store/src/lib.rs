@@ -314,6 +314,8 @@ struct Shared {
     last_error: Mutex<Option<String>>,
     /// Checkpoints failed in a row.
     failures: AtomicU64,
+    /// Events of the batch a checkpoint is committing (out of `pending`, not yet durable).
+    committing: AtomicU64,
 }
 
 impl fmt::Debug for Shared {
@@ -353,35 +355,47 @@ impl Shared {
 
     /// Puts the exact set — every fingerprint of the admission log — into the index, as much
     /// as fits, and makes sure what does not fit is in the `seen` table (an earlier run may
-    /// have indexed it, with another budget or in another order).
+    /// have indexed it, with another budget or in another order). What does not fit is
+    /// checked a chunk at a time, sorted, so the lookups walk the B-tree in order and memory
+    /// stays bounded however large the state.
     fn load_index(&self) -> Result<(), StoreError> {
+        const CHUNK: usize = 1 << 20;
         let e = |x: redb::Error| self.db_err(x);
         let mut refused = Vec::new();
-        {
-            let read = self.db.begin_read().map_err(|x| e(x.into()))?;
-            let log = read.open_table(ADMITTED).map_err(|x| e(x.into()))?;
-            for row in log.iter().map_err(|x| e(x.into()))? {
-                let (_, v) = row.map_err(|x| e(x.into()))?;
+        let mut added = false;
+        let read = self.db.begin_read().map_err(|x| e(x.into()))?;
+        let log = read.open_table(ADMITTED).map_err(|x| e(x.into()))?;
+        let mut rows = log.iter().map_err(|x| e(x.into()))?;
+        loop {
+            let row = rows.next().transpose().map_err(|x| e(x.into()))?;
+            if let Some((_, v)) = &row {
                 let (fp, depth) = v.value();
                 if !self.index.insert(fp) {
                     refused.push((fp, depth));
                 }
             }
-        }
-        if refused.is_empty() {
-            return Ok(());
-        }
-        let txn = self.db.begin_write().map_err(|x| e(x.into()))?;
-        {
-            let mut seen = txn.open_table(SEEN).map_err(|x| e(x.into()))?;
-            for (fp, depth) in refused {
-                if seen.get(fp).map_err(|x| e(x.into()))?.is_none() {
-                    seen.insert(fp, depth).map_err(|x| e(x.into()))?;
+            if refused.len() >= CHUNK || (row.is_none() && !refused.is_empty()) {
+                refused.sort_unstable();
+                let txn = self.db.begin_write().map_err(|x| e(x.into()))?;
+                {
+                    let mut seen = txn.open_table(SEEN).map_err(|x| e(x.into()))?;
+                    for (fp, depth) in refused.drain(..) {
+                        if seen.get(fp).map_err(|x| e(x.into()))?.is_none() {
+                            seen.insert(fp, depth).map_err(|x| e(x.into()))?;
+                            added = true;
+                        }
+                    }
                 }
+                txn.commit().map_err(|x| e(x.into()))?;
+            }
+            if row.is_none() {
+                break;
             }
         }
-        txn.commit().map_err(|x| e(x.into()))?;
-        self.refresh_snapshot()
+        if added {
+            self.refresh_snapshot()?;
+        }
+        Ok(())
     }
 
     /// Commits everything pending in one transaction.
@@ -399,7 +413,10 @@ impl Shared {
         if batch.is_empty() {
             return Ok(false);
         }
+        let events = (batch.admits.len() + batch.done.len()) as u64;
+        self.committing.store(events, Ordering::Relaxed);
         let result = self.commit_batch(&batch);
+        self.committing.store(0, Ordering::Relaxed);
         match result {
             Ok(()) => {
                 // Committed. If the new snapshot cannot be read, the fingerprints stay in
@@ -653,6 +670,7 @@ impl Store {
             checkpoints: AtomicU64::new(0),
             last_error: Mutex::new(None),
             failures: AtomicU64::new(0),
+            committing: AtomicU64::new(0),
         };
         let e = |x: redb::Error| shared.db_err(x);
         let mut resumed = false;
@@ -855,10 +873,11 @@ impl Store {
         self.shared.checkpoint().map(|_| ())
     }
 
-    /// Admissions and completions not yet committed (grows when checkpoints fall behind).
+    /// Admissions and completions not yet committed, the batch being committed included
+    /// (grows when checkpoints fall behind).
     pub fn backlog(&self) -> u64 {
         let p = lock(&self.shared.pending);
-        (p.admits.len() + p.done.len()) as u64
+        (p.admits.len() + p.done.len()) as u64 + self.shared.committing.load(Ordering::Relaxed)
     }
 
     /// Counters.
@@ -1016,7 +1035,9 @@ fn writer_loop(shared: &Shared, every: Duration) {
                 if shared.closing.load(Ordering::Acquire) {
                     return;
                 }
-                if p.admits.len() + p.done.len() >= FLUSH_AT {
+                // A full batch commits at once — unless the last checkpoint failed: then the
+                // retry waits its backoff (a failing disk must not be hammered in a loop).
+                if backoff == every && p.admits.len() + p.done.len() >= FLUSH_AT {
                     break;
                 }
                 let now = Instant::now();
@@ -1382,6 +1403,27 @@ mod tests {
         assert_eq!(store.stats().pending_events, 0);
         assert_eq!(calls.load(Ordering::SeqCst), 2);
         assert_eq!(store.stats().checkpoints, 1);
+    }
+
+    #[test]
+    fn a_failing_disk_is_retried_with_backoff_even_with_a_full_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let every = Duration::from_millis(20);
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::Bloom, false, every).unwrap();
+        let calls = Arc::new(AtomicU64::new(0));
+        let c = Arc::clone(&calls);
+        store.set_before_commit(move || {
+            c.fetch_add(1, Ordering::SeqCst);
+            Err(std::io::Error::other("disk full"))
+        });
+        for id in 1..=FLUSH_AT as u64 {
+            store.done(id, true);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        // Backoff 20, 40, 80, 160, 320 ms: a handful of attempts, not a busy loop.
+        let attempts = calls.load(Ordering::SeqCst);
+        assert!((1..=6).contains(&attempts), "{attempts} attempts in 0.5 s");
+        assert_eq!(store.backlog(), FLUSH_AT as u64, "the batch is kept");
     }
 
     #[test]
