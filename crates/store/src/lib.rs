@@ -34,6 +34,12 @@
 //! hook has flushed the output file). Batches are committed in order, so a child admitted
 //! while processing a page is durable no later than that page's "done": a crash never loses
 //! a URL, it can only re-fetch the pages done since the last checkpoint and those in flight.
+//!
+//! In exact mode an admitted fingerprint is findable from the moment `admitted` returns: in
+//! the index, or, when the index has no room, in the batch's set of pending fingerprints until
+//! the checkpoint that commits it has installed a new snapshot of `seen`. A full index stays
+//! "incomplete" for the rest of the run, so a fingerprint not found in it is always looked up
+//! further; it never answers "new" for one it refused.
 
 #![forbid(unsafe_code)]
 
