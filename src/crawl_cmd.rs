@@ -272,7 +272,12 @@ pub fn health(args: HealthArgs) -> Result<(), Failure> {
     }
 }
 
-/// Healthy when the crawl has ended or its last heartbeat is recent enough.
+/// Longest pause of fetching for the crawl state (checkpoints behind: a slow or stalled
+/// disk) that is still healthy.
+const MAX_PAUSE_SECS: u64 = 120;
+
+/// Healthy when the crawl has ended, or its last heartbeat is recent enough and it is not
+/// stuck waiting for its state to be written.
 fn judge(
     status: &engine::output::Status,
     now_ms: u64,
@@ -286,13 +291,19 @@ fn judge(
     );
     if status.state != "running" {
         Ok(format!("ok: crawl ended ({}): {what}", status.state))
-    } else if age <= max_age {
-        Ok(format!("ok: running: {what}"))
-    } else {
+    } else if age > max_age {
         Err(format!(
             "unhealthy: running crawl (pid {}) stalled: {what} (limit {max_age} s)",
             status.pid
         ))
+    } else if status.paused_secs > MAX_PAUSE_SECS {
+        Err(format!(
+            "unhealthy: fetching paused for {} s waiting for the crawl state to be written \
+             ({} events not yet committed; a slow or stalled disk?): {what}",
+            status.paused_secs, status.state_backlog
+        ))
+    } else {
+        Ok(format!("ok: running: {what}"))
     }
 }
 
@@ -333,6 +344,7 @@ mod tests {
             filter_fpp: 0.0,
             state_backlog: 0,
             paused: false,
+            paused_secs: 0,
         }
     }
 
@@ -349,6 +361,25 @@ mod tests {
         assert!(judge(&status("running", now - 26_000), now, Some(30)).is_ok());
         // A clock that went backwards is not a stall.
         assert!(judge(&status("running", now + 5_000), now, None).is_ok());
+    }
+
+    #[test]
+    fn a_crawl_waiting_too_long_for_its_state_is_unhealthy() {
+        let now = 1_000_000_000;
+        let mut paused = status("running", now - 1_000);
+        paused.paused = true;
+        paused.state_backlog = 500_000;
+        paused.paused_secs = 30;
+        assert!(judge(&paused, now, None).is_ok(), "a short pause is fine");
+        paused.paused_secs = 121;
+        let verdict = judge(&paused, now, None).unwrap_err();
+        assert!(
+            verdict.contains("paused for 121 s") && verdict.contains("500000 events"),
+            "{verdict}"
+        );
+        // An ended crawl is not paused any more.
+        paused.state = "finished".into();
+        assert!(judge(&paused, now, None).is_ok());
     }
 
     #[test]

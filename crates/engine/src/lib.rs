@@ -160,11 +160,32 @@ struct Ctx {
     backlog_warned: AtomicBool,
     /// Workers waiting for the state's checkpoints now.
     paused: AtomicU64,
+    /// When the current pause began (Unix ms; 0: not paused).
+    paused_since_ms: AtomicU64,
     /// `pages.jsonl` lines of earlier runs of this crawl (for `max_pages`).
     pages_before: u64,
 }
 
 impl Ctx {
+    /// How long fetching has been paused for the crawl state, in seconds (0: not paused).
+    fn paused_secs(&self) -> u64 {
+        if self.paused.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        let now = output::now_unix_ms();
+        // Workers entering and leaving a pause at once may have cleared the start: restart it.
+        let since = match self.paused_since_ms.compare_exchange(
+            0,
+            now,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => now,
+            Err(since) => since,
+        };
+        now.saturating_sub(since) / 1000
+    }
+
     fn stop(&self, reason: StopReason) {
         let mut s = self.stop.lock().unwrap_or_else(|e| e.into_inner());
         if s.is_none() {
@@ -319,6 +340,7 @@ pub async fn run(
         store: store.clone(),
         backlog_warned: AtomicBool::new(false),
         paused: AtomicU64::new(0),
+        paused_since_ms: AtomicU64::new(0),
         pages_before,
     });
 
@@ -439,6 +461,7 @@ fn status(ctx: &Ctx, started: Instant, state: &str) -> output::Status {
         filter_fpp: s.filter_fpp,
         state_backlog: ctx.store.as_ref().map_or(0, |st| st.backlog()),
         paused: ctx.paused.load(Ordering::Relaxed) > 0,
+        paused_secs: ctx.paused_secs(),
     }
 }
 
@@ -600,9 +623,14 @@ async fn worker(ctx: Arc<Ctx>) {
                 );
             }
             let stopped = || ctx.stop.lock().unwrap_or_else(|e| e.into_inner()).is_some();
-            ctx.paused.fetch_add(1, Ordering::Relaxed);
+            if ctx.paused.fetch_add(1, Ordering::Relaxed) == 0 {
+                ctx.paused_since_ms
+                    .store(output::now_unix_ms(), Ordering::Relaxed);
+            }
             state::wait_for_checkpoints(store, state::BACKLOG_LIMIT, stopped).await;
-            ctx.paused.fetch_sub(1, Ordering::Relaxed);
+            if ctx.paused.fetch_sub(1, Ordering::Relaxed) == 1 {
+                ctx.paused_since_ms.store(0, Ordering::Relaxed);
+            }
         }
         let Some(lease) = ctx.frontier.next().await else {
             break;

@@ -198,6 +198,9 @@ pub struct Status {
     /// Fetching waits for the crawl state's checkpoints to catch up (a slow or stalled disk).
     #[serde(default)]
     pub paused: bool,
+    /// Seconds fetching has been paused so far (0 when not paused).
+    #[serde(default)]
+    pub paused_secs: u64,
 }
 
 /// Writes `status` as `dir/status.json` (via a temporary file and a rename, so a reader never
