@@ -24,7 +24,7 @@ pub mod state;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -156,36 +156,13 @@ struct Ctx {
     counters: Counters,
     stop: Mutex<Option<StopReason>>,
     store: Option<Arc<store::Store>>,
-    /// The state's backlog made fetching pause (warned once).
-    backlog_warned: AtomicBool,
-    /// Workers waiting for the state's checkpoints now.
-    paused: AtomicU64,
-    /// When the current pause began (Unix ms; 0: not paused).
-    paused_since_ms: AtomicU64,
+    /// Workers waiting for the state's checkpoints.
+    pause: state::Pause,
     /// `pages.jsonl` lines of earlier runs of this crawl (for `max_pages`).
     pages_before: u64,
 }
 
 impl Ctx {
-    /// How long fetching has been paused for the crawl state, in seconds (0: not paused).
-    fn paused_secs(&self) -> u64 {
-        if self.paused.load(Ordering::Relaxed) == 0 {
-            return 0;
-        }
-        let now = output::now_unix_ms();
-        // Workers entering and leaving a pause at once may have cleared the start: restart it.
-        let since = match self.paused_since_ms.compare_exchange(
-            0,
-            now,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => now,
-            Err(since) => since,
-        };
-        now.saturating_sub(since) / 1000
-    }
-
     fn stop(&self, reason: StopReason) {
         let mut s = self.stop.lock().unwrap_or_else(|e| e.into_inner());
         if s.is_none() {
@@ -338,9 +315,7 @@ pub async fn run(
         },
         stop: Mutex::new(None),
         store: store.clone(),
-        backlog_warned: AtomicBool::new(false),
-        paused: AtomicU64::new(0),
-        paused_since_ms: AtomicU64::new(0),
+        pause: state::Pause::default(),
         pages_before,
     });
 
@@ -460,8 +435,8 @@ fn status(ctx: &Ctx, started: Instant, state: &str) -> output::Status {
         filter_fill: s.filter_bits_set as f64 / s.filter_bits.max(1) as f64,
         filter_fpp: s.filter_fpp,
         state_backlog: ctx.store.as_ref().map_or(0, |st| st.backlog()),
-        paused: ctx.paused.load(Ordering::Relaxed) > 0,
-        paused_secs: ctx.paused_secs(),
+        paused: ctx.pause.active(),
+        paused_secs: ctx.pause.secs(),
     }
 }
 
@@ -610,27 +585,9 @@ fn summarize(ctx: &Ctx, started: Instant) -> Summary {
 
 async fn worker(ctx: Arc<Ctx>) {
     loop {
-        if let Some(store) = ctx
-            .store
-            .as_ref()
-            .filter(|s| s.backlog() >= state::BACKLOG_LIMIT)
-        {
-            if !ctx.backlog_warned.swap(true, Ordering::Relaxed) {
-                tracing::warn!(
-                    backlog = store.backlog(),
-                    "checkpoints are falling behind (a slow disk?): fetching pauses until the \
-                     crawl state catches up"
-                );
-            }
+        if let Some(store) = &ctx.store {
             let stopped = || ctx.stop.lock().unwrap_or_else(|e| e.into_inner()).is_some();
-            if ctx.paused.fetch_add(1, Ordering::Relaxed) == 0 {
-                ctx.paused_since_ms
-                    .store(output::now_unix_ms(), Ordering::Relaxed);
-            }
-            state::wait_for_checkpoints(store, state::BACKLOG_LIMIT, stopped).await;
-            if ctx.paused.fetch_sub(1, Ordering::Relaxed) == 1 {
-                ctx.paused_since_ms.store(0, Ordering::Relaxed);
-            }
+            ctx.pause.wait(store, state::BACKLOG_LIMIT, stopped).await;
         }
         let Some(lease) = ctx.frontier.next().await else {
             break;

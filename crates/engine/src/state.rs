@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use frontier::LocalFrontier;
 use serde::Serialize;
 use store::Store;
 
+use crate::output::now_unix_ms;
 use crate::robots::RobotsCache;
 use crate::CrawlConfig;
 
@@ -180,16 +182,61 @@ pub fn robots_cache(
 /// behind — a slow or stalled disk — must not grow memory without bound.
 pub const BACKLOG_LIMIT: u64 = 500_000;
 
-/// Waits while `store` holds `limit` or more uncommitted events, until the checkpoints bring
-/// it under half of that (or `stopped`). Returns whether it waited.
-pub async fn wait_for_checkpoints(store: &Store, limit: u64, stopped: impl Fn() -> bool) -> bool {
-    if store.backlog() < limit {
-        return false;
+/// Fetch workers waiting for the crawl state's checkpoints to catch up.
+#[derive(Debug, Default)]
+pub struct Pause {
+    /// Workers waiting now.
+    waiting: AtomicU64,
+    /// When the current pause began (Unix ms; 0: none).
+    since_ms: AtomicU64,
+    /// The first pause was logged.
+    warned: AtomicBool,
+}
+
+impl Pause {
+    /// Waits while `store` holds `limit` or more uncommitted events, until the checkpoints
+    /// bring it under half of that (or `stopped`). Returns whether it waited.
+    pub async fn wait(&self, store: &Store, limit: u64, stopped: impl Fn() -> bool) -> bool {
+        if store.backlog() < limit {
+            return false;
+        }
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                backlog = store.backlog(),
+                "checkpoints are falling behind (a slow disk?): fetching pauses until the crawl \
+                 state catches up"
+            );
+        }
+        if self.waiting.fetch_add(1, Ordering::Relaxed) == 0 {
+            self.since_ms.store(now_unix_ms(), Ordering::Relaxed);
+        }
+        while store.backlog() >= limit / 2 && !stopped() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if self.waiting.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.since_ms.store(0, Ordering::Relaxed);
+        }
+        true
     }
-    while store.backlog() >= limit / 2 && !stopped() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+
+    /// Whether a worker is waiting now.
+    pub fn active(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) > 0
     }
-    true
+
+    /// How long workers have been waiting, in seconds (0: none is).
+    pub fn secs(&self) -> u64 {
+        if !self.active() {
+            return 0;
+        }
+        let now = now_unix_ms();
+        // Workers entering and leaving at once may have cleared the start: restart it.
+        let since = self
+            .since_ms
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
+            .unwrap_or_else(|since| since);
+        now.saturating_sub(since) / 1000
+    }
 }
 
 #[cfg(test)]
@@ -213,27 +260,28 @@ mod tests {
         for id in 1..=100 {
             store.done(id, true);
         }
-        assert!(!wait_for_checkpoints(&store, 101, || false).await);
+        let pause = Arc::new(Pause::default());
+        assert!(!pause.wait(&store, 101, || false).await);
         let waiter = {
-            let store = Arc::clone(&store);
-            tokio::spawn(async move { wait_for_checkpoints(&store, 100, || false).await })
+            let (store, pause) = (Arc::clone(&store), Arc::clone(&pause));
+            tokio::spawn(async move { pause.wait(&store, 100, || false).await })
         };
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(!waiter.is_finished(), "no checkpoint yet: still waiting");
+        assert!(pause.active());
         store.checkpoint().unwrap();
         let waited = tokio::time::timeout(Duration::from_secs(5), waiter).await;
         assert!(
             waited.unwrap().unwrap(),
             "resumed once the backlog was committed"
         );
+        assert!(!pause.active() && pause.secs() == 0);
         // A stop ends the wait whatever the backlog.
         for id in 101..=300 {
             store.done(id, true);
         }
-        let stopped = tokio::time::timeout(
-            Duration::from_secs(5),
-            wait_for_checkpoints(&store, 100, || true),
-        );
+        let stopped =
+            tokio::time::timeout(Duration::from_secs(5), pause.wait(&store, 100, || true));
         assert!(stopped.await.unwrap());
     }
 }
