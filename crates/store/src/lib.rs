@@ -217,6 +217,13 @@ struct Pending {
     robots: HashMap<String, Vec<u8>>,
 }
 
+impl Pending {
+    /// Admissions and completions: what a checkpoint must commit.
+    fn events(&self) -> usize {
+        self.admits.len() + self.done.len()
+    }
+}
+
 /// One admission, as the next checkpoint writes it.
 #[derive(Debug)]
 struct Admit {
@@ -571,7 +578,7 @@ impl Journal for Shared {
             host,
             unindexed,
         });
-        if p.admits.len() + p.done.len() >= FLUSH_AT {
+        if p.events() >= FLUSH_AT {
             self.wake.notify_one();
         }
     }
@@ -650,13 +657,12 @@ impl Store {
             Dedup::Bloom => (false, 0),
             Dedup::Exact { index_bytes } => (true, index_bytes),
         };
-        let cache = CACHE_BYTES;
         // The lock comes first: `--fresh` must not delete the state of a crawl that runs.
-        let db = match open_db(&path, cache) {
+        let db = match open_db(&path) {
             Err(StoreError::Db { .. }) if fresh => {
                 // Unreadable, and the caller wants to start over anyway.
                 std::fs::remove_file(&path).map_err(io)?;
-                open_db(&path, cache)?
+                open_db(&path)?
             }
             other => other?,
         };
@@ -781,7 +787,7 @@ impl Store {
         }
         let mut p = lock(&self.shared.pending);
         p.done.push((id, recorded));
-        if p.admits.len() + p.done.len() >= FLUSH_AT {
+        if p.events() >= FLUSH_AT {
             self.shared.wake.notify_one();
         }
     }
@@ -883,7 +889,7 @@ impl Store {
     /// (grows when checkpoints fall behind).
     pub fn backlog(&self) -> u64 {
         let p = lock(&self.shared.pending);
-        (p.admits.len() + p.done.len()) as u64 + self.shared.committing.load(Ordering::Relaxed)
+        p.events() as u64 + self.shared.committing.load(Ordering::Relaxed)
     }
 
     /// Counters.
@@ -932,7 +938,7 @@ impl Store {
                 ),
             });
         }
-        let db = open_db(&path, CACHE_BYTES)?;
+        let db = open_db(&path)?;
         let err = |x: redb::Error| StoreError::Db {
             path: path.clone(),
             message: x.to_string(),
@@ -1006,9 +1012,9 @@ impl Drop for Store {
 /// fit there reads the `seen` table. (redb's default, 1 GiB, would dominate the crawler's RSS.)
 const CACHE_BYTES: usize = 16 << 20;
 
-fn open_db(path: &Path, cache: usize) -> Result<Database, StoreError> {
+fn open_db(path: &Path) -> Result<Database, StoreError> {
     Database::builder()
-        .set_cache_size(cache)
+        .set_cache_size(CACHE_BYTES)
         .create(path)
         .map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => StoreError::InUse(path.to_path_buf()),
@@ -1043,7 +1049,7 @@ fn writer_loop(shared: &Shared, every: Duration) {
                 }
                 // A full batch commits at once — unless the last checkpoint failed: then the
                 // retry waits its backoff (a failing disk must not be hammered in a loop).
-                if backoff == every && p.admits.len() + p.done.len() >= FLUSH_AT {
+                if backoff == every && p.events() >= FLUSH_AT {
                     break;
                 }
                 let now = Instant::now();
