@@ -86,29 +86,34 @@ fn run(n: u64, t: u64, mode: &str, index_bytes: usize) {
     if let Some(s) = &store {
         f = f.with_journal(s.journal());
     }
-    let report = |phase: &str, ops: u64, secs: f64| {
+    let report = |phase: &str, ops: u64, secs: f64, store: Option<&Store>| {
         let bytes = std::fs::metadata(dir.path().join(store::FILE_NAME)).map_or(0, |m| m.len());
         println!(
             "{n}\t{t}\t{mode}\t{phase}\t{ops}\t{secs:.3}\t{:.0}\t{:.1}\t{}\t{:.1}\t{}",
             ops as f64 / secs,
             peak_rss() as f64 / 1e6,
-            store.as_ref().map_or(0, |s| s.stats().checkpoints),
+            store.map_or(0, |s| s.stats().checkpoints),
             bytes as f64 / 1e6,
-            store.as_ref().map_or(0, |s| s.stats().indexed)
+            store.map_or(0, |s| s.stats().indexed)
         );
     };
-    report("offer_new", n, timed_offers(&f, t, n));
-    report("offer_duplicate", n, timed_offers(&f, t, n));
+    report("offer_new", n, timed_offers(&f, t, n), store.as_deref());
+    report(
+        "offer_duplicate",
+        n,
+        timed_offers(&f, t, n),
+        store.as_deref(),
+    );
     let drained = timed_drain(&f, t, n, |lease| {
         if let Some(s) = &store {
             s.done(lease.entry.id, true);
         }
     });
-    report("next_complete", n, drained);
+    report("next_complete", n, drained, store.as_deref());
     if let Some(s) = &store {
         let t0 = Instant::now();
         s.close().unwrap();
-        report("final_checkpoint", 1, t0.elapsed().as_secs_f64());
+        report("final_checkpoint", 1, t0.elapsed().as_secs_f64(), Some(s));
     }
     drop(f);
     if let Some(s) = store {
@@ -116,12 +121,6 @@ fn run(n: u64, t: u64, mode: &str, index_bytes: usize) {
         drop(s);
         let t0 = Instant::now();
         let again = open();
-        let secs = t0.elapsed().as_secs_f64();
-        println!(
-            "{n}\t{t}\t{mode}\treopen\t1\t{secs:.3}\t{:.0}\t{:.1}\t0\t-\t{}",
-            1.0 / secs,
-            peak_rss() as f64 / 1e6,
-            again.stats().indexed
-        );
+        report("reopen", 1, t0.elapsed().as_secs_f64(), Some(&again));
     }
 }
