@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""Turns the TSV rows of crates/bloom/bench.sh (ours, fastbloom, bloomfilter, guava) into the
-markdown table of BENCHMARKS.md: Mops/s per implementation and our speed as a ratio of each
-peer's (> 1 means we are faster). Usage: scripts/bench-table.py FILE.tsv [FILE.tsv ...]"""
+"""Turns the TSV rows of crates/bloom/bench.sh into the markdown tables of BENCHMARKS.md §1:
+Mops/s per implementation (the median where a configuration ran several times) and our
+speed as a ratio of the peers' (> 1 means we are faster), then the false positives.
+
+Implementations: ours (one item per call), ours-batch (put_batch / might_contain_batch),
+fastbloom, fastbloom-thp (fastbloom with glibc's huge-page tunable), bloomfilter, guava.
+Usage: scripts/bench-table.py FILE.tsv [FILE.tsv ...]"""
+import statistics
 import sys
 from collections import defaultdict
 
-rows = defaultdict(dict)
+runs = defaultdict(lambda: defaultdict(list))
 fps = defaultdict(dict)
 for path in sys.argv[1:]:
     for line in open(path):
@@ -14,33 +19,41 @@ for path in sys.argv[1:]:
             continue
         impl, keys, n, threads, phase, _ops, _secs, mops, fp = cols[:9]
         key = (int(n), keys, int(threads), phase)
-        rows[key][impl] = float(mops)
+        runs[key][impl].append(float(mops))
         if fp != "-":
-            fps[key][impl] = int(fp)
+            fps[(int(n), keys)][impl] = int(fp)
 
+rows = {key: {impl: statistics.median(v) for impl, v in r.items()} for key, r in runs.items()}
 order = {"put": 0, "contains_present": 1, "contains_absent": 2}
-print("| n | keys | threads | phase | ours | fastbloom | bloomfilter | Guava | ours ÷ fastbloom | ours ÷ Guava |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+impls = ["ours", "ours-batch", "fastbloom", "fastbloom-thp", "bloomfilter", "guava"]
+names = ["ours", "ours batch", "fastbloom", "fastbloom +THP", "bloomfilter", "Guava"]
+ratios = [("ours", "fastbloom"), ("ours-batch", "fastbloom"), ("ours-batch", "fastbloom-thp"),
+          ("ours", "guava"), ("ours-batch", "guava")]
+ratio_names = ["ours ÷ fastbloom", "batch ÷ fastbloom", "batch ÷ fastbloom +THP",
+               "ours ÷ Guava", "batch ÷ Guava"]
+
+print("| n | keys | threads | phase | " + " | ".join(names) + " | " + " | ".join(ratio_names) + " |")
+print("|---|---|---|---|" + "---|" * (len(names) + len(ratio_names)))
 for key in sorted(rows, key=lambda k: (k[0], k[1], k[2], order[k[3]])):
     r = rows[key]
+
     def f(i):
         return f"{r[i]:.2f}" if i in r else "–"
-    def ratio(i):
-        return f"**{r['ours'] / r[i]:.2f}**" if i in r and "ours" in r else "–"
+
+    def ratio(a, b):
+        return f"**{r[a] / r[b]:.2f}**" if a in r and b in r else "–"
+
     n, keys, threads, phase = key
-    print(f"| {n:.0e} | {keys} | {threads} | {phase} | {f('ours')} | {f('fastbloom')} | "
-          f"{f('bloomfilter')} | {f('guava')} | {ratio('fastbloom')} | {ratio('guava')} |")
+    print(f"| {n:.0e} | {keys} | {threads} | {phase} | "
+          + " | ".join(f(i) for i in impls) + " | "
+          + " | ".join(ratio(a, b) for a, b in ratios) + " |")
 print()
 print("False positives among the N absent keys (same keys for every implementation):")
 print()
-print("| n | keys | ours | fastbloom | bloomfilter | Guava |")
-print("|---|---|---|---|---|---|")
-seen = set()
-for key in sorted(fps):
-    n, keys, threads, phase = key
-    if (n, keys) in seen:
-        continue
-    seen.add((n, keys))
-    r = fps[key]
-    g = lambda i: f"{r[i]:,} ({r[i] / n:.3%})" if i in r else "–"
-    print(f"| {n:.0e} | {keys} | {g('ours')} | {g('fastbloom')} | {g('bloomfilter')} | {g('guava')} |")
+fp_impls = ["ours", "ours-batch", "fastbloom", "bloomfilter", "guava"]
+print("| n | keys | ours | ours batch | fastbloom | bloomfilter | Guava |")
+print("|---|---|---|---|---|---|---|")
+for (n, keys), r in sorted(fps.items()):
+    def g(i):
+        return f"{r[i]:,} ({r[i] / n:.3%})" if i in r else "–"
+    print(f"| {n:.0e} | {keys} | " + " | ".join(g(i) for i in fp_impls) + " |")

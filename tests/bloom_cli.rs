@@ -32,6 +32,50 @@ fn build_writes_the_bytes_guava_writes() {
     assert!(ours == guava, "built file differs from Guava's");
 }
 
+/// Keys arrive in batches of 1024: three passes over Guava's 1000 keys straddle batch ends,
+/// and repeating a key changes no bit, so the file must still be Guava's.
+#[test]
+fn build_over_several_batches_writes_the_bytes_guava_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("urls.bloom");
+    let keys = std::fs::read_to_string(fixture("string_utf8.keys")).unwrap();
+    let stdin = keys.repeat(3);
+    let output = run(
+        &[
+            "bloom",
+            "build",
+            "--expected",
+            "1000",
+            "--fpp",
+            "0.01",
+            "--out",
+            path(&out),
+        ],
+        stdin.as_bytes(),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let guava = std::fs::read(fixture("string_utf8.bin")).unwrap();
+    assert!(std::fs::read(&out).unwrap() == guava, "built file differs");
+}
+
+/// A bad line ends a query with exit code 65, after the answers for every key before it
+/// (even though those keys wait for a batch to fill).
+#[test]
+fn query_answers_the_keys_before_a_bad_line() {
+    let mut stdin = "https://a.example/\n".repeat(1500).into_bytes();
+    stdin.extend_from_slice(b"\xff\n");
+    stdin.extend_from_slice(b"https://b.example/\n");
+    let output = run(
+        &["bloom", "query", path(&fixture("string_utf8.bin"))],
+        &stdin,
+    );
+    assert_eq!(output.status.code(), Some(65));
+    assert!(stderr(&output).contains("line 1501"), "{}", stderr(&output));
+    let answers = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(answers.lines().count(), 1500);
+    assert!(answers.lines().all(|l| l == "0" || l == "1"));
+}
+
 #[test]
 fn build_reads_keys_from_stdin_and_handles_crlf() {
     let dir = tempfile::tempdir().unwrap();

@@ -80,6 +80,9 @@ enum Key<'a> {
 enum Filter {
     OursInt(BloomFilter<i32, IntegerFunnel>),
     OursStr(BloomFilter<str, StringFunnel>),
+    /// This crate through `put_batch` / `might_contain_batch` (implementation `ours-batch`).
+    BatchInt(BloomFilter<i32, IntegerFunnel>),
+    BatchStr(BloomFilter<str, StringFunnel>),
     Fast(fastbloom::AtomicBloomFilter),
     Plain(bloomfilter::Bloom<[u8]>),
 }
@@ -89,6 +92,10 @@ impl Filter {
         match (name, kind) {
             ("ours", "int") => Filter::OursInt(BloomFilter::new(IntegerFunnel, n, fpp).unwrap()),
             ("ours", _) => Filter::OursStr(BloomFilter::new(StringFunnel, n, fpp).unwrap()),
+            ("ours-batch", "int") => {
+                Filter::BatchInt(BloomFilter::new(IntegerFunnel, n, fpp).unwrap())
+            }
+            ("ours-batch", _) => Filter::BatchStr(BloomFilter::new(StringFunnel, n, fpp).unwrap()),
             ("fastbloom", _) => Filter::Fast(
                 fastbloom::AtomicBloomFilter::with_false_pos(fpp).expected_items(n as usize),
             ),
@@ -135,6 +142,54 @@ impl Filter {
     fn needs_mut(&self) -> bool {
         matches!(self, Filter::Plain(_))
     }
+
+    /// Puts (`put`) or queries keys `from..to` through the batch API, `CALL` keys per call;
+    /// `None` for implementations without one. Returns how many answers were `true`.
+    fn batch(&self, keys: &Keys, from: u64, to: u64, put: bool) -> Option<u64> {
+        const CALL: u64 = 1024;
+        let mut out = Vec::with_capacity(CALL as usize);
+        let mut ints: Vec<i32> = Vec::with_capacity(CALL as usize);
+        let mut strings: Vec<String> = Vec::new();
+        let mut trues = 0;
+        for start in (from..to).step_by(CALL as usize) {
+            let end = to.min(start + CALL);
+            out.clear();
+            match (self, keys) {
+                (Filter::BatchInt(f), Keys::Int { base }) => {
+                    ints.clear();
+                    ints.extend((base + start..base + end).map(|i| i as i32));
+                    if put {
+                        f.put_batch(&ints, &mut out)
+                    } else {
+                        f.might_contain_batch(&ints, &mut out)
+                    }
+                }
+                (Filter::BatchStr(f), Keys::Url { pre: Some(v), .. }) => {
+                    let slice = v[start as usize..end as usize].iter().map(String::as_str);
+                    if put {
+                        f.put_batch(slice, &mut out)
+                    } else {
+                        f.might_contain_batch(slice, &mut out)
+                    }
+                }
+                (Filter::BatchStr(f), Keys::Url { base, pre: None }) => {
+                    strings.resize(CALL as usize, String::new());
+                    for (s, i) in strings.iter_mut().zip(start..end) {
+                        url_key(base + i, s);
+                    }
+                    let slice = strings[..(end - start) as usize].iter().map(String::as_str);
+                    if put {
+                        f.put_batch(slice, &mut out)
+                    } else {
+                        f.might_contain_batch(slice, &mut out)
+                    }
+                }
+                _ => return None,
+            }
+            trues += out.iter().filter(|&&b| b).count() as u64;
+        }
+        Some(trues)
+    }
 }
 
 /// Runs `task(from, to)` over `threads` contiguous slices of `0..count`; sums the results.
@@ -179,6 +234,9 @@ fn run_once(
         }
     } else {
         parallel(threads, n, |from, to| {
+            if let Some(new) = filter.batch(present, from, to, true) {
+                return new;
+            }
             let mut buf = String::new();
             let mut new = 0;
             for i in from..to {
@@ -192,6 +250,9 @@ fn run_once(
     let filter = &filter;
     let count = |keys: &Keys| {
         parallel(threads, n, |from, to| {
+            if let Some(hits) = filter.batch(keys, from, to, false) {
+                return hits;
+            }
             let mut buf = String::new();
             let mut hits = 0;
             for i in from..to {

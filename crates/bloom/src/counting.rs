@@ -53,7 +53,7 @@ impl<T: ?Sized, F: Funnel<T>> CountingBloomFilter<T, F> {
         let words = bits.div_ceil(COUNTERS_PER_WORD);
         let words = usize::try_from(words).map_err(|_| Error::TooLarge { bits })?;
         Ok(Self {
-            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            words: crate::words::zeroed(words),
             num_counters: words as u64 * COUNTERS_PER_WORD,
             num_hashes,
             funnel,

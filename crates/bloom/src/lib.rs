@@ -50,7 +50,8 @@
 //! assert!(again.might_contain("https://example.com/"));
 //! ```
 
-#![forbid(unsafe_code)]
+// One `unsafe` block in the crate, the huge-page hint in `words.rs`; everything else is safe.
+#![deny(unsafe_code)]
 
 mod bits;
 mod counter;
@@ -64,6 +65,7 @@ mod rotating;
 mod scalable;
 mod sizing;
 mod strategy;
+mod words;
 
 pub use bits::{BitArray, MAX_WORDS};
 pub use counter::StripedCounter;
@@ -74,7 +76,7 @@ pub use funnel::{
     ByteArrayFunnel, Funnel, Hash128, IntegerFunnel, LongFunnel, Sink, StringFunnel,
     UnencodedCharsFunnel,
 };
-pub use raw::RawFilter;
+pub use raw::{RawFilter, BATCH};
 pub use rotating::RotatingBloomFilter;
 pub use scalable::ScalableBloomFilter;
 pub use sizing::{optimal_num_of_bits, optimal_num_of_hash_functions, shape_for};

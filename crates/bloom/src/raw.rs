@@ -21,6 +21,13 @@ const HEADER_LEN: usize = 6;
 /// only as fast as real bytes arrive.
 const READ_CHUNK_WORDS: usize = 1 << 16;
 
+/// Hash functions the fast paths keep on the stack; more (or Guava's MITZ_32 strategy) take
+/// the one-bit-at-a-time path.
+const INLINE_PROBES: usize = 16;
+
+/// Items whose probes the batch operations load together.
+pub const BATCH: usize = 16;
+
 /// A Bloom filter without a funnel: bits, hash count and strategy.
 #[derive(Debug)]
 pub struct RawFilter {
@@ -70,12 +77,11 @@ impl RawFilter {
     /// serialise the misses.)
     #[inline]
     pub fn put_hash(&self, hash: Hash128) -> bool {
-        const INLINE: usize = 16;
         let k = self.num_hashes as usize;
-        if self.strategy != Strategy::Murmur128Mitz64 || k > INLINE {
+        if self.strategy != Strategy::Murmur128Mitz64 || k > INLINE_PROBES {
             return self.put_hash_generic(hash);
         }
-        let mut indices = [0u64; INLINE];
+        let mut indices = [0u64; INLINE_PROBES];
         let mut clear = 0u32; // bit i set: probe i found its bit clear
         let mut combined = hash.h1;
         for (i, slot) in indices.iter_mut().enumerate().take(k) {
@@ -87,12 +93,7 @@ impl RawFilter {
         if clear == 0 {
             return false;
         }
-        let mut flipped = 0;
-        while clear != 0 {
-            let i = clear.trailing_zeros() as usize;
-            clear &= clear - 1;
-            flipped += u64::from(self.bits.or_uncounted(indices[i]));
-        }
+        let flipped = self.bits.or_clear_uncounted(&indices[..k], clear);
         if flipped == 0 {
             return false; // other threads set the clear bits between the passes
         }
@@ -131,6 +132,125 @@ impl RawFilter {
             combined = combined.wrapping_add(hash.h2);
         }
         true
+    }
+
+    /// Puts many items at once: `new[j]` becomes what [`put_hash`](Self::put_hash) of
+    /// `hashes[j]` would have returned had the items been put one by one, in order.
+    ///
+    /// Once the filter outgrows the caches a `put` waits on `k` memory accesses, and a single
+    /// `put` cannot overlap them with the next one: its locked `fetch_or`s order the memory
+    /// operations around them. Here the probes of up to [`BATCH`] items are loaded together —
+    /// `k · BATCH` independent loads whose misses overlap — before any of them is written, so
+    /// a batch waits on memory about once instead of once per item. The second pass goes item
+    /// by item in order, and `fetch_or`'s answer (not the first pass's snapshot) decides what
+    /// flipped, so an item whose bits an earlier item of the same batch set reads as present,
+    /// as it would one at a time.
+    ///
+    /// # Panics
+    /// If the slices differ in length (a caller bug).
+    pub fn put_hashes(&self, hashes: &[Hash128], new: &mut [bool]) {
+        assert_eq!(hashes.len(), new.len(), "one result per hash");
+        let k = self.num_hashes as usize;
+        if self.strategy != Strategy::Murmur128Mitz64 || k > INLINE_PROBES {
+            for (hash, new) in hashes.iter().zip(new.iter_mut()) {
+                *new = self.put_hash_generic(*hash);
+            }
+            return;
+        }
+        let mut probes = [[0u64; INLINE_PROBES]; BATCH];
+        let mut clear = [0u32; BATCH];
+        for (hashes, new) in hashes.chunks(BATCH).zip(new.chunks_mut(BATCH)) {
+            self.probe_batch(hashes, &mut probes, &mut clear);
+            let mut flipped_total = 0;
+            for (j, new) in new.iter_mut().enumerate() {
+                let flipped = self.bits.or_clear_uncounted(&probes[j][..k], clear[j]);
+                *new = flipped != 0;
+                flipped_total += flipped;
+            }
+            if flipped_total != 0 {
+                self.bits.add_count(flipped_total);
+            }
+        }
+    }
+
+    /// Queries many items at once: `found[j]` becomes
+    /// [`might_contain_hash`](Self::might_contain_hash) of `hashes[j]`. All `k` probes of up
+    /// to [`BATCH`] items are loaded together, without the early exit of a single query, so
+    /// their misses overlap (see [`put_hashes`](Self::put_hashes)).
+    ///
+    /// # Panics
+    /// If the slices differ in length (a caller bug).
+    pub fn might_contain_hashes(&self, hashes: &[Hash128], found: &mut [bool]) {
+        assert_eq!(hashes.len(), found.len(), "one result per hash");
+        let k = self.num_hashes as usize;
+        if self.strategy != Strategy::Murmur128Mitz64 || k > INLINE_PROBES {
+            for (hash, found) in hashes.iter().zip(found.iter_mut()) {
+                *found = self.might_contain_hash(*hash);
+            }
+            return;
+        }
+        let mut probes = [[0u64; INLINE_PROBES]; BATCH];
+        for (hashes, found) in hashes.chunks(BATCH).zip(found.chunks_mut(BATCH)) {
+            self.batch_indices(hashes, &mut probes);
+            // Stage one: every item's first probe. Most absent items stop here (a probe finds
+            // a clear bit with probability ≈ 1/2), which saves the other k - 1 loads.
+            let mut alive = 0u32;
+            for (j, probes) in probes.iter().enumerate().take(hashes.len()) {
+                alive |= u32::from(self.bits.get(probes[0])) << j;
+            }
+            // Stage two: the remaining probes of the survivors, all loaded together.
+            let mut hit = 0u32;
+            let mut rest = alive;
+            while rest != 0 {
+                let j = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let mut all = true;
+                for &index in &probes[j][1..k] {
+                    all &= self.bits.get(index);
+                }
+                hit |= u32::from(all) << j;
+            }
+            for (j, found) in found.iter_mut().enumerate() {
+                *found = hit >> j & 1 != 0;
+            }
+        }
+    }
+
+    /// Every probe's bit index of each item of a batch, for Guava's MITZ_64 layout with
+    /// `k ≤ INLINE_PROBES`.
+    #[inline]
+    fn batch_indices(&self, hashes: &[Hash128], probes: &mut [[u64; INLINE_PROBES]; BATCH]) {
+        let k = self.num_hashes as usize;
+        for (hash, probes) in hashes.iter().zip(probes.iter_mut()) {
+            let mut combined = hash.h1;
+            for slot in probes.iter_mut().take(k) {
+                *slot = self.modulo.rem(combined & i64::MAX as u64);
+                combined = combined.wrapping_add(hash.h2);
+            }
+        }
+    }
+
+    /// The first pass of the batch operations, for Guava's MITZ_64 layout with
+    /// `k ≤ INLINE_PROBES`: every probe's bit index into `probes[j]`, then one load per probe,
+    /// bit `i` of `clear[j]` set where item `j`'s probe `i` found its bit clear. Indices are
+    /// all computed before any load so that the loads sit close together in the instruction
+    /// stream and the processor can keep many of their misses in flight.
+    #[inline]
+    fn probe_batch(
+        &self,
+        hashes: &[Hash128],
+        probes: &mut [[u64; INLINE_PROBES]; BATCH],
+        clear: &mut [u32; BATCH],
+    ) {
+        let k = self.num_hashes as usize;
+        self.batch_indices(hashes, probes);
+        for (probes, clear) in probes.iter().zip(clear.iter_mut()).take(hashes.len()) {
+            let mut bits = 0u32;
+            for (i, &index) in probes.iter().enumerate().take(k) {
+                bits |= u32::from(!self.bits.get(index)) << i;
+            }
+            *clear = bits;
+        }
     }
 
     /// The bit array.

@@ -50,6 +50,49 @@ fn overlapping_writers_leave_no_false_negatives_and_exact_count() {
     );
 }
 
+/// The same with every thread putting batches, and querying each batch right after it.
+#[test]
+fn overlapping_batch_writers_leave_no_false_negatives_and_exact_count() {
+    let key = |i: u64| format!("https://h{}.example/{i}", i % 97);
+    let filter = BloomFilter::new(StringFunnel, THREADS * PER_THREAD, 0.01).unwrap();
+    let claimed_new = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (filter, claimed_new) = (&filter, &claimed_new);
+            s.spawn(move || {
+                let keys: Vec<String> = range(t).map(key).collect();
+                let (mut new, mut found) = (Vec::new(), Vec::new());
+                // Uneven batch lengths, so batches straddle the filter's internal ones.
+                for batch in keys.chunks(1000 + t as usize * 37) {
+                    new.clear();
+                    filter.put_batch(batch.iter().map(String::as_str), &mut new);
+                    assert_eq!(new.len(), batch.len());
+                    let claims = new.iter().filter(|&&n| n).count() as u64;
+                    claimed_new.fetch_add(claims, Ordering::Relaxed);
+                    found.clear();
+                    filter.might_contain_batch(batch.iter().map(String::as_str), &mut found);
+                    assert!(found.iter().all(|&f| f), "a key just put reads as absent");
+                }
+            });
+        }
+    });
+    let distinct = range(THREADS - 1).end;
+    let all: Vec<String> = (0..distinct).map(key).collect();
+    let mut found = Vec::new();
+    filter.might_contain_batch(all.iter().map(String::as_str), &mut found);
+    assert!(found.iter().all(|&f| f));
+    assert_eq!(filter.bit_count(), filter.raw().bits().popcount());
+    let claimed = claimed_new.load(Ordering::Relaxed);
+    assert!(
+        claimed <= distinct + distinct / 100,
+        "{claimed} claims for {distinct} keys"
+    );
+    assert!(
+        claimed >= distinct - distinct / 50,
+        "{claimed} claims for {distinct} keys"
+    );
+}
+
 #[test]
 fn variants_under_concurrent_writers() {
     let scalable = ScalableBloomFilter::new(LongFunnel, 10_000, 0.01).unwrap();

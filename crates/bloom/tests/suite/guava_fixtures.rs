@@ -118,6 +118,28 @@ where
         case.name
     );
 
+    // The batch operation gives the same answers and the same bytes.
+    let batched = BloomFilter::with_strategy(
+        funnel,
+        case.num("expected_insertions"),
+        case.double("fpp_bits"),
+        case.strategy(),
+    )
+    .unwrap();
+    let mut new = Vec::new();
+    batched.put_batch(keys.iter().map(|k| k.borrow()), &mut new);
+    assert_eq!(
+        new.iter().filter(|&&n| n).count() as u64,
+        case.num("put_true"),
+        "{}: put_batch() results",
+        case.name
+    );
+    assert!(
+        batched.to_bytes() == case.bin(),
+        "{}: batch-built bytes differ from Guava's",
+        case.name
+    );
+
     let theirs = BloomFilter::from_slice(&case.bin(), funnel).unwrap();
     check_probes(case, &theirs, parse);
 }
@@ -153,11 +175,17 @@ where
     let mut disagreements = Vec::new();
     let probes = lines(&format!("{}.probes", case.name));
     assert!(!probes.is_empty());
-    for line in &probes {
-        let (key, answer) = line.rsplit_once('\t').unwrap();
-        let ours = filter.might_contain(parse(key).borrow());
-        if ours != (answer == "1") {
-            disagreements.push(key.to_owned());
+    let keys: Vec<K> = probes
+        .iter()
+        .map(|line| parse(line.rsplit_once('\t').unwrap().0))
+        .collect();
+    let mut batch_answers = Vec::new();
+    filter.might_contain_batch(keys.iter().map(|k| k.borrow()), &mut batch_answers);
+    for ((line, key), batch_answer) in probes.iter().zip(&keys).zip(batch_answers) {
+        let (key_text, answer) = line.rsplit_once('\t').unwrap();
+        let ours = filter.might_contain(key.borrow());
+        if ours != (answer == "1") || batch_answer != ours {
+            disagreements.push(key_text.to_owned());
         }
     }
     assert!(

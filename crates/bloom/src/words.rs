@@ -1,0 +1,100 @@
+//! Allocation of the filters' word arrays, on transparent huge pages where the OS offers them.
+//!
+//! A filter that outgrows the caches touches `k` random words per operation, and with 4 KiB
+//! pages nearly every one of them also misses the TLB: a 12 MiB filter (10^7 URLs at 1%) spans
+//! 3,000 pages, more than the TLB holds, and in a virtual machine each page walk is itself
+//! several memory accesses. On 2 MiB pages the same filter is 6 TLB entries. Linux hands out
+//! such pages to a mapping only when asked (`madvise(MADV_HUGEPAGE)`) unless the machine is set
+//! to `always`, which is not the default on most distributions; so arrays of at least
+//! [`HUGE_PAGE`] bytes are advised before their pages are first touched. BENCHMARKS.md §1 has
+//! the measured gain; where the kernel refuses (THP `never`, another OS) nothing changes.
+//!
+//! This is the crate's only `unsafe`: one system call on memory the array owns.
+
+use std::sync::atomic::AtomicU64;
+
+/// Size of a transparent huge page on x86-64 and most aarch64 kernels.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// An all-zero array of `len` words.
+pub(crate) fn zeroed(len: usize) -> Box<[AtomicU64]> {
+    // `vec!` of zeros takes fresh zero pages from the OS (calloc) without touching them, so
+    // the advice comes before the first fault; the in-place `map` then faults them in.
+    let words = vec![0u64; len];
+    advise(&words, Advice::HugePages);
+    let words: Box<[AtomicU64]> = words.into_iter().map(AtomicU64::new).collect();
+    // Unless the allocator reused memory it had touched before (glibc serves a freed block
+    // again, already faulted in on small pages, and zeroes it): collapse what is populated.
+    advise(&words, Advice::Collapse);
+    words
+}
+
+/// An array holding `words` (read from a file, say). Their pages are already touched, so
+/// they are advised and then collapsed into huge pages in place. No copy: a 16 GiB filter
+/// does not need 32 GiB to load.
+pub(crate) fn from_vec(words: Vec<u64>) -> Box<[AtomicU64]> {
+    advise(&words, Advice::HugePages);
+    advise(&words, Advice::Collapse);
+    words.into_iter().map(AtomicU64::new).collect()
+}
+
+/// What to ask of the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Advice {
+    /// `MADV_HUGEPAGE`: back this range with huge pages when it is first touched.
+    HugePages,
+    /// `MADV_COLLAPSE` (Linux 6.1+): move what is populated onto huge pages now.
+    Collapse,
+}
+
+/// Gives `advice` for the whole 4 KiB pages inside the array `words`, which the caller owns.
+/// A hint: errors (an old kernel, THP disabled, no huge page free) are ignored; the array
+/// works the same either way.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn advise<T>(words: &[T], advice: Advice) {
+    const PAGE: usize = 4096;
+    /// Not in every libc target's bindings yet; the value is the kernel's ABI.
+    const MADV_COLLAPSE: libc::c_int = 25;
+    let bytes = std::mem::size_of_val(words);
+    if bytes < HUGE_PAGE {
+        return;
+    }
+    let start = words.as_ptr() as usize;
+    let first = start.next_multiple_of(PAGE);
+    let end = (start + bytes) / PAGE * PAGE;
+    if end <= first {
+        return;
+    }
+    let advice = match advice {
+        Advice::HugePages => libc::MADV_HUGEPAGE,
+        Advice::Collapse => MADV_COLLAPSE,
+    };
+    // SAFETY: `first..end` lies inside the allocation behind `words` (rounded inward to page
+    // boundaries), so it is mapped; the callers own that allocation. Neither advice changes
+    // the contents or the validity of the memory, only which pages back it, so nothing that
+    // reads or writes the array (now or concurrently) can observe a difference.
+    let _ = unsafe { libc::madvise(first as *mut libc::c_void, end - first, advice) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise<T>(_words: &[T], _advice: Advice) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn arrays_start_zeroed_and_keep_what_they_are_given() {
+        for len in [1, 100, HUGE_PAGE / 8 + 3] {
+            let words = zeroed(len);
+            assert_eq!(words.len(), len);
+            assert!(words.iter().all(|w| w.load(Ordering::Relaxed) == 0));
+            let given: Vec<u64> = (0..len as u64).map(|i| i.wrapping_mul(0x9E37)).collect();
+            let words = from_vec(given.clone());
+            let back: Vec<u64> = words.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+            assert_eq!(back, given);
+        }
+    }
+}
