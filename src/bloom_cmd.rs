@@ -120,7 +120,7 @@ fn load(path: &Path) -> Result<Filter, Failure> {
 }
 
 /// Keys handed to the filter at a time: its batch operations overlap the memory accesses of
-/// many keys (several times faster on a filter larger than the caches; BENCHMARKS.md §1).
+/// many keys (1.05–2.3× the throughput on a filter larger than the caches; BENCHMARKS.md §1).
 const BATCH_KEYS: usize = 1024;
 
 /// Calls `f` with the keys of `input` (stdin when `None`), in order, up to [`BATCH_KEYS`] at

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the Bloom filter throughput comparison in one go — this crate, fastbloom, bloomfilter
 # and Guava (Java 17) on the same keys, phases and thread counts — and prints the TSV rows
-# plus our speed as a ratio of each peer's. Figures go to BENCHMARKS.md.
+# and the tables of BENCHMARKS.md §1 (scripts/bench-table.py: medians, our speed as a ratio
+# of each peer's).
 #
 #   crates/bloom/bench.sh                 # n = 10^6, 10^7, 10^8
 #   NS="1000000" crates/bloom/bench.sh    # quicker
@@ -30,10 +31,11 @@ bin=$(cargo bench -p bloom --bench throughput --no-run 2>&1 | sed -n 's/.*Execut
             GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
                 "$bin" --n "$n" --keys "int url" --threads "1 2" --impls fastbloom --repeat 1 |
                 tail -n +2 | sed 's/^fastbloom/fastbloom-thp/'
+            # Guava's URL keys at 10^8 are generated inside its timed loop: most of an hour.
+            keys="int url"; if [[ $n -ge 100000000 ]]; then keys="int"; fi
+            crates/bloom/java/bench-guava.sh --n "$n" --keys "$keys" --threads "1 2" 2>/dev/null |
+                tail -n +2
         done
-        # Guava's URL keys at 10^8 are generated inside its timed loop: most of an hour.
-        keys="int url"; if [[ $n -ge 100000000 ]]; then keys="int"; fi
-        crates/bloom/java/bench-guava.sh --n "$n" --keys "$keys" --threads "1 2" 2>/dev/null | tail -n +2
     done
 } | tee "$out"
 

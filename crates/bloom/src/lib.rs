@@ -28,6 +28,16 @@
 //! - **No false negatives, ever**, under any interleaving: bits are only ever set (clearing
 //!   happens only in [`RotatingBloomFilter`] rotation and in [`CountingBloomFilter::remove`],
 //!   both by design).
+//! - **Batches for throughput.** [`BloomFilter::put_batch`] and
+//!   [`BloomFilter::might_contain_batch`] answer exactly as one call per item would, but load
+//!   the probes of [`BATCH`] items before writing any, so that once the filter outgrows the
+//!   caches their memory accesses overlap instead of queueing behind each `put`'s locked
+//!   writes. The crawler's links of a page and the CLI's key files come in batches anyway.
+//! - **Huge pages.** Arrays of 2 MiB or more are advised onto transparent huge pages
+//!   (Linux `madvise`), so that `k` random probes into a filter of hundreds of megabytes do
+//!   not each miss the TLB too. That one system call is the crate's only `unsafe`
+//!   (`words.rs`; the crate denies `unsafe_code` everywhere else); BENCHMARKS.md §1 has the
+//!   measured gain.
 //! - **Hostile bytes are errors.** Deserialisation validates the header and allocates only as
 //!   fast as real bytes arrive, so a 6-byte file claiming 16 GiB of words costs nothing.
 //! - **Sizing limits are Guava's**: at most 2^31-1 words (≈1.4·10^11 bits, 16 GiB) because

@@ -28,6 +28,9 @@ const INLINE_PROBES: usize = 16;
 /// Items whose probes the batch operations load together.
 pub const BATCH: usize = 16;
 
+// The batch operations keep one bit per item in a `u32`.
+const _: () = assert!(BATCH <= 32);
+
 /// A Bloom filter without a funnel: bits, hash count and strategy.
 #[derive(Debug)]
 pub struct RawFilter {
@@ -174,9 +177,12 @@ impl RawFilter {
     }
 
     /// Queries many items at once: `found[j]` becomes
-    /// [`might_contain_hash`](Self::might_contain_hash) of `hashes[j]`. All `k` probes of up
-    /// to [`BATCH`] items are loaded together, without the early exit of a single query, so
-    /// their misses overlap (see [`put_hashes`](Self::put_hashes)).
+    /// [`might_contain_hash`](Self::might_contain_hash) of `hashes[j]`. Up to [`BATCH`] items
+    /// at a time, in two stages whose loads overlap (see [`put_hashes`](Self::put_hashes)):
+    /// the first probe of every item, then the other `k - 1` probes of the items whose first
+    /// bit was set. A single query stops at its first clear bit; loading all `k` probes of
+    /// every item instead made absent items about 20% slower than one at a time (10^7 keys),
+    /// while the two stages keep most of that saving without a branch per probe.
     ///
     /// # Panics
     /// If the slices differ in length (a caller bug).
