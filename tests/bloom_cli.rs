@@ -6,56 +6,43 @@ fn path(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
 }
 
-#[test]
-fn build_writes_the_bytes_guava_writes() {
+/// Builds a filter shaped like Guava's `string_utf8` fixture from the keys of `input` (extra
+/// arguments) or `stdin`, and asserts the file is byte for byte the one Guava wrote.
+fn assert_builds_guavas_file(input: &[&str], stdin: &[u8]) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("urls.bloom");
-    let keys = fixture("string_utf8.keys");
-    let output = run(
-        &[
-            "bloom",
-            "build",
-            "--expected",
-            "1000",
-            "--fpp",
-            "0.01",
-            "--out",
-            path(&out),
-            "--input",
-            path(&keys),
-        ],
-        b"",
-    );
+    let mut args = vec![
+        "bloom",
+        "build",
+        "--expected",
+        "1000",
+        "--fpp",
+        "0.01",
+        "--out",
+        path(&out),
+    ];
+    args.extend_from_slice(input);
+    let output = run(&args, stdin);
     assert!(output.status.success(), "{}", stderr(&output));
-    let ours = std::fs::read(&out).unwrap();
     let guava = std::fs::read(fixture("string_utf8.bin")).unwrap();
-    assert!(ours == guava, "built file differs from Guava's");
+    assert!(
+        std::fs::read(&out).unwrap() == guava,
+        "built file differs from Guava's"
+    );
+}
+
+#[test]
+fn build_writes_the_bytes_guava_writes() {
+    let keys = fixture("string_utf8.keys");
+    assert_builds_guavas_file(&["--input", path(&keys)], b"");
 }
 
 /// Keys arrive in batches of 1024: three passes over Guava's 1000 keys straddle batch ends,
 /// and repeating a key changes no bit, so the file must still be Guava's.
 #[test]
 fn build_over_several_batches_writes_the_bytes_guava_writes() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("urls.bloom");
     let keys = std::fs::read_to_string(fixture("string_utf8.keys")).unwrap();
-    let stdin = keys.repeat(3);
-    let output = run(
-        &[
-            "bloom",
-            "build",
-            "--expected",
-            "1000",
-            "--fpp",
-            "0.01",
-            "--out",
-            path(&out),
-        ],
-        stdin.as_bytes(),
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
-    let guava = std::fs::read(fixture("string_utf8.bin")).unwrap();
-    assert!(std::fs::read(&out).unwrap() == guava, "built file differs");
+    assert_builds_guavas_file(&[], keys.repeat(3).as_bytes());
 }
 
 /// A bad line ends a query with exit code 65, after the answers for every key before it

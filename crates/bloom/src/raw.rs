@@ -81,7 +81,7 @@ impl RawFilter {
     #[inline]
     pub fn put_hash(&self, hash: Hash128) -> bool {
         let k = self.num_hashes as usize;
-        if self.strategy != Strategy::Murmur128Mitz64 || k > INLINE_PROBES {
+        if !self.fast_path() {
             return self.put_hash_generic(hash);
         }
         let mut indices = [0u64; INLINE_PROBES];
@@ -102,6 +102,13 @@ impl RawFilter {
         }
         self.bits.add_count(flipped);
         true
+    }
+
+    /// Whether the stack-array paths apply: Guava's MITZ_64 layout (the default) with at most
+    /// [`INLINE_PROBES`] hash functions.
+    #[inline]
+    fn fast_path(&self) -> bool {
+        self.strategy == Strategy::Murmur128Mitz64 && self.num_hashes as usize <= INLINE_PROBES
     }
 
     /// The one-bit-at-a-time path: Guava's MITZ_32 strategy, or more hash functions than the
@@ -154,7 +161,7 @@ impl RawFilter {
     pub fn put_hashes(&self, hashes: &[Hash128], new: &mut [bool]) {
         assert_eq!(hashes.len(), new.len(), "one result per hash");
         let k = self.num_hashes as usize;
-        if self.strategy != Strategy::Murmur128Mitz64 || k > INLINE_PROBES {
+        if !self.fast_path() {
             for (hash, new) in hashes.iter().zip(new.iter_mut()) {
                 *new = self.put_hash_generic(*hash);
             }
@@ -189,7 +196,7 @@ impl RawFilter {
     pub fn might_contain_hashes(&self, hashes: &[Hash128], found: &mut [bool]) {
         assert_eq!(hashes.len(), found.len(), "one result per hash");
         let k = self.num_hashes as usize;
-        if self.strategy != Strategy::Murmur128Mitz64 || k > INLINE_PROBES {
+        if !self.fast_path() {
             for (hash, found) in hashes.iter().zip(found.iter_mut()) {
                 *found = self.might_contain_hash(*hash);
             }

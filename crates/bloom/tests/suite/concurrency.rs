@@ -14,6 +14,19 @@ fn range(t: u64) -> std::ops::Range<u64> {
     start..start + PER_THREAD
 }
 
+/// Every distinct key is claimed new at least once unless it was a false positive, and only
+/// a race on the same new key can claim it twice.
+fn assert_claims_plausible(claimed: u64, distinct: u64) {
+    assert!(
+        claimed <= distinct + distinct / 100,
+        "{claimed} claims for {distinct} keys"
+    );
+    assert!(
+        claimed >= distinct - distinct / 50,
+        "{claimed} claims for {distinct} keys"
+    );
+}
+
 #[test]
 fn overlapping_writers_leave_no_false_negatives_and_exact_count() {
     let filter = BloomFilter::new(StringFunnel, THREADS * PER_THREAD, 0.01).unwrap();
@@ -37,17 +50,7 @@ fn overlapping_writers_leave_no_false_negatives_and_exact_count() {
         assert!(filter.might_contain(&format!("https://h{}.example/{i}", i % 97)));
     }
     assert_eq!(filter.bit_count(), filter.raw().bits().popcount());
-    // Every distinct key is claimed new at least once unless it was a false positive, and
-    // only a race on the same new key can claim it twice.
-    let claimed = claimed_new.load(Ordering::Relaxed);
-    assert!(
-        claimed <= distinct + distinct / 100,
-        "{claimed} claims for {distinct} keys"
-    );
-    assert!(
-        claimed >= distinct - distinct / 50,
-        "{claimed} claims for {distinct} keys"
-    );
+    assert_claims_plausible(claimed_new.load(Ordering::Relaxed), distinct);
 }
 
 /// The same with every thread putting batches, and querying each batch right after it.
@@ -82,15 +85,7 @@ fn overlapping_batch_writers_leave_no_false_negatives_and_exact_count() {
     filter.might_contain_batch(all.iter().map(String::as_str), &mut found);
     assert!(found.iter().all(|&f| f));
     assert_eq!(filter.bit_count(), filter.raw().bits().popcount());
-    let claimed = claimed_new.load(Ordering::Relaxed);
-    assert!(
-        claimed <= distinct + distinct / 100,
-        "{claimed} claims for {distinct} keys"
-    );
-    assert!(
-        claimed >= distinct - distinct / 50,
-        "{claimed} claims for {distinct} keys"
-    );
+    assert_claims_plausible(claimed_new.load(Ordering::Relaxed), distinct);
 }
 
 #[test]
