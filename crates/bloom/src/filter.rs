@@ -82,8 +82,8 @@ impl<T: ?Sized, F: Funnel<T>> BloomFilter<T, F> {
     /// [`put`](Self::put) would have returned had they been put one at a time. Faster than
     /// one at a time once the filter outgrows the caches, because the probes of
     /// [`BATCH`](crate::BATCH) items at once wait on memory together (see
-    /// [`RawFilter::put_hashes`]); the crawler's links of a page, or a file of keys, come in
-    /// batches anyway.
+    /// [`RawFilter::put_hashes`]). For callers with many keys at hand (a file of keys, a
+    /// page's links); on a filter that fits in the caches it gains little (BENCHMARKS.md §1).
     pub fn put_batch<'a, I>(&self, items: I, new: &mut Vec<bool>)
     where
         I: IntoIterator<Item = &'a T>,

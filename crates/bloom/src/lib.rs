@@ -32,7 +32,7 @@
 //!   [`BloomFilter::might_contain_batch`] answer exactly as one call per item would, but load
 //!   the probes of [`BATCH`] items before writing any, so that once the filter outgrows the
 //!   caches their memory accesses overlap instead of queueing behind each `put`'s locked
-//!   writes. The crawler's links of a page and the CLI's key files come in batches anyway.
+//!   writes. For callers with many keys at hand: `crawler bloom build` / `query` use them.
 //! - **Huge pages.** Arrays of 2 MiB or more are advised onto transparent huge pages
 //!   (Linux `madvise`), so that `k` random probes into a filter of hundreds of megabytes do
 //!   not each miss the TLB too. That one system call is the crate's only `unsafe`
