@@ -14,6 +14,11 @@ fn range(t: u64) -> std::ops::Range<u64> {
     start..start + PER_THREAD
 }
 
+/// The URL-like key number `i`.
+fn key(i: u64) -> String {
+    format!("https://h{}.example/{i}", i % 97)
+}
+
 /// Every distinct key is claimed new at least once unless it was a false positive, and only
 /// a race on the same new key can claim it twice.
 fn assert_claims_plausible(claimed: u64, distinct: u64) {
@@ -36,18 +41,18 @@ fn overlapping_writers_leave_no_false_negatives_and_exact_count() {
             let (filter, claimed_new) = (&filter, &claimed_new);
             s.spawn(move || {
                 for i in range(t) {
-                    if filter.put(&format!("https://h{}.example/{i}", i % 97)) {
+                    if filter.put(&key(i)) {
                         claimed_new.fetch_add(1, Ordering::Relaxed);
                     }
                     // Readers interleaved with writers.
-                    assert!(filter.might_contain(&format!("https://h{}.example/{i}", i % 97)));
+                    assert!(filter.might_contain(&key(i)));
                 }
             });
         }
     });
     let distinct = range(THREADS - 1).end;
     for i in 0..distinct {
-        assert!(filter.might_contain(&format!("https://h{}.example/{i}", i % 97)));
+        assert!(filter.might_contain(&key(i)));
     }
     assert_eq!(filter.bit_count(), filter.raw().bits().popcount());
     assert_claims_plausible(claimed_new.load(Ordering::Relaxed), distinct);
@@ -56,7 +61,6 @@ fn overlapping_writers_leave_no_false_negatives_and_exact_count() {
 /// The same with every thread putting batches, and querying each batch right after it.
 #[test]
 fn overlapping_batch_writers_leave_no_false_negatives_and_exact_count() {
-    let key = |i: u64| format!("https://h{}.example/{i}", i % 97);
     let filter = BloomFilter::new(StringFunnel, THREADS * PER_THREAD, 0.01).unwrap();
     let claimed_new = AtomicU64::new(0);
     std::thread::scope(|s| {
