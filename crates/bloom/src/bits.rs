@@ -158,6 +158,13 @@ impl BitArray {
         self.words[(index >> 6) as usize].load(Ordering::Relaxed) & (1u64 << (index & 63)) != 0
     }
 
+    /// Starts loading the word that holds bit `index` into the caches (a hint; see
+    /// [`crate::words::prefetch`]).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, index: u64) {
+        crate::words::prefetch(&self.words[(index >> 6) as usize]);
+    }
+
     /// Number of 1 bits, from the striped count (exact once concurrent writers finish).
     pub fn bit_count(&self) -> u64 {
         self.count.sum()

@@ -115,7 +115,7 @@ impl<T: ?Sized, F: Funnel<T>> BloomFilter<T, F> {
         T: 'a,
     {
         // Several batches per call of `op`, which zeroes its scratch space once per call.
-        const HASHES: usize = 4 * BATCH;
+        const HASHES: usize = 16 * BATCH;
         let mut items = items.into_iter();
         let mut hashes = [Hash128::default(); HASHES];
         loop {

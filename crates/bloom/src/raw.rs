@@ -28,6 +28,12 @@ const INLINE_PROBES: usize = 16;
 /// Items whose probes the batch operations load together.
 pub const BATCH: usize = 16;
 
+/// Arrays from this size up are prefetched by the batch operations. Below it (in practice, in
+/// the 2 × 1 MiB of L2 and the L3 of the machine measured) the lines are near, and a filter
+/// for 10^6 keys (1.2 MB) ran 5–15% *slower* with the prefetches; at 2.4 MB they were even,
+/// from 4.8 MB on they pay (BENCHMARKS.md §1).
+const PREFETCH_MIN_BYTES: usize = 2 << 20;
+
 // The batch operations keep one bit per item in a `u32`.
 const _: () = assert!(BATCH <= 32);
 
@@ -39,6 +45,8 @@ pub struct RawFilter {
     strategy: Strategy,
     /// `% bit_size` without a division instruction; derived from `bits`.
     modulo: FastMod,
+    /// Whether the batch operations prefetch: the array is at least [`PREFETCH_MIN_BYTES`].
+    prefetch: bool,
 }
 
 impl RawFilter {
@@ -64,6 +72,7 @@ impl RawFilter {
         }
         Ok(Self {
             modulo: FastMod::new(bits.bit_size()),
+            prefetch: bits.word_count() * 8 >= PREFETCH_MIN_BYTES,
             bits,
             num_hashes,
             strategy,
@@ -151,10 +160,14 @@ impl RawFilter {
     /// `put` cannot overlap them with the next one: its locked `fetch_or`s order the memory
     /// operations around them. Here the probes of up to [`BATCH`] items are loaded together —
     /// `k · BATCH` independent loads whose misses overlap — before any of them is written, so
-    /// a batch waits on memory about once instead of once per item. The second pass goes item
-    /// by item in order, and `fetch_or`'s answer (not the first pass's snapshot) decides what
-    /// flipped, so an item whose bits an earlier item of the same batch set reads as present,
-    /// as it would one at a time.
+    /// a batch waits on memory about once instead of once per item. On arrays of at least
+    /// [`PREFETCH_MIN_BYTES`] the batches are also software-pipelined: while one batch is
+    /// loaded and set, the lines of the next are prefetched, so that wait mostly disappears —
+    /// loads hold a place in the processor's out-of-order window until their data arrives,
+    /// prefetches do not, and so many more lines can be on their way at once. The second pass
+    /// goes item by item in order, and `fetch_or`'s answer (not the first pass's snapshot)
+    /// decides what flipped, so an item whose bits an earlier item of the same batch set reads
+    /// as present, as it would one at a time.
     ///
     /// # Panics
     /// If the slices differ in length (a caller bug).
@@ -167,13 +180,27 @@ impl RawFilter {
             }
             return;
         }
-        let mut probes = [[0u64; INLINE_PROBES]; BATCH];
+        // Software pipeline, one batch deep: while batch `c` is loaded and set, the lines of
+        // batch `c + 1` are already being fetched.
+        let batches = hashes.len().div_ceil(BATCH);
+        let batch = |c: usize| &hashes[c * BATCH..hashes.len().min((c + 1) * BATCH)];
+        let mut probes = [[[0u64; INLINE_PROBES]; BATCH]; 2];
         let mut clear = [0u32; BATCH];
-        for (hashes, new) in hashes.chunks(BATCH).zip(new.chunks_mut(BATCH)) {
-            self.probe_batch(hashes, &mut probes, &mut clear);
+        if batches > 0 {
+            self.batch_indices(batch(0), &mut probes[0]);
+            self.prefetch_all(batch(0).len(), &probes[0]);
+        }
+        for (c, new) in new.chunks_mut(BATCH).enumerate() {
+            let [even, odd] = &mut probes;
+            let (now, next) = if c % 2 == 0 { (even, odd) } else { (odd, even) };
+            if c + 1 < batches {
+                self.batch_indices(batch(c + 1), next);
+                self.prefetch_all(batch(c + 1).len(), next);
+            }
+            self.load_batch(new.len(), now, &mut clear);
             let mut flipped_total = 0;
             for (j, new) in new.iter_mut().enumerate() {
-                let flipped = self.bits.or_clear_uncounted(&probes[j][..k], clear[j]);
+                let flipped = self.bits.or_clear_uncounted(&now[j][..k], clear[j]);
                 *new = flipped != 0;
                 flipped_total += flipped;
             }
@@ -187,7 +214,9 @@ impl RawFilter {
     /// [`might_contain_hash`](Self::might_contain_hash) of `hashes[j]`. Up to [`BATCH`] items
     /// at a time, in two stages whose loads overlap (see [`put_hashes`](Self::put_hashes)):
     /// the first probe of every item, then the other `k - 1` probes of the items whose first
-    /// bit was set. A single query stops at its first clear bit; loading all `k` probes of
+    /// bit was set — pipelined over three batches, each stage's lines prefetched a round before
+    /// they are read (on arrays of at least [`PREFETCH_MIN_BYTES`]). A single query stops at
+    /// its first clear bit; loading all `k` probes of
     /// every item instead made absent items about 20% slower than one at a time (10^7 keys),
     /// while the two stages keep most of that saving without a branch per probe.
     ///
@@ -202,18 +231,35 @@ impl RawFilter {
             }
             return;
         }
-        let mut probes = [[0u64; INLINE_PROBES]; BATCH];
-        for (hashes, found) in hashes.chunks(BATCH).zip(found.chunks_mut(BATCH)) {
-            self.batch_indices(hashes, &mut probes);
-            // Stage one: every item's first probe. Most absent items stop here (a probe finds
-            // a clear bit with probability ≈ 1/2), which saves the other k - 1 loads.
-            let mut alive = 0u32;
-            for (j, probes) in probes.iter().enumerate().take(hashes.len()) {
-                alive |= u32::from(self.bits.get(probes[0])) << j;
+        // Software pipeline, three batches deep. In the round for batch `c`: the indices of
+        // batch `c + 2` are computed and their first probes prefetched; batch `c + 1` runs
+        // stage one (its first probes, prefetched a round ago) and prefetches the other probes
+        // of its survivors; batch `c` runs stage two on lines prefetched a round ago.
+        let batches = hashes.len().div_ceil(BATCH);
+        let batch = |c: usize| &hashes[c * BATCH..hashes.len().min((c + 1) * BATCH)];
+        let mut probes = [[[0u64; INLINE_PROBES]; BATCH]; 3];
+        let mut alive = [0u32; 3];
+        for (c, probes) in probes.iter_mut().enumerate().take(batches.min(2)) {
+            self.batch_indices(batch(c), probes);
+            self.prefetch_first(batch(c).len(), probes);
+        }
+        if batches > 0 {
+            alive[0] = self.first_stage(batch(0).len(), &probes[0]);
+        }
+        for (c, found) in found.chunks_mut(BATCH).enumerate() {
+            if c + 2 < batches {
+                let slot = (c + 2) % 3;
+                self.batch_indices(batch(c + 2), &mut probes[slot]);
+                self.prefetch_first(batch(c + 2).len(), &probes[slot]);
             }
-            // Stage two: the remaining probes of the survivors, all loaded together.
+            if c + 1 < batches {
+                let slot = (c + 1) % 3;
+                alive[slot] = self.first_stage(batch(c + 1).len(), &probes[slot]);
+            }
+            // Stage two: the remaining probes of the survivors.
+            let probes = &probes[c % 3];
             let mut hit = 0u32;
-            let mut rest = alive;
+            let mut rest = alive[c % 3];
             while rest != 0 {
                 let j = rest.trailing_zeros() as usize;
                 rest &= rest - 1;
@@ -227,6 +273,40 @@ impl RawFilter {
                 *found = hit >> j & 1 != 0;
             }
         }
+    }
+
+    /// Prefetches the first probe of each of the first `len` items of a batch.
+    #[inline]
+    fn prefetch_first(&self, len: usize, probes: &[[u64; INLINE_PROBES]; BATCH]) {
+        if !self.prefetch {
+            return;
+        }
+        for probes in probes.iter().take(len) {
+            self.bits.prefetch(probes[0]);
+        }
+    }
+
+    /// Stage one of [`might_contain_hashes`](Self::might_contain_hashes): loads the first probe
+    /// of each of the first `len` items and prefetches the other probes of the items whose
+    /// first bit is set (most absent items stop here: a probe finds a clear bit with
+    /// probability ≈ 1/2, which saves the other `k - 1` lines). Returns those survivors, bit
+    /// `j` for item `j`.
+    #[inline]
+    fn first_stage(&self, len: usize, probes: &[[u64; INLINE_PROBES]; BATCH]) -> u32 {
+        let k = self.num_hashes as usize;
+        let mut alive = 0u32;
+        for (j, probes) in probes.iter().enumerate().take(len) {
+            alive |= u32::from(self.bits.get(probes[0])) << j;
+        }
+        let mut rest = if self.prefetch { alive } else { 0 };
+        while rest != 0 {
+            let j = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            for &index in &probes[j][1..k] {
+                self.bits.prefetch(index);
+            }
+        }
+        alive
     }
 
     /// Every probe's bit index of each item of a batch, for Guava's MITZ_64 layout with
@@ -243,21 +323,31 @@ impl RawFilter {
         }
     }
 
-    /// The first pass of the batch operations, for Guava's MITZ_64 layout with
-    /// `k ≤ INLINE_PROBES`: every probe's bit index into `probes[j]`, then one load per probe,
-    /// bit `i` of `clear[j]` set where item `j`'s probe `i` found its bit clear. Indices are
-    /// all computed before any load so that the loads sit close together in the instruction
-    /// stream and the processor can keep many of their misses in flight.
+    /// Prefetches every probe of the first `len` items of a batch whose indices are computed.
     #[inline]
-    fn probe_batch(
+    fn prefetch_all(&self, len: usize, probes: &[[u64; INLINE_PROBES]; BATCH]) {
+        if !self.prefetch {
+            return;
+        }
+        let k = self.num_hashes as usize;
+        for probes in probes.iter().take(len) {
+            for &index in probes.iter().take(k) {
+                self.bits.prefetch(index);
+            }
+        }
+    }
+
+    /// The load pass of [`put_hashes`](Self::put_hashes): one load per probe of the first
+    /// `len` items, bit `i` of `clear[j]` set where item `j`'s probe `i` found its bit clear.
+    #[inline]
+    fn load_batch(
         &self,
-        hashes: &[Hash128],
-        probes: &mut [[u64; INLINE_PROBES]; BATCH],
+        len: usize,
+        probes: &[[u64; INLINE_PROBES]; BATCH],
         clear: &mut [u32; BATCH],
     ) {
         let k = self.num_hashes as usize;
-        self.batch_indices(hashes, probes);
-        for (probes, clear) in probes.iter().zip(clear.iter_mut()).take(hashes.len()) {
+        for (probes, clear) in probes.iter().zip(clear.iter_mut()).take(len) {
             let mut bits = 0u32;
             for (i, &index) in probes.iter().enumerate().take(k) {
                 bits |= u32::from(!self.bits.get(index)) << i;
@@ -361,6 +451,7 @@ impl RawFilter {
             num_hashes: self.num_hashes,
             strategy: self.strategy,
             modulo: self.modulo,
+            prefetch: self.prefetch,
         }
     }
 

@@ -9,7 +9,11 @@
 //! [`HUGE_PAGE`] bytes are advised before their pages are first touched. BENCHMARKS.md §1 has
 //! the measured gain; where the kernel refuses (THP `never`, another OS) nothing changes.
 //!
-//! This is the crate's only `unsafe`: one system call on memory the array owns.
+//! It also holds [`prefetch`], the hint the batch operations give the processor about words
+//! they will read soon.
+//!
+//! These are the crate's only `unsafe`: one system call on memory the array owns, and one
+//! prefetch instruction.
 
 use std::sync::atomic::AtomicU64;
 
@@ -79,6 +83,27 @@ fn advise<T>(words: &[T], advice: Advice) {
 
 #[cfg(not(target_os = "linux"))]
 fn advise<T>(_words: &[T], _advice: Advice) {}
+
+/// Asks the processor to start loading the cache line that holds `word`, without waiting for
+/// it: a later load of the word then finds it cached, or at least already on its way. Unlike a
+/// load, a prefetch retires at once, so a batch can have as many lines in flight as the memory
+/// system allows instead of as many as the out-of-order window holds. A hint only: it changes
+/// no value and never faults. A no-op off x86-64.
+#[inline(always)]
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+pub(crate) fn prefetch(word: &AtomicU64) {
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 processor has (it is part of the
+    // target's baseline). The instruction reads no memory architecturally and cannot fault;
+    // the pointer comes from a live reference anyway.
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(word.as_ptr().cast_const().cast()) }
+}
+
+/// Off x86-64 the batch operations run without the hint (their loads still overlap).
+#[inline(always)]
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn prefetch(_word: &AtomicU64) {}
 
 #[cfg(test)]
 mod tests {
