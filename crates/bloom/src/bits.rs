@@ -158,10 +158,16 @@ impl BitArray {
         self.words[(index >> 6) as usize].load(Ordering::Relaxed) & (1u64 << (index & 63)) != 0
     }
 
-    /// Starts loading the word that holds bit `index` into the caches (a hint; see
-    /// [`crate::words::prefetch`]).
+    /// Starts loading the word that holds bit `index` into the caches without waiting for it,
+    /// so that a [`get`](Self::get) or [`set`](Self::set) of that bit a little later finds the
+    /// line near. A hint: it changes nothing and has no effect off x86-64. The batch
+    /// operations of the filters use it; it is public for callers that pipeline their own
+    /// accesses (and for the memory-ceiling benchmark).
+    ///
+    /// # Panics
+    /// If `index >= bit_size()`.
     #[inline(always)]
-    pub(crate) fn prefetch(&self, index: u64) {
+    pub fn prefetch(&self, index: u64) {
         crate::words::prefetch(&self.words[(index >> 6) as usize]);
     }
 

@@ -32,12 +32,14 @@
 //!   [`BloomFilter::might_contain_batch`] answer exactly as one call per item would, but load
 //!   the probes of [`BATCH`] items before writing any, so that once the filter outgrows the
 //!   caches their memory accesses overlap instead of queueing behind each `put`'s locked
-//!   writes. For callers with many keys at hand: `crawler bloom build` / `query` use them.
+//!   writes; on arrays of 2 MiB or more they are also software-pipelined, prefetching the
+//!   next batch's lines while the current one is read and set. For callers with many keys at
+//!   hand: `crawler bloom build` / `query` use them.
 //! - **Huge pages.** Arrays of 2 MiB or more are advised onto transparent huge pages
 //!   (Linux `madvise`), so that `k` random probes into a filter of hundreds of megabytes do
-//!   not each miss the TLB too. That one system call is the crate's only `unsafe`
-//!   (`words.rs`; the crate denies `unsafe_code` everywhere else); BENCHMARKS.md §1 has the
-//!   measured gain.
+//!   not each miss the TLB too. That system call and the prefetch instruction are the
+//!   crate's only `unsafe` (`words.rs`; the crate denies `unsafe_code` everywhere else);
+//!   BENCHMARKS.md §1 has the measured gains.
 //! - **Hostile bytes are errors.** Deserialisation validates the header and allocates only as
 //!   fast as real bytes arrive, so a 6-byte file claiming 16 GiB of words costs nothing.
 //! - **Sizing limits are Guava's**: at most 2^31-1 words (≈1.4·10^11 bits, 16 GiB) because
@@ -60,7 +62,8 @@
 //! assert!(again.might_contain("https://example.com/"));
 //! ```
 
-// One `unsafe` block in the crate, the huge-page hint in `words.rs`; everything else is safe.
+// Two `unsafe` blocks in the crate, the huge-page and prefetch hints in `words.rs`; everything
+// else is safe.
 #![deny(unsafe_code)]
 
 mod bits;

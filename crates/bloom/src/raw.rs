@@ -37,6 +37,17 @@ const PREFETCH_MIN_BYTES: usize = 2 << 20;
 // The batch operations keep one bit per item in a `u32`.
 const _: () = assert!(BATCH <= 32);
 
+/// One item in flight in [`RawFilter::might_contain_pipelined`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Flight {
+    /// `h1 + i·h2` for the probe `i` whose line is on its way.
+    combined: u64,
+    /// `h2`.
+    step: u64,
+    /// The bit index of that probe.
+    index: u64,
+}
+
 /// A Bloom filter without a funnel: bits, hash count and strategy.
 #[derive(Debug)]
 pub struct RawFilter {
@@ -211,14 +222,17 @@ impl RawFilter {
     }
 
     /// Queries many items at once: `found[j]` becomes
-    /// [`might_contain_hash`](Self::might_contain_hash) of `hashes[j]`. Up to [`BATCH`] items
-    /// at a time, in two stages whose loads overlap (see [`put_hashes`](Self::put_hashes)):
-    /// the first probe of every item, then the other `k - 1` probes of the items whose first
-    /// bit was set — pipelined over three batches, each stage's lines prefetched a round before
-    /// they are read (on arrays of at least [`PREFETCH_MIN_BYTES`]). A single query stops at
-    /// its first clear bit; loading all `k` probes of
-    /// every item instead made absent items about 20% slower than one at a time (10^7 keys),
-    /// while the two stages keep most of that saving without a branch per probe.
+    /// [`might_contain_hash`](Self::might_contain_hash) of `hashes[j]`.
+    ///
+    /// On arrays of at least [`PREFETCH_MIN_BYTES`] the probes are software-pipelined
+    /// (see [`might_contain_pipelined`](Self::might_contain_pipelined)): each probe's line is
+    /// prefetched a round before it is read, and only while the item is still alive, so an
+    /// absent item costs the lines a single query would read (≈ 2) and a present one its `k`,
+    /// with many items' lines on their way at once. On smaller arrays, whose lines are near,
+    /// up to [`BATCH`] items go in two stages whose loads overlap: the first probe of every
+    /// item, then the other `k - 1` probes of the items whose first bit was set. (Loading all
+    /// `k` probes of every item instead made absent items about 20% slower than one at a time,
+    /// 10^7 keys; the pipeline is slower than the two stages on a 1.2 MB filter.)
     ///
     /// # Panics
     /// If the slices differ in length (a caller bug).
@@ -231,35 +245,21 @@ impl RawFilter {
             }
             return;
         }
-        // Software pipeline, three batches deep. In the round for batch `c`: the indices of
-        // batch `c + 2` are computed and their first probes prefetched; batch `c + 1` runs
-        // stage one (its first probes, prefetched a round ago) and prefetches the other probes
-        // of its survivors; batch `c` runs stage two on lines prefetched a round ago.
-        let batches = hashes.len().div_ceil(BATCH);
-        let batch = |c: usize| &hashes[c * BATCH..hashes.len().min((c + 1) * BATCH)];
-        let mut probes = [[[0u64; INLINE_PROBES]; BATCH]; 3];
-        let mut alive = [0u32; 3];
-        for (c, probes) in probes.iter_mut().enumerate().take(batches.min(2)) {
-            self.batch_indices(batch(c), probes);
-            self.prefetch_first(batch(c).len(), probes);
+        if self.prefetch {
+            return self.might_contain_pipelined(hashes, found);
         }
-        if batches > 0 {
-            alive[0] = self.first_stage(batch(0).len(), &probes[0]);
-        }
-        for (c, found) in found.chunks_mut(BATCH).enumerate() {
-            if c + 2 < batches {
-                let slot = (c + 2) % 3;
-                self.batch_indices(batch(c + 2), &mut probes[slot]);
-                self.prefetch_first(batch(c + 2).len(), &probes[slot]);
+        let mut probes = [[0u64; INLINE_PROBES]; BATCH];
+        for (hashes, found) in hashes.chunks(BATCH).zip(found.chunks_mut(BATCH)) {
+            self.batch_indices(hashes, &mut probes);
+            // Stage one: every item's first probe. Most absent items stop here (a probe finds
+            // a clear bit with probability ≈ 1/2), which saves the other k - 1 loads.
+            let mut alive = 0u32;
+            for (j, probes) in probes.iter().enumerate().take(hashes.len()) {
+                alive |= u32::from(self.bits.get(probes[0])) << j;
             }
-            if c + 1 < batches {
-                let slot = (c + 1) % 3;
-                alive[slot] = self.first_stage(batch(c + 1).len(), &probes[slot]);
-            }
-            // Stage two: the remaining probes of the survivors.
-            let probes = &probes[c % 3];
+            // Stage two: the remaining probes of the survivors, all loaded together.
             let mut hit = 0u32;
-            let mut rest = alive[c % 3];
+            let mut rest = alive;
             while rest != 0 {
                 let j = rest.trailing_zeros() as usize;
                 rest &= rest - 1;
@@ -275,38 +275,62 @@ impl RawFilter {
         }
     }
 
-    /// Prefetches the first probe of each of the first `len` items of a batch.
-    #[inline]
-    fn prefetch_first(&self, len: usize, probes: &[[u64; INLINE_PROBES]; BATCH]) {
-        if !self.prefetch {
-            return;
-        }
-        for probes in probes.iter().take(len) {
-            self.bits.prefetch(probes[0]);
-        }
-    }
-
-    /// Stage one of [`might_contain_hashes`](Self::might_contain_hashes): loads the first probe
-    /// of each of the first `len` items and prefetches the other probes of the items whose
-    /// first bit is set (most absent items stop here: a probe finds a clear bit with
-    /// probability ≈ 1/2, which saves the other `k - 1` lines). Returns those survivors, bit
-    /// `j` for item `j`.
-    #[inline]
-    fn first_stage(&self, len: usize, probes: &[[u64; INLINE_PROBES]; BATCH]) -> u32 {
+    /// The query pipeline for big arrays, one probe deep per round: in round `r` batch `r`
+    /// (of up to [`BATCH`] items) enters — its first probes computed and prefetched — and
+    /// every batch `c` already in flight reads its probe `r - c - 1`, prefetched in the round
+    /// before, for the items still alive, and prefetches the next probe of those that stay
+    /// alive. A batch leaves after its `k`-th probe, `k` rounds after it entered, so up to
+    /// `k + 1` batches are in flight and a line has a whole round to arrive. Measured against
+    /// the two stages (with their lines prefetched a batch ahead): 1.5–1.9× at 10^7 keys and
+    /// 1.4–2.6× at 10^8 (BENCHMARKS.md §1).
+    fn might_contain_pipelined(&self, hashes: &[Hash128], found: &mut [bool]) {
         let k = self.num_hashes as usize;
-        let mut alive = 0u32;
-        for (j, probes) in probes.iter().enumerate().take(len) {
-            alive |= u32::from(self.bits.get(probes[0])) << j;
-        }
-        let mut rest = if self.prefetch { alive } else { 0 };
-        while rest != 0 {
-            let j = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
-            for &index in &probes[j][1..k] {
-                self.bits.prefetch(index);
+        let ring_len = k + 1;
+        let mut ring = [[Flight::default(); BATCH]; INLINE_PROBES + 1];
+        let mut alive = [0u32; INLINE_PROBES + 1];
+        let batches = hashes.len().div_ceil(BATCH);
+        for round in 0..batches + k {
+            if round < batches {
+                let slot = round % ring_len;
+                let items = &hashes[round * BATCH..hashes.len().min((round + 1) * BATCH)];
+                for (flight, hash) in ring[slot].iter_mut().zip(items) {
+                    flight.combined = hash.h1;
+                    flight.step = hash.h2;
+                    flight.index = self.modulo.rem(hash.h1 & i64::MAX as u64);
+                    self.bits.prefetch(flight.index);
+                }
+                alive[slot] = u32::MAX >> (32 - items.len());
+            }
+            for depth in 1..=k {
+                if round < depth || round - depth >= batches {
+                    continue; // that batch has not entered yet, or there is no such batch
+                }
+                let c = round - depth;
+                let slot = c % ring_len;
+                let mut rest = alive[slot];
+                let mut still = 0u32;
+                while rest != 0 {
+                    let j = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    let flight = &mut ring[slot][j];
+                    if self.bits.get(flight.index) {
+                        still |= 1 << j;
+                        if depth < k {
+                            flight.combined = flight.combined.wrapping_add(flight.step);
+                            flight.index = self.modulo.rem(flight.combined & i64::MAX as u64);
+                            self.bits.prefetch(flight.index);
+                        }
+                    }
+                }
+                alive[slot] = still;
+                if depth == k {
+                    let end = found.len().min((c + 1) * BATCH);
+                    for (j, found) in found[c * BATCH..end].iter_mut().enumerate() {
+                        *found = still >> j & 1 != 0;
+                    }
+                }
             }
         }
-        alive
     }
 
     /// Every probe's bit index of each item of a batch, for Guava's MITZ_64 layout with

@@ -1,6 +1,9 @@
 //! Property tests: the invariants no input may break.
 
-use bloom::{BloomFilter, CountingBloomFilter, ScalableBloomFilter, Strategy, StringFunnel};
+use bloom::{
+    BitArray, BloomFilter, CountingBloomFilter, Hash128, RawFilter, ScalableBloomFilter, Strategy,
+    StringFunnel,
+};
 use proptest::prelude::*;
 
 proptest! {
@@ -156,4 +159,63 @@ fn pipelined_batches_on_a_big_filter_answer_as_one_at_a_time() {
         rest = later;
     }
     assert_eq!(found, expected_found);
+}
+
+/// The same on a half-full big array (random words, 4 MiB, k = 7): there every item's probes
+/// meet set and clear bits in every mix, so each stage of the query pipeline decides answers
+/// (an item whose last probe alone is clear, say), and `put` flips anything from none to all
+/// of its bits.
+#[test]
+fn pipelined_batches_on_a_half_full_array_answer_as_one_at_a_time() {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let words: Vec<u64> = (0..(4 << 20) / 8).map(|_| next()).collect();
+    let hashes: Vec<Hash128> = (0..50_000)
+        .map(|_| Hash128 {
+            h1: next(),
+            h2: next(),
+        })
+        .collect();
+    let filter = RawFilter::from_parts(
+        BitArray::from_words(words.clone()).unwrap(),
+        7,
+        Strategy::default(),
+    )
+    .unwrap();
+    let expected: Vec<bool> = hashes
+        .iter()
+        .map(|h| filter.might_contain_hash(*h))
+        .collect();
+    let hits = expected.iter().filter(|f| **f).count();
+    assert!(
+        (100..2_000).contains(&hits),
+        "about 0.5^7 of random items: {hits}"
+    );
+    let mut found = vec![false; hashes.len()];
+    for (hashes, found) in hashes.chunks(1_000).zip(found.chunks_mut(1_000)) {
+        filter.might_contain_hashes(hashes, found);
+    }
+    assert_eq!(found, expected);
+
+    let single = RawFilter::from_parts(
+        BitArray::from_words(words.clone()).unwrap(),
+        7,
+        Strategy::default(),
+    )
+    .unwrap();
+    let batched =
+        RawFilter::from_parts(BitArray::from_words(words).unwrap(), 7, Strategy::default())
+            .unwrap();
+    let repeated: Vec<Hash128> = hashes.iter().chain(&hashes[..5_000]).copied().collect();
+    let expected_new: Vec<bool> = repeated.iter().map(|h| single.put_hash(*h)).collect();
+    let mut new = vec![false; repeated.len()];
+    batched.put_hashes(&repeated, &mut new);
+    assert_eq!(new, expected_new);
+    assert_eq!(batched.bits().to_words(), single.bits().to_words());
+    assert_eq!(batched.bits().bit_count(), batched.bits().popcount());
 }
