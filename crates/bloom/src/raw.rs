@@ -48,6 +48,19 @@ struct Flight {
     index: u64,
 }
 
+/// Batch `c` of `items`: the `c`-th run of [`BATCH`] items (the last may be shorter).
+#[inline]
+fn nth_batch<T>(items: &[T], c: usize) -> &[T] {
+    &items[c * BATCH..items.len().min((c + 1) * BATCH)]
+}
+
+/// [`nth_batch`] of a slice being written.
+#[inline]
+fn nth_batch_mut<T>(items: &mut [T], c: usize) -> &mut [T] {
+    let end = items.len().min((c + 1) * BATCH);
+    &mut items[c * BATCH..end]
+}
+
 /// A Bloom filter without a funnel: bits, hash count and strategy.
 #[derive(Debug)]
 pub struct RawFilter {
@@ -108,7 +121,7 @@ impl RawFilter {
         let mut clear = 0u32; // bit i set: probe i found its bit clear
         let mut combined = hash.h1;
         for (i, slot) in indices.iter_mut().enumerate().take(k) {
-            let index = self.modulo.rem(combined & i64::MAX as u64);
+            let index = self.modulo.reduce(combined);
             *slot = index;
             clear |= u32::from(!self.bits.get(index)) << i;
             combined = combined.wrapping_add(hash.h2);
@@ -156,7 +169,7 @@ impl RawFilter {
         }
         let mut combined = hash.h1;
         for _ in 0..self.num_hashes {
-            if !self.bits.get(self.modulo.rem(combined & i64::MAX as u64)) {
+            if !self.bits.get(self.modulo.reduce(combined)) {
                 return false;
             }
             combined = combined.wrapping_add(hash.h2);
@@ -194,7 +207,7 @@ impl RawFilter {
         // Software pipeline, one batch deep: while batch `c` is loaded and set, the lines of
         // batch `c + 1` are already being fetched.
         let batches = hashes.len().div_ceil(BATCH);
-        let batch = |c: usize| &hashes[c * BATCH..hashes.len().min((c + 1) * BATCH)];
+        let batch = |c: usize| nth_batch(hashes, c);
         let mut probes = [[[0u64; INLINE_PROBES]; BATCH]; 2];
         let mut clear = [0u32; BATCH];
         if batches > 0 {
@@ -226,13 +239,14 @@ impl RawFilter {
     ///
     /// On arrays of at least [`PREFETCH_MIN_BYTES`] the probes are software-pipelined
     /// (see [`might_contain_pipelined`](Self::might_contain_pipelined)): each probe's line is
-    /// prefetched a round before it is read, and only while the item is still alive, so an
-    /// absent item costs the lines a single query would read (≈ 2) and a present one its `k`,
-    /// with many items' lines on their way at once. On smaller arrays, whose lines are near,
-    /// up to [`BATCH`] items go in two stages whose loads overlap: the first probe of every
-    /// item, then the other `k - 1` probes of the items whose first bit was set. (Loading all
-    /// `k` probes of every item instead made absent items about 20% slower than one at a time,
-    /// 10^7 keys; the pipeline is slower than the two stages on a 1.2 MB filter.)
+    /// prefetched a round before it is read, and an item stops after its first clear bit, so an
+    /// absent item costs about the lines a single query would read (≈ 2, plus one prefetched
+    /// line it never reads) and a present one its `k`, with many items' lines on their way at
+    /// once. On smaller arrays, whose lines are near, up to [`BATCH`] items go in two stages
+    /// whose loads overlap: the first probe of every item, then — reduced only now — the
+    /// other `k - 1` probes of the items whose first bit was set. (Loading all `k` probes of
+    /// every item instead made absent items about 20% slower than one at a time, 10^7 keys;
+    /// the pipeline is 10–45% slower than the two stages on a 1.2 MB filter.)
     ///
     /// # Panics
     /// If the slices differ in length (a caller bug).
@@ -248,14 +262,13 @@ impl RawFilter {
         if self.prefetch {
             return self.might_contain_pipelined(hashes, found);
         }
-        let mut probes = [[0u64; INLINE_PROBES]; BATCH];
         for (hashes, found) in hashes.chunks(BATCH).zip(found.chunks_mut(BATCH)) {
-            self.batch_indices(hashes, &mut probes);
             // Stage one: every item's first probe. Most absent items stop here (a probe finds
-            // a clear bit with probability ≈ 1/2), which saves the other k - 1 loads.
+            // a clear bit with probability ≈ 1/2), which saves the other k - 1 loads and the
+            // k - 1 reductions that would find them.
             let mut alive = 0u32;
-            for (j, probes) in probes.iter().enumerate().take(hashes.len()) {
-                alive |= u32::from(self.bits.get(probes[0])) << j;
+            for (j, hash) in hashes.iter().enumerate() {
+                alive |= u32::from(self.bits.get(self.modulo.reduce(hash.h1))) << j;
             }
             // Stage two: the remaining probes of the survivors, all loaded together.
             let mut hit = 0u32;
@@ -263,9 +276,12 @@ impl RawFilter {
             while rest != 0 {
                 let j = rest.trailing_zeros() as usize;
                 rest &= rest - 1;
+                let Hash128 { h1, h2 } = hashes[j];
+                let mut combined = h1;
                 let mut all = true;
-                for &index in &probes[j][1..k] {
-                    all &= self.bits.get(index);
+                for _ in 1..k {
+                    combined = combined.wrapping_add(h2);
+                    all &= self.bits.get(self.modulo.reduce(combined));
                 }
                 hit |= u32::from(all) << j;
             }
@@ -278,11 +294,16 @@ impl RawFilter {
     /// The query pipeline for big arrays, one probe deep per round: in round `r` batch `r`
     /// (of up to [`BATCH`] items) enters — its first probes computed and prefetched — and
     /// every batch `c` already in flight reads its probe `r - c - 1`, prefetched in the round
-    /// before, for the items still alive, and prefetches the next probe of those that stay
-    /// alive. A batch leaves after its `k`-th probe, `k` rounds after it entered, so up to
-    /// `k + 1` batches are in flight and a line has a whole round to arrive. Measured against
-    /// the two stages (with their lines prefetched a batch ahead): 1.5–1.9× at 10^7 keys and
-    /// 1.4–2.6× at 10^8 (BENCHMARKS.md §1).
+    /// before, for the items still alive, and prefetches their next probe. A batch leaves
+    /// after its `k`-th probe, `k` rounds after it entered, so up to `k + 1` batches are in
+    /// flight and a line has a whole round to arrive. Measured against the two stages (with
+    /// their lines prefetched a batch ahead): 1.5–1.9× at 10^7 keys and 1.4–2.6× at 10^8
+    /// (BENCHMARKS.md §1).
+    ///
+    /// The next probe is prefetched whether or not the bit just read was set: for absent
+    /// items that bit is a coin toss, and branching on it cost more in mispredictions than
+    /// the one line an item that just died prefetches in vain (absent items 1.2–1.6× faster
+    /// without the branch, present ones 5–10% slower; BENCHMARKS.md §1).
     fn might_contain_pipelined(&self, hashes: &[Hash128], found: &mut [bool]) {
         let k = self.num_hashes as usize;
         let ring_len = k + 1;
@@ -292,11 +313,11 @@ impl RawFilter {
         for round in 0..batches + k {
             if round < batches {
                 let slot = round % ring_len;
-                let items = &hashes[round * BATCH..hashes.len().min((round + 1) * BATCH)];
+                let items = nth_batch(hashes, round);
                 for (flight, hash) in ring[slot].iter_mut().zip(items) {
                     flight.combined = hash.h1;
                     flight.step = hash.h2;
-                    flight.index = self.modulo.rem(hash.h1 & i64::MAX as u64);
+                    flight.index = self.modulo.reduce(hash.h1);
                     self.bits.prefetch(flight.index);
                 }
                 alive[slot] = u32::MAX >> (32 - items.len());
@@ -313,19 +334,17 @@ impl RawFilter {
                     let j = rest.trailing_zeros() as usize;
                     rest &= rest - 1;
                     let flight = &mut ring[slot][j];
-                    if self.bits.get(flight.index) {
-                        still |= 1 << j;
-                        if depth < k {
-                            flight.combined = flight.combined.wrapping_add(flight.step);
-                            flight.index = self.modulo.rem(flight.combined & i64::MAX as u64);
-                            self.bits.prefetch(flight.index);
-                        }
+                    let set = self.bits.get(flight.index);
+                    still |= u32::from(set) << j;
+                    if depth < k {
+                        flight.combined = flight.combined.wrapping_add(flight.step);
+                        flight.index = self.modulo.reduce(flight.combined);
+                        self.bits.prefetch(flight.index);
                     }
                 }
                 alive[slot] = still;
                 if depth == k {
-                    let end = found.len().min((c + 1) * BATCH);
-                    for (j, found) in found[c * BATCH..end].iter_mut().enumerate() {
+                    for (j, found) in nth_batch_mut(found, c).iter_mut().enumerate() {
                         *found = still >> j & 1 != 0;
                     }
                 }
@@ -341,7 +360,7 @@ impl RawFilter {
         for (hash, probes) in hashes.iter().zip(probes.iter_mut()) {
             let mut combined = hash.h1;
             for slot in probes.iter_mut().take(k) {
-                *slot = self.modulo.rem(combined & i64::MAX as u64);
+                *slot = self.modulo.reduce(combined);
                 combined = combined.wrapping_add(hash.h2);
             }
         }
