@@ -11,8 +11,9 @@
 //! ⌊x / d⌋ = ⌊x · m / 2^(63+ℓ)⌋   for every 0 ≤ x < 2^63,
 //! ```
 //!
-//! because `2^(63+ℓ) ≤ m·d < 2^(63+ℓ) + d ≤ 2^(63+ℓ) + 2^ℓ + 1` — the condition of the theorem
-//! — and `m < 2^64`, so `m` is one register. The remainder then costs one widening and one
+//! because `2^(63+ℓ) ≤ m·d ≤ 2^(63+ℓ) + d - 1 < 2^(63+ℓ) + 2^ℓ` — the condition of the
+//! theorem — and `m ≤ 2^(63+ℓ) / (2^(ℓ-1) + 1) + 1 < 2^64` (`m = 2^63` for `d = 2`), so `m`
+//! is one register. The remainder then costs one widening and one
 //! ordinary multiplication (`x - ⌊x / d⌋ · d`) where a hardware 64-bit `div` costs tens of
 //! cycles on many cores, and `k` of them are paid per key. (An earlier version used Lemire's
 //! `⌈2^128 / d⌉`, which works for full 64-bit dividends but needs five multiplications;
