@@ -207,19 +207,20 @@ impl RawFilter {
         // Software pipeline, one batch deep: while batch `c` is loaded and set, the lines of
         // batch `c + 1` are already being fetched.
         let batches = hashes.len().div_ceil(BATCH);
-        let batch = |c: usize| nth_batch(hashes, c);
         let mut probes = [[[0u64; INLINE_PROBES]; BATCH]; 2];
         let mut clear = [0u32; BATCH];
         if batches > 0 {
-            self.batch_indices(batch(0), &mut probes[0]);
-            self.prefetch_all(batch(0).len(), &probes[0]);
+            let first = nth_batch(hashes, 0);
+            self.batch_indices(first, &mut probes[0]);
+            self.prefetch_all(first.len(), &probes[0]);
         }
         for (c, new) in new.chunks_mut(BATCH).enumerate() {
             let [even, odd] = &mut probes;
             let (now, next) = if c % 2 == 0 { (even, odd) } else { (odd, even) };
             if c + 1 < batches {
-                self.batch_indices(batch(c + 1), next);
-                self.prefetch_all(batch(c + 1).len(), next);
+                let items = nth_batch(hashes, c + 1);
+                self.batch_indices(items, next);
+                self.prefetch_all(items.len(), next);
             }
             self.load_batch(new.len(), now, &mut clear);
             let mut flipped_total = 0;
