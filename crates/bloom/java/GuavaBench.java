@@ -1,7 +1,7 @@
 // Throughput harness for Guava's BloomFilter, mirroring the Rust benchmark.
 //
 // Usage: java -cp <classes>:<guava.jar> GuavaBench --n N --fpp P --threads T --keys int|url
-//            [--seconds-warmup S]
+//            [--seconds-warmup S] [--passes P]
 //
 // Key scheme (shared with the Rust benchmark):
 //   int: Integer i, Funnels.integerFunnel()
@@ -13,6 +13,8 @@
 //   put               put all N present keys
 //   contains_present  mightContain over the N present keys
 //   contains_absent   mightContain over the N absent keys (counts false positives)
+// --passes P runs the three phases P times, each time on a fresh filter, and reports the
+// median of each phase (default 1).
 // Output: one TSV line per phase on stdout:
 //   guava <keys> <n> <threads> <phase> <ops> <seconds> <Mops_per_s> <false_positives or ->
 // Notes go to stderr prefixed with '#'.
@@ -171,8 +173,15 @@ public final class GuavaBench {
         System.out.flush();
     }
 
+    /** The median (the upper one for an even count). */
+    static long median(long[] values) {
+        long[] sorted = values.clone();
+        java.util.Arrays.sort(sorted);
+        return sorted[sorted.length / 2];
+    }
+
     static void usage() {
-        System.err.println("usage: GuavaBench --n N --fpp P --threads T --keys int|url [--seconds-warmup S]");
+        System.err.println("usage: GuavaBench --n N --fpp P --threads T --keys int|url [--seconds-warmup S] [--passes P]");
         System.exit(2);
     }
 
@@ -182,6 +191,7 @@ public final class GuavaBench {
         int threads = 1;
         String keyKind = null;
         double warmupSeconds = 0;
+        int passes = 1;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (i + 1 >= args.length) usage();
@@ -192,10 +202,11 @@ public final class GuavaBench {
                 case "--threads": threads = Integer.parseInt(v); break;
                 case "--keys": keyKind = v; break;
                 case "--seconds-warmup": warmupSeconds = Double.parseDouble(v); break;
+                case "--passes": passes = Integer.parseInt(v); break;
                 default: usage();
             }
         }
-        if (n <= 0 || threads <= 0 || keyKind == null || !(keyKind.equals("int") || keyKind.equals("url"))) {
+        if (n <= 0 || threads <= 0 || passes <= 0 || keyKind == null || !(keyKind.equals("int") || keyKind.equals("url"))) {
             usage();
         }
         if (keyKind.equals("int") && 2 * n > (long) Integer.MAX_VALUE + 1) {
@@ -230,23 +241,33 @@ public final class GuavaBench {
             present = absent = onTheFly(keyKind);
         }
 
-        BloomFilter<Object> filter = newFilter(keyKind, n, fpp);
-        System.gc();
+        // Each pass times the three phases on a fresh filter; the median of each phase over
+        // the passes is reported (as the Rust harness does with --repeat), so that a 10^6 row,
+        // 10-200 ms of work, is not one scheduling hiccup away from a different figure.
+        long[][] nanos = new long[3][passes];
+        long fp = 0;
+        for (int pass = 0; pass < passes; pass++) {
+            BloomFilter<Object> filter = newFilter(keyKind, n, fpp);
+            System.gc();
 
-        long t0 = System.nanoTime();
-        runPhase(filter, Phase.PUT, present, 0, n, threads);
-        long t1 = System.nanoTime();
-        report(keyKind, n, threads, "put", n, t1 - t0, "-");
+            long t0 = System.nanoTime();
+            runPhase(filter, Phase.PUT, present, 0, n, threads);
+            long t1 = System.nanoTime();
+            nanos[0][pass] = t1 - t0;
 
-        t0 = System.nanoTime();
-        long found = runPhase(filter, Phase.CONTAINS_PRESENT, present, 0, n, threads);
-        t1 = System.nanoTime();
-        report(keyKind, n, threads, "contains_present", n, t1 - t0, "-");
-        if (found != n) System.err.println("# ERROR: " + (n - found) + " false negatives");
+            t0 = System.nanoTime();
+            long found = runPhase(filter, Phase.CONTAINS_PRESENT, present, 0, n, threads);
+            t1 = System.nanoTime();
+            nanos[1][pass] = t1 - t0;
+            if (found != n) System.err.println("# ERROR: " + (n - found) + " false negatives");
 
-        t0 = System.nanoTime();
-        long fp = runPhase(filter, Phase.CONTAINS_ABSENT, absent, n, n, threads);
-        t1 = System.nanoTime();
-        report(keyKind, n, threads, "contains_absent", n, t1 - t0, Long.toString(fp));
+            t0 = System.nanoTime();
+            fp = runPhase(filter, Phase.CONTAINS_ABSENT, absent, n, n, threads);
+            t1 = System.nanoTime();
+            nanos[2][pass] = t1 - t0;
+        }
+        report(keyKind, n, threads, "put", n, median(nanos[0]), "-");
+        report(keyKind, n, threads, "contains_present", n, median(nanos[1]), "-");
+        report(keyKind, n, threads, "contains_absent", n, median(nanos[2]), Long.toString(fp));
     }
 }

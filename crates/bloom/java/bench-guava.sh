@@ -2,9 +2,10 @@
 # Runs the Guava BloomFilter throughput matrix and prints TSV on stdout.
 #
 # Usage: bench-guava.sh [--n "N1 N2 ..."] [--keys "int url"] [--threads "1 2"]
-#                       [--fpp P] [--seconds-warmup S]
+#                       [--fpp P] [--seconds-warmup S] [--passes P]
 #   defaults: --n "1000000 10000000 100000000" --keys "int url" --threads "1 2" --fpp 0.01
-# Each configuration runs in a fresh JVM. Environment:
+# Each configuration runs in a fresh JVM; --passes P times its phases P times on fresh filters
+# and prints the medians. Environment:
 #   GUAVA_JAR  Guava jar (default /usr/share/java/guava.jar)
 #   JAVA_OPTS  JVM options (default "-Xmx16g")
 #   JAVAC, JAVA  override the javac / java executables
@@ -22,6 +23,7 @@ keys="int url"
 threads="1 2"
 fpp="0.01"
 warmup=()
+passes=()
 
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -30,7 +32,8 @@ while [[ $# -gt 0 ]]; do
         --threads) threads="$2"; shift 2 ;;
         --fpp) fpp="$2"; shift 2 ;;
         --seconds-warmup) warmup=(--seconds-warmup "$2"); shift 2 ;;
-        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+        --passes) passes=(--passes "$2"); shift 2 ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
         *) echo "bench-guava.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -50,7 +53,7 @@ for n in $ns; do
         for t in $threads; do
             # shellcheck disable=SC2086
             "$JAVA" $JAVA_OPTS -cp "$tmp:$GUAVA_JAR" GuavaBench \
-                --n "$n" --fpp "$fpp" --threads "$t" --keys "$k" ${warmup[@]+"${warmup[@]}"}
+                --n "$n" --fpp "$fpp" --threads "$t" --keys "$k" ${warmup[@]+"${warmup[@]}"} ${passes[@]+"${passes[@]}"}
         done
     done
 done
