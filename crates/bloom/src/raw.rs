@@ -28,10 +28,11 @@ const INLINE_PROBES: usize = 16;
 /// Items whose probes the batch operations load together.
 pub const BATCH: usize = 16;
 
-/// Arrays from this size up are prefetched by the batch operations. Below it (in practice, in
-/// the 2 × 1 MiB of L2 and the L3 of the machine measured) the lines are near, and a filter
-/// for 10^6 keys (1.2 MB) ran 5–15% *slower* with the prefetches; at 2.4 MB they were even,
-/// from 4.8 MB on they pay (BENCHMARKS.md §1).
+/// Arrays from this size up are prefetched by the batch operations. Below it the lines are
+/// near (in the L2, or in an L3 a few tens of cycles away), and a filter for 10^6 keys
+/// (1.2 MB) ran 5–15% *slower* with the prefetches on a machine with 1 MiB of L2 per core,
+/// and lost 5–7% on present keys with 512 KiB; at 2.4 MB they were even, from 4.8 MB on they
+/// pay (BENCHMARKS.md §1).
 const PREFETCH_MIN_BYTES: usize = 2 << 20;
 
 // The batch operations keep one bit per item in a `u32`.
