@@ -187,7 +187,8 @@ impl RawFilter {
     /// `k · BATCH` independent loads whose misses overlap — before any of them is written, so
     /// a batch waits on memory about once instead of once per item. On arrays of at least
     /// [`PREFETCH_MIN_BYTES`] the batches are also software-pipelined: while one batch is
-    /// loaded and set, the lines of the next are prefetched, so that wait mostly disappears —
+    /// loaded, the lines of the next are prefetched between its loads, so that wait mostly
+    /// disappears —
     /// loads hold a place in the processor's out-of-order window until their data arrives,
     /// prefetches do not, and so many more lines can be on their way at once. The second pass
     /// goes item by item in order, and `fetch_or`'s answer (not the first pass's snapshot)
@@ -218,12 +219,15 @@ impl RawFilter {
         for (c, new) in new.chunks_mut(BATCH).enumerate() {
             let [even, odd] = &mut probes;
             let (now, next) = if c % 2 == 0 { (even, odd) } else { (odd, even) };
+            let mut next_len = 0;
             if c + 1 < batches {
                 let items = nth_batch(hashes, c + 1);
                 self.batch_indices(items, next);
-                self.prefetch_all(items.len(), next);
+                if self.prefetch {
+                    next_len = items.len();
+                }
             }
-            self.load_batch(new.len(), now, &mut clear);
+            self.load_batch(new.len(), now, &mut clear, next, next_len);
             let mut flipped_total = 0;
             for (j, new) in new.iter_mut().enumerate() {
                 let flipped = self.bits.or_clear_uncounted(&now[j][..k], clear[j]);
@@ -368,7 +372,9 @@ impl RawFilter {
         }
     }
 
-    /// Prefetches every probe of the first `len` items of a batch whose indices are computed.
+    /// Prefetches every probe of the first `len` items of a batch whose indices are computed
+    /// (the first batch of [`put_hashes`](Self::put_hashes); the others are prefetched by
+    /// [`load_batch`](Self::load_batch)).
     #[inline]
     fn prefetch_all(&self, len: usize, probes: &[[u64; INLINE_PROBES]; BATCH]) {
         if !self.prefetch {
@@ -384,20 +390,43 @@ impl RawFilter {
 
     /// The load pass of [`put_hashes`](Self::put_hashes): one load per probe of the first
     /// `len` items, bit `i` of `clear[j]` set where item `j`'s probe `i` found its bit clear.
+    /// Along the way the lines of the first `next_len` items of `next` (the next batch) are
+    /// prefetched, item `j`'s between the loads of items `j` and `j + 1`. Spread out so, the
+    /// prefetches leave the loads room; issued all at once before the loads (`k · BATCH` of
+    /// them), they held the loads up, and `put` ran 10–40% slower at 10^7–10^8 keys with one
+    /// thread (BENCHMARKS.md §1).
     #[inline]
     fn load_batch(
         &self,
         len: usize,
         probes: &[[u64; INLINE_PROBES]; BATCH],
         clear: &mut [u32; BATCH],
+        next: &[[u64; INLINE_PROBES]; BATCH],
+        next_len: usize,
     ) {
         let k = self.num_hashes as usize;
-        for (probes, clear) in probes.iter().zip(clear.iter_mut()).take(len) {
+        let load = |probes: &[u64; INLINE_PROBES]| {
             let mut bits = 0u32;
             for (i, &index) in probes.iter().enumerate().take(k) {
                 bits |= u32::from(!self.bits.get(index)) << i;
             }
-            *clear = bits;
+            bits
+        };
+        if next_len == 0 {
+            for (probes, clear) in probes.iter().zip(clear.iter_mut()).take(len) {
+                *clear = load(probes);
+            }
+            return;
+        }
+        for j in 0..len.max(next_len) {
+            if j < next_len {
+                for &index in next[j].iter().take(k) {
+                    self.bits.prefetch(index);
+                }
+            }
+            if j < len {
+                clear[j] = load(&probes[j]);
+            }
         }
     }
 
