@@ -188,9 +188,8 @@ impl RawFilter {
     /// a batch waits on memory about once instead of once per item. On arrays of at least
     /// [`PREFETCH_MIN_BYTES`] the batches are also software-pipelined: while one batch is
     /// loaded, the lines of the next are prefetched between its loads, so that wait mostly
-    /// disappears —
-    /// loads hold a place in the processor's out-of-order window until their data arrives,
-    /// prefetches do not, and so many more lines can be on their way at once. The second pass
+    /// disappears — loads hold a place in the processor's out-of-order window until their data
+    /// arrives, prefetches do not, and so many more lines can be on their way at once. The second pass
     /// goes item by item in order, and `fetch_or`'s answer (not the first pass's snapshot)
     /// decides what flipped, so an item whose bits an earlier item of the same batch set reads
     /// as present, as it would one at a time.
@@ -380,11 +379,16 @@ impl RawFilter {
         if !self.prefetch {
             return;
         }
-        let k = self.num_hashes as usize;
         for probes in probes.iter().take(len) {
-            for &index in probes.iter().take(k) {
-                self.bits.prefetch(index);
-            }
+            self.prefetch_item(probes);
+        }
+    }
+
+    /// Prefetches the `k` probes of one item whose indices are computed.
+    #[inline]
+    fn prefetch_item(&self, probes: &[u64; INLINE_PROBES]) {
+        for &index in probes.iter().take(self.num_hashes as usize) {
+            self.bits.prefetch(index);
         }
     }
 
@@ -393,8 +397,8 @@ impl RawFilter {
     /// Along the way the lines of the first `next_len` items of `next` (the next batch) are
     /// prefetched, item `j`'s between the loads of items `j` and `j + 1`. Spread out so, the
     /// prefetches leave the loads room; issued all at once before the loads (`k · BATCH` of
-    /// them), they held the loads up, and `put` ran 10–40% slower at 10^7–10^8 keys with one
-    /// thread (BENCHMARKS.md §1).
+    /// them), they held the loads up, and a 1-thread `put` ran 7–30% slower at 10^7 and 10^8
+    /// keys (BENCHMARKS.md §1).
     #[inline]
     fn load_batch(
         &self,
@@ -420,9 +424,7 @@ impl RawFilter {
         }
         for j in 0..len.max(next_len) {
             if j < next_len {
-                for &index in next[j].iter().take(k) {
-                    self.bits.prefetch(index);
-                }
+                self.prefetch_item(&next[j]);
             }
             if j < len {
                 clear[j] = load(&probes[j]);
