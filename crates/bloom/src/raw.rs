@@ -385,7 +385,7 @@ impl RawFilter {
     }
 
     /// Prefetches the `k` probes of one item whose indices are computed.
-    #[inline]
+    #[inline(always)]
     fn prefetch_item(&self, probes: &[u64; INLINE_PROBES]) {
         for &index in probes.iter().take(self.num_hashes as usize) {
             self.bits.prefetch(index);
