@@ -185,14 +185,20 @@ impl RawFilter {
     /// `put` cannot overlap them with the next one: its locked `fetch_or`s order the memory
     /// operations around them. Here the probes of up to [`BATCH`] items are loaded together —
     /// `k · BATCH` independent loads whose misses overlap — before any of them is written, so
-    /// a batch waits on memory about once instead of once per item. On arrays of at least
-    /// [`PREFETCH_MIN_BYTES`] the batches are also software-pipelined: while one batch is
-    /// loaded, the lines of the next are prefetched between its loads, so that wait mostly
-    /// disappears — loads hold a place in the processor's out-of-order window until their data
-    /// arrives, prefetches do not, and so many more lines can be on their way at once. The second pass
-    /// goes item by item in order, and `fetch_or`'s answer (not the first pass's snapshot)
-    /// decides what flipped, so an item whose bits an earlier item of the same batch set reads
-    /// as present, as it would one at a time.
+    /// a batch waits on memory about once instead of once per item. The second pass goes item
+    /// by item in order, and `fetch_or`'s answer (not the first pass's snapshot) decides what
+    /// flipped, so an item whose bits an earlier item of the same batch set reads as present,
+    /// as it would one at a time.
+    ///
+    /// The batches are software-pipelined: right after item `j`'s writes, the probes of item
+    /// `j` of the next batch are reduced, and on arrays of at least [`PREFETCH_MIN_BYTES`]
+    /// their lines prefetched. A locked write takes tens of cycles (about 10 ns on the
+    /// project's Zen 1 machine), and what follows it in program order and needs no memory —
+    /// the multiplications of the reductions, the prefetches — runs during that time instead
+    /// of in a stage of its own, and each line has a whole pass of writes to arrive in. Loads
+    /// cannot overlap the writes that way (a locked write orders them), which is why hashing
+    /// stays out of this loop: it reads the key, and moving it in measured no faster
+    /// (BENCHMARKS.md §1).
     ///
     /// # Panics
     /// If the slices differ in length (a caller bug).
@@ -205,33 +211,38 @@ impl RawFilter {
             }
             return;
         }
-        // Software pipeline, one batch deep: while batch `c` is loaded and set, the lines of
-        // batch `c + 1` are already being fetched.
         let batches = hashes.len().div_ceil(BATCH);
         let mut probes = [[[0u64; INLINE_PROBES]; BATCH]; 2];
         let mut clear = [0u32; BATCH];
-        if batches > 0 {
-            let first = nth_batch(hashes, 0);
-            self.batch_indices(first, &mut probes[0]);
-            self.prefetch_all(first.len(), &probes[0]);
+        if let Some(first) = hashes.chunks(BATCH).next() {
+            for (hash, probes) in first.iter().zip(probes[0].iter_mut()) {
+                self.item_indices(*hash, probes);
+                if self.prefetch {
+                    self.prefetch_item(probes);
+                }
+            }
         }
         for (c, new) in new.chunks_mut(BATCH).enumerate() {
             let [even, odd] = &mut probes;
             let (now, next) = if c % 2 == 0 { (even, odd) } else { (odd, even) };
-            let mut next_len = 0;
-            if c + 1 < batches {
-                let items = nth_batch(hashes, c + 1);
-                self.batch_indices(items, next);
-                if self.prefetch {
-                    next_len = items.len();
-                }
-            }
-            self.load_batch(new.len(), now, &mut clear, next, next_len);
+            // Batch `c + 1`, whose items are never more than this batch's.
+            let coming: &[Hash128] = if c + 1 < batches {
+                nth_batch(hashes, c + 1)
+            } else {
+                &[]
+            };
+            self.load_batch(new.len(), now, &mut clear);
             let mut flipped_total = 0;
             for (j, new) in new.iter_mut().enumerate() {
                 let flipped = self.bits.or_clear_uncounted(&now[j][..k], clear[j]);
                 *new = flipped != 0;
                 flipped_total += flipped;
+                if let Some(hash) = coming.get(j) {
+                    self.item_indices(*hash, &mut next[j]);
+                    if self.prefetch {
+                        self.prefetch_item(&next[j]);
+                    }
+                }
             }
             if flipped_total != 0 {
                 self.bits.add_count(flipped_total);
@@ -357,30 +368,23 @@ impl RawFilter {
         }
     }
 
-    /// Every probe's bit index of each item of a batch, for Guava's MITZ_64 layout with
-    /// `k ≤ INLINE_PROBES`.
-    #[inline]
-    fn batch_indices(&self, hashes: &[Hash128], probes: &mut [[u64; INLINE_PROBES]; BATCH]) {
+    /// Every probe's bit index of one item, for Guava's MITZ_64 layout with
+    /// `1 ≤ k ≤ INLINE_PROBES`.
+    ///
+    /// A loop that leaves in its middle: LLVM would otherwise vectorise it, emulating the
+    /// 64-bit widening multiplication with SSE2's 32-bit one at several times the cost.
+    #[inline(always)]
+    fn item_indices(&self, hash: Hash128, probes: &mut [u64; INLINE_PROBES]) {
         let k = self.num_hashes as usize;
-        for (hash, probes) in hashes.iter().zip(probes.iter_mut()) {
-            let mut combined = hash.h1;
-            for slot in probes.iter_mut().take(k) {
-                *slot = self.modulo.reduce(combined);
-                combined = combined.wrapping_add(hash.h2);
+        let mut combined = hash.h1;
+        let mut i = 0;
+        loop {
+            probes[i] = self.modulo.reduce(combined);
+            i += 1;
+            if i >= k {
+                return;
             }
-        }
-    }
-
-    /// Prefetches every probe of the first `len` items of a batch whose indices are computed
-    /// (the first batch of [`put_hashes`](Self::put_hashes); the others are prefetched by
-    /// [`load_batch`](Self::load_batch)).
-    #[inline]
-    fn prefetch_all(&self, len: usize, probes: &[[u64; INLINE_PROBES]; BATCH]) {
-        if !self.prefetch {
-            return;
-        }
-        for probes in probes.iter().take(len) {
-            self.prefetch_item(probes);
+            combined = combined.wrapping_add(hash.h2);
         }
     }
 
@@ -394,41 +398,20 @@ impl RawFilter {
 
     /// The load pass of [`put_hashes`](Self::put_hashes): one load per probe of the first
     /// `len` items, bit `i` of `clear[j]` set where item `j`'s probe `i` found its bit clear.
-    /// Along the way the lines of the first `next_len` items of `next` (the next batch) are
-    /// prefetched, item `j`'s between the loads of items `j` and `j + 1`. Spread out so, the
-    /// prefetches leave the loads room; issued all at once before the loads (`k · BATCH` of
-    /// them), they held the loads up, and a 1-thread `put` ran 7–30% slower at 10^7 and 10^8
-    /// keys (BENCHMARKS.md §1).
     #[inline]
     fn load_batch(
         &self,
         len: usize,
         probes: &[[u64; INLINE_PROBES]; BATCH],
         clear: &mut [u32; BATCH],
-        next: &[[u64; INLINE_PROBES]; BATCH],
-        next_len: usize,
     ) {
         let k = self.num_hashes as usize;
-        let load = |probes: &[u64; INLINE_PROBES]| {
+        for (probes, clear) in probes.iter().zip(clear.iter_mut()).take(len) {
             let mut bits = 0u32;
             for (i, &index) in probes.iter().enumerate().take(k) {
                 bits |= u32::from(!self.bits.get(index)) << i;
             }
-            bits
-        };
-        if next_len == 0 {
-            for (probes, clear) in probes.iter().zip(clear.iter_mut()).take(len) {
-                *clear = load(probes);
-            }
-            return;
-        }
-        for j in 0..len.max(next_len) {
-            if j < next_len {
-                self.prefetch_item(&next[j]);
-            }
-            if j < len {
-                clear[j] = load(&probes[j]);
-            }
+            *clear = bits;
         }
     }
 
