@@ -33,8 +33,10 @@
 //!   the probes of [`BATCH`] items before writing any, so that once the filter outgrows the
 //!   caches their memory accesses overlap instead of queueing behind each `put`'s locked
 //!   writes; on arrays of 2 MiB or more they are also software-pipelined, prefetching the
-//!   next batch's lines while the current one is read and set. For callers with many keys at
-//!   hand: `crawler bloom build` / `query` use them.
+//!   next batch's lines while the current one is read and set. `put_batch` also reduces the
+//!   next batch's probes while the current batch's locked writes wait, where a single `put`
+//!   waits doing nothing. For callers with many keys at hand: `crawler bloom build` / `query`
+//!   use them.
 //! - **Huge pages.** Arrays of 2 MiB or more are advised onto transparent huge pages
 //!   (Linux `madvise`), so that `k` random probes into a filter of hundreds of megabytes do
 //!   not each miss the TLB too. That system call and the prefetch instruction are the
