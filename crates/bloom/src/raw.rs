@@ -193,7 +193,7 @@ impl RawFilter {
     /// The batches are software-pipelined: right after item `j`'s writes, the probes of item
     /// `j` of the next batch are reduced, and on arrays of at least [`PREFETCH_MIN_BYTES`]
     /// their lines prefetched. A locked write takes tens of cycles (about 10 ns on the
-    /// project's Zen 1 machine), and what follows it in program order and needs no memory —
+    /// Zen 1 machine of BENCHMARKS.md §1), and what follows it in program order and needs no memory —
     /// the multiplications of the reductions, the prefetches — runs during that time instead
     /// of in a stage of its own, and each line has a whole pass of writes to arrive in. Loads
     /// cannot overlap the writes that way (a locked write orders them), which is why hashing
@@ -214,12 +214,9 @@ impl RawFilter {
         let batches = hashes.len().div_ceil(BATCH);
         let mut probes = [[[0u64; INLINE_PROBES]; BATCH]; 2];
         let mut clear = [0u32; BATCH];
-        if let Some(first) = hashes.chunks(BATCH).next() {
-            for (hash, probes) in first.iter().zip(probes[0].iter_mut()) {
-                self.item_indices(*hash, probes);
-                if self.prefetch {
-                    self.prefetch_item(probes);
-                }
+        if batches > 0 {
+            for (hash, probes) in nth_batch(hashes, 0).iter().zip(probes[0].iter_mut()) {
+                self.stage_item(*hash, probes);
             }
         }
         for (c, new) in new.chunks_mut(BATCH).enumerate() {
@@ -238,10 +235,7 @@ impl RawFilter {
                 *new = flipped != 0;
                 flipped_total += flipped;
                 if let Some(hash) = coming.get(j) {
-                    self.item_indices(*hash, &mut next[j]);
-                    if self.prefetch {
-                        self.prefetch_item(&next[j]);
-                    }
+                    self.stage_item(*hash, &mut next[j]);
                 }
             }
             if flipped_total != 0 {
@@ -385,6 +379,16 @@ impl RawFilter {
                 return;
             }
             combined = combined.wrapping_add(hash.h2);
+        }
+    }
+
+    /// Readies one item for [`put_hashes`](Self::put_hashes)' load pass: its probes reduced
+    /// and, on arrays of at least [`PREFETCH_MIN_BYTES`], their lines prefetched.
+    #[inline(always)]
+    fn stage_item(&self, hash: Hash128, probes: &mut [u64; INLINE_PROBES]) {
+        self.item_indices(hash, probes);
+        if self.prefetch {
+            self.prefetch_item(probes);
         }
     }
 
