@@ -219,3 +219,88 @@ fn pipelined_batches_on_a_half_full_array_answer_as_one_at_a_time() {
     assert_eq!(batched.bits().to_words(), single.bits().to_words());
     assert_eq!(batched.bits().bit_count(), batched.bits().popcount());
 }
+
+/// Every hash count from 1 to 16 has its own copy of the fast paths, and counts above run
+/// them with the count read at run time. Each of them — single and batch, query and `put`,
+/// on an array small enough for the staged queries and on one big enough for the pipelined
+/// ones (≥ 2 MiB) — answers and sets bits exactly as Guava's index sequence
+/// ([`Strategy::indices`], hardware `%`) says, on a half-full array.
+#[test]
+fn every_hash_count_follows_guavas_index_sequence() {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for len in [1_001usize, (5 << 20) / 16] {
+        let words: Vec<u64> = (0..len).map(|_| next()).collect();
+        let bit_size = len as u64 * 64;
+        for k in 1..=20u32 {
+            // Every fourth item is an earlier one again, so some are found and some `put`s
+            // set nothing.
+            let mut hashes: Vec<Hash128> = Vec::new();
+            for i in 0..600 {
+                let hash = match i % 4 {
+                    3 => hashes[i / 2],
+                    _ => Hash128 {
+                        h1: next(),
+                        h2: next(),
+                    },
+                };
+                hashes.push(hash);
+            }
+            let indices = |h: &Hash128| Strategy::Murmur128Mitz64.indices(*h, k, bit_size);
+            let bit = |words: &[u64], i: u64| words[(i / 64) as usize] >> (i % 64) & 1 != 0;
+            let make = || {
+                RawFilter::from_parts(
+                    BitArray::from_words(words.clone()).unwrap(),
+                    k,
+                    Strategy::default(),
+                )
+                .unwrap()
+            };
+
+            let filter = make();
+            let expected: Vec<bool> = hashes
+                .iter()
+                .map(|h| indices(h).all(|i| bit(&words, i)))
+                .collect();
+            let single: Vec<bool> = hashes
+                .iter()
+                .map(|h| filter.might_contain_hash(*h))
+                .collect();
+            assert_eq!(single, expected, "might_contain_hash, k = {k}, {len} words");
+            let mut found = vec![false; hashes.len()];
+            filter.might_contain_hashes(&hashes, &mut found);
+            assert_eq!(
+                found, expected,
+                "might_contain_hashes, k = {k}, {len} words"
+            );
+
+            let mut model = words.clone();
+            let expected_new: Vec<bool> = hashes
+                .iter()
+                .map(|h| {
+                    let mut changed = false;
+                    for i in indices(h) {
+                        changed |= !bit(&model, i);
+                        model[(i / 64) as usize] |= 1 << (i % 64);
+                    }
+                    changed
+                })
+                .collect();
+            assert!(expected_new.iter().any(|n| *n) && expected_new.iter().any(|n| !n));
+            let single: Vec<bool> = hashes.iter().map(|h| filter.put_hash(*h)).collect();
+            assert_eq!(single, expected_new, "put_hash, k = {k}, {len} words");
+            assert_eq!(filter.bits().to_words(), model, "put_hash bits, k = {k}");
+            let batched = make();
+            let mut new = vec![false; hashes.len()];
+            batched.put_hashes(&hashes, &mut new);
+            assert_eq!(new, expected_new, "put_hashes, k = {k}, {len} words");
+            assert_eq!(batched.bits().to_words(), model, "put_hashes bits, k = {k}");
+            assert_eq!(batched.bits().bit_count(), batched.bits().popcount());
+        }
+    }
+}
