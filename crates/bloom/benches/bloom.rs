@@ -1,6 +1,8 @@
 //! Criterion micro-benchmarks: the two atomic set paths of `BitArray` (Guava's CAS loop vs
 //! `fetch_or`), alone and with two threads contending on the same words, and per-operation
-//! latency of `put` / `might_contain` on URL keys next to `fastbloom` and `bloomfilter`.
+//! latency of `put` / `might_contain` on URL keys next to `fastbloom` and `bloomfilter`, and
+//! Murmur3 x64-128 as the funnels compute it (`Hash128::of_bytes`) next to the `mur3` crate's
+//! general function, on keys of one length and of varying lengths.
 //!
 //! ```sh
 //! cargo bench -p bloom --bench bloom
@@ -9,7 +11,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use bloom::{BitArray, BloomFilter, StringFunnel};
+use bloom::{BitArray, BloomFilter, Hash128, StringFunnel};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 /// Distinct pseudo-random indices (a full-period LCG over a power-of-two range).
@@ -113,9 +115,50 @@ fn filters(c: &mut Criterion) {
     group.finish();
 }
 
+/// Murmur3 over keys of random bytes taken in turn: all of 55 bytes (a URL of the
+/// throughput benches), or of 16–79 bytes, uniformly — a crawl's URLs, whose lengths change
+/// from one to the next; 4,096 keys (they stay in the caches) or 10^6 (60 MB: read from
+/// memory, as the throughput benches read theirs).
+fn murmur3(c: &mut Criterion) {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut group = c.benchmark_group("murmur3");
+    group.throughput(Throughput::Elements(1));
+    for (count, count_name) in [(4096, "4096_keys"), (1_000_000, "1e6_keys")] {
+        for (from, spread, len_name) in [(55, 1, "len_55"), (16, 64, "len_16_79")] {
+            let keys: Vec<Vec<u8>> = (0..count)
+                .map(|_| {
+                    let len = from + (next() % spread) as usize;
+                    (0..len).map(|_| next() as u8).collect()
+                })
+                .collect();
+            let name = format!("{count_name}/{len_name}");
+            let mut i = 0usize;
+            group.bench_function(BenchmarkId::new("of_bytes", &name), |b| {
+                b.iter(|| {
+                    i = (i + 1) % keys.len();
+                    Hash128::of_bytes(&keys[i])
+                })
+            });
+            group.bench_function(BenchmarkId::new("mur3", &name), |b| {
+                b.iter(|| {
+                    i = (i + 1) % keys.len();
+                    mur3::murmurhash3_x64_128(&keys[i], 0)
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = bit_set, filters
+    targets = bit_set, filters, murmur3
 }
 criterion_main!(benches);

@@ -42,8 +42,56 @@ impl Hash128 {
         if bytes.len() <= 8 {
             return Self::of_short(bytes);
         }
+        if bytes.len() >= 16 {
+            return Self::of_long(bytes);
+        }
         let (h1, h2) = mur3::murmurhash3_x64_128(bytes, 0);
         Self { h1, h2 }
+    }
+
+    /// Murmur3 x64-128 with seed 0 of at least 16 bytes (a URL), with a tail that takes no
+    /// branch on its length.
+    ///
+    /// The general function reads the last `len % 16` bytes by a dispatch on that length, a
+    /// branch that URLs of varying lengths mispredict. Here they are the top bytes of the
+    /// input's last 16 (which exist, as the input has at least 16), shifted down, and both
+    /// tail words are mixed in unconditionally: a word beyond the tail is zero, and the mix
+    /// of a zero word is zero. Equal to `mur3`'s result for every input (tested). Measured
+    /// (`cargo bench -p bloom --bench bloom -- murmur3`): 1.5× faster on 10^6 keys of 16–79
+    /// bytes read from memory, where a misprediction also throws away the next keys' loads;
+    /// 8% on keys of one length; even on varying keys already in the caches.
+    #[inline]
+    fn of_long(bytes: &[u8]) -> Self {
+        let len = bytes.len();
+        let (mut h1, mut h2) = (0u64, 0u64);
+        let mut blocks = bytes.chunks_exact(16);
+        for block in &mut blocks {
+            let (k1, k2) = block.split_at(8);
+            let k1 = u64::from_le_bytes(k1.try_into().expect("8 bytes"));
+            let k2 = u64::from_le_bytes(k2.try_into().expect("8 bytes"));
+            h1 ^= k1.wrapping_mul(C1).rotate_left(31).wrapping_mul(C2);
+            h1 = h1.rotate_left(27).wrapping_add(h2);
+            h1 = h1.wrapping_mul(5).wrapping_add(0x52dc_e729);
+            h2 ^= k2.wrapping_mul(C2).rotate_left(33).wrapping_mul(C1);
+            h2 = h2.rotate_left(31).wrapping_add(h1);
+            h2 = h2.wrapping_mul(5).wrapping_add(0x3849_5ab5);
+        }
+        let rest = blocks.remainder().len();
+        let last: [u8; 16] = bytes[len - 16..].try_into().expect("16 bytes");
+        // The tail in the low `rest` bytes, zeros above (a shift by 128 bits, for an empty
+        // tail, is zero).
+        let tail = u128::from_le_bytes(last)
+            .checked_shr(8 * (16 - rest) as u32)
+            .unwrap_or(0);
+        h2 ^= ((tail >> 64) as u64)
+            .wrapping_mul(C2)
+            .rotate_left(33)
+            .wrapping_mul(C1);
+        h1 ^= (tail as u64)
+            .wrapping_mul(C1)
+            .rotate_left(31)
+            .wrapping_mul(C2);
+        Self::finish(h1, h2, len)
     }
 
     /// Murmur3 x64-128 with seed 0 of at most 8 bytes — an int or a long key. Such an input
@@ -52,17 +100,20 @@ impl Hash128 {
     /// and a tail dispatch. Equal to `mur3`'s result for every length up to 8 (tested).
     #[inline]
     fn of_short(bytes: &[u8]) -> Self {
-        const C1: u64 = 0x87c3_7b91_1142_53d5;
-        const C2: u64 = 0x4cf5_ad43_2745_937f;
         let len = bytes.len();
         let mut word = [0u8; 8];
         word[..len].copy_from_slice(bytes);
         // An empty tail mixes in nothing, and the mix of a zero word is zero: no branch.
-        let mut h1 = u64::from_le_bytes(word)
+        let h1 = u64::from_le_bytes(word)
             .wrapping_mul(C1)
             .rotate_left(31)
             .wrapping_mul(C2);
-        let mut h2 = 0u64;
+        Self::finish(h1, 0, len)
+    }
+
+    /// Murmur3's finalisation of the state `h1`, `h2` after `len` bytes.
+    #[inline(always)]
+    fn finish(mut h1: u64, mut h2: u64, len: usize) -> Self {
         h1 ^= len as u64;
         h2 ^= len as u64;
         h1 = h1.wrapping_add(h2);
@@ -84,6 +135,10 @@ impl Hash128 {
         self.as_u128().to_le_bytes()
     }
 }
+
+/// Murmur3 x64-128's multipliers for the first and second word of a block.
+const C1: u64 = 0x87c3_7b91_1142_53d5;
+const C2: u64 = 0x4cf5_ad43_2745_937f;
 
 /// Murmur3's 64-bit finaliser.
 #[inline]
@@ -316,6 +371,32 @@ mod tests {
             )),
             "6c1b07bc7bbc4be347939ac4a93c437a"
         );
+    }
+
+    /// The path for inputs of 16 bytes and more (a branch-free tail) equals the general
+    /// function at every length up to 300 and every tail length, on random bytes.
+    #[test]
+    fn long_inputs_hash_as_murmur3_does() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let bytes: Vec<u8> = (0..300)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        for start in [0, 1, 7] {
+            for len in 16..=bytes.len() - start {
+                let input = &bytes[start..start + len];
+                let (h1, h2) = mur3::murmurhash3_x64_128(input, 0);
+                assert_eq!(Hash128::of_bytes(input), Hash128 { h1, h2 }, "{len} bytes");
+            }
+        }
+        // A URL, through the same path.
+        let url = "https://host17.example.com/section/42/page-123456.html";
+        let (h1, h2) = mur3::murmurhash3_x64_128(url.as_bytes(), 0);
+        assert_eq!(StringFunnel.hash(url), Hash128 { h1, h2 });
     }
 
     /// The inlined path for inputs of at most 8 bytes equals the general function.
