@@ -161,19 +161,23 @@ fn pipelined_batches_on_a_big_filter_answer_as_one_at_a_time() {
     assert_eq!(found, expected_found);
 }
 
+/// A xorshift64 generator: reproducible pseudo-random words for the array tests.
+fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
 /// The same on a half-full big array (random words, 4 MiB, k = 7): there every item's probes
 /// meet set and clear bits in every mix, so each stage of the query pipeline decides answers
 /// (an item whose last probe alone is clear, say), and `put` flips anything from none to all
 /// of its bits.
 #[test]
 fn pipelined_batches_on_a_half_full_array_answer_as_one_at_a_time() {
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
     let words: Vec<u64> = (0..(4 << 20) / 8).map(|_| next()).collect();
     let hashes: Vec<Hash128> = (0..50_000)
         .map(|_| Hash128 {
@@ -227,13 +231,7 @@ fn pipelined_batches_on_a_half_full_array_answer_as_one_at_a_time() {
 /// ([`Strategy::indices`], hardware `%`) says, on a half-full array.
 #[test]
 fn every_hash_count_follows_guavas_index_sequence() {
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(0x2545_F491_4F6C_DD1D);
     for len in [1_001usize, (5 << 20) / 16] {
         let words: Vec<u64> = (0..len).map(|_| next()).collect();
         let bit_size = len as u64 * 64;
