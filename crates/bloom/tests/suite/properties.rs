@@ -229,28 +229,46 @@ fn pipelined_batches_on_a_half_full_array_answer_as_one_at_a_time() {
 /// on an array small enough for the staged queries and on one big enough for the pipelined
 /// ones (≥ 2 MiB) — answers and sets bits exactly as Guava's index sequence
 /// ([`Strategy::indices`], hardware `%`) says, on a half-full array.
+///
+/// The items come in batches of 16 ([`bloom::BATCH`]). In two batches of three every item
+/// passes its first probe, which sends the next batch of the staged queries down their
+/// one-stage path; the third batch is random items, some of them planted (all their bits
+/// set) and some repeated from earlier, so that batch holds items found, items that stop at
+/// the first probe and items that stop later.
 #[test]
 fn every_hash_count_follows_guavas_index_sequence() {
+    assert_eq!(bloom::BATCH, 16);
     let mut next = xorshift(0x2545_F491_4F6C_DD1D);
     for len in [1_001usize, (5 << 20) / 16] {
-        let words: Vec<u64> = (0..len).map(|_| next()).collect();
+        let half_full: Vec<u64> = (0..len).map(|_| next()).collect();
         let bit_size = len as u64 * 64;
         for k in 1..=20u32 {
-            // Every fourth item is an earlier one again, so some are found and some `put`s
-            // set nothing.
-            let mut hashes: Vec<Hash128> = Vec::new();
-            for i in 0..600 {
-                let hash = match i % 4 {
-                    3 => hashes[i / 2],
-                    _ => Hash128 {
-                        h1: next(),
-                        h2: next(),
-                    },
-                };
-                hashes.push(hash);
-            }
             let indices = |h: &Hash128| Strategy::Murmur128Mitz64.indices(*h, k, bit_size);
             let bit = |words: &[u64], i: u64| words[(i / 64) as usize] >> (i % 64) & 1 != 0;
+            let mut words = half_full.clone();
+            let mut hashes: Vec<Hash128> = Vec::new();
+            for i in 0..600 {
+                let random = (i / 16) % 3 == 2;
+                let hash = if random && i % 4 == 3 {
+                    hashes[i / 2]
+                } else {
+                    loop {
+                        let hash = Hash128 {
+                            h1: next(),
+                            h2: next(),
+                        };
+                        if random || bit(&words, indices(&hash).next().unwrap()) {
+                            break hash;
+                        }
+                    }
+                };
+                if random && i % 4 == 1 {
+                    for index in indices(&hash) {
+                        words[(index / 64) as usize] |= 1 << (index % 64);
+                    }
+                }
+                hashes.push(hash);
+            }
             let make = || {
                 RawFilter::from_parts(
                     BitArray::from_words(words.clone()).unwrap(),
@@ -265,6 +283,14 @@ fn every_hash_count_follows_guavas_index_sequence() {
                 .iter()
                 .map(|h| indices(h).all(|i| bit(&words, i)))
                 .collect();
+            let first_clear = hashes
+                .iter()
+                .filter(|h| !bit(&words, indices(h).next().unwrap()))
+                .count();
+            let found = expected.iter().filter(|f| **f).count();
+            // Items found, items stopped by the first probe, and (for k > 1) by a later one.
+            assert!(first_clear > 0 && found > 0);
+            assert!(k == 1 || first_clear + found < hashes.len());
             let single: Vec<bool> = hashes
                 .iter()
                 .map(|h| filter.might_contain_hash(*h))
