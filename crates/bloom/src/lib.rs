@@ -43,9 +43,10 @@
 //!   (2–10% faster single calls, up to 8% for batch queries; BENCHMARKS.md §1).
 //! - **Huge pages.** Arrays of 2 MiB or more are advised onto transparent huge pages
 //!   (Linux `madvise`), so that `k` random probes into a filter of hundreds of megabytes do
-//!   not each miss the TLB too. That system call and the prefetch instruction are the
-//!   crate's only `unsafe` (`words.rs`; the crate denies `unsafe_code` everywhere else);
-//!   BENCHMARKS.md §1 has the measured gains.
+//!   not each miss the TLB too. That system call, the prefetch instruction (`words.rs`)
+//!   and the queries' read of a word without a bounds check, at an index an exact
+//!   `% bit_size` produced (`RawFilter::probe`), are the crate's only `unsafe`; the crate
+//!   denies `unsafe_code` everywhere else. BENCHMARKS.md §1 has the measured gains.
 //! - **Hostile bytes are errors.** Deserialisation validates the header and allocates only as
 //!   fast as real bytes arrive, so a 6-byte file claiming 16 GiB of words costs nothing.
 //! - **Sizing limits are Guava's**: at most 2^31-1 words (≈1.4·10^11 bits, 16 GiB) because
@@ -68,8 +69,9 @@
 //! assert!(again.might_contain("https://example.com/"));
 //! ```
 
-// Two `unsafe` blocks in the crate, the huge-page and prefetch hints in `words.rs`; everything
-// else is safe.
+// Three `unsafe` blocks in the crate: the huge-page and prefetch hints in `words.rs`, and the
+// queries' unchecked read of a word whose index an exact `% bit_size` produced
+// (`RawFilter::probe`, `BitArray::get_unchecked`); everything else is safe.
 #![deny(unsafe_code)]
 
 mod bits;

@@ -218,7 +218,7 @@ impl RawFilter {
     fn might_contain_k<const K: usize>(&self, hash: Hash128) -> bool {
         let mut combined = hash.h1;
         for _ in 0..self.k::<K>() {
-            if !self.bits.get(self.modulo.reduce(combined)) {
+            if !self.probe(combined) {
                 return false;
             }
             combined = combined.wrapping_add(hash.h2);
@@ -362,7 +362,7 @@ impl RawFilter {
     fn probe_in_two_stages<const K: usize>(&self, hashes: &[Hash128]) -> (u32, u32) {
         let mut alive = 0u32;
         for (j, hash) in hashes.iter().enumerate() {
-            alive |= u32::from(self.bits.get(self.modulo.reduce(hash.h1))) << j;
+            alive |= u32::from(self.probe(hash.h1)) << j;
         }
         let mut hit = 0u32;
         let mut rest = alive;
@@ -381,7 +381,7 @@ impl RawFilter {
     fn probe_in_one_stage<const K: usize>(&self, hashes: &[Hash128]) -> (u32, u32) {
         let mut first = 0u32;
         for (j, hash) in hashes.iter().enumerate() {
-            first |= u32::from(self.bits.get(self.modulo.reduce(hash.h1))) << j;
+            first |= u32::from(self.probe(hash.h1)) << j;
         }
         let mut rest = 0u32;
         for (j, hash) in hashes.iter().enumerate() {
@@ -397,9 +397,22 @@ impl RawFilter {
         let mut all = true;
         for _ in 1..self.k::<K>() {
             combined = combined.wrapping_add(hash.h2);
-            all &= self.bits.get(self.modulo.reduce(combined));
+            all &= self.probe(combined);
         }
         all
+    }
+
+    /// Whether the bit of the probe whose combined hash is `combined` is set: Guava's index
+    /// `(combined & i64::MAX) % bit_size`, read without a bounds check.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn probe(&self, combined: u64) -> bool {
+        let index = self.modulo.reduce(combined);
+        // SAFETY: `modulo` divides by `bits.bit_size()` (`from_parts`, the one constructor,
+        // sets both, and a filter's array never changes size), and `reduce` returns the
+        // exact remainder, so `index < bit_size()`. That `reduce` is exact is a theorem (see
+        // `fastmod.rs`) and is tested against the hardware `%` for thousands of divisors.
+        unsafe { self.bits.get_unchecked(index) }
     }
 
     /// The query pipeline for big arrays, one probe deep per round: in round `r` batch `r`
@@ -621,14 +634,10 @@ impl RawFilter {
 
     /// A deep copy (Guava's `copy`).
     pub fn copy(&self) -> Self {
-        Self {
-            bits: BitArray::from_words(self.bits.to_words())
-                .expect("a live filter has a valid word count"),
-            num_hashes: self.num_hashes,
-            strategy: self.strategy,
-            modulo: self.modulo,
-            prefetch: self.prefetch,
-        }
+        let bits = BitArray::from_words(self.bits.to_words())
+            .expect("a live filter has a valid word count");
+        Self::from_parts(bits, self.num_hashes, self.strategy)
+            .expect("a live filter has a valid hash count")
     }
 
     /// Number of bytes [`write_to`](Self::write_to) produces.
