@@ -84,6 +84,66 @@ fn advise<T>(words: &[T], advice: Advice) {
 #[cfg(not(target_os = "linux"))]
 fn advise<T>(_words: &[T], _advice: Advice) {}
 
+/// The last-level cache assumed where the OS does not say (one Zen 3 core complex's L3).
+const DEFAULT_LAST_LEVEL_CACHE: usize = 32 << 20;
+
+/// Size in bytes of the largest cache the processor of CPU 0 has — its last level, usually
+/// an L3 shared by several cores — read once from Linux's sysfs, [`DEFAULT_LAST_LEVEL_CACHE`]
+/// elsewhere or where it cannot be read. The batch queries take a different plan for arrays
+/// that fit (`RawFilter::might_contain_hashes`).
+pub(crate) fn last_level_cache_bytes() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| read_last_level_cache().unwrap_or(DEFAULT_LAST_LEVEL_CACHE))
+}
+
+#[cfg(target_os = "linux")]
+fn read_last_level_cache() -> Option<usize> {
+    let read = |index: u32, file: &str| {
+        std::fs::read_to_string(format!(
+            "/sys/devices/system/cpu/cpu0/cache/index{index}/{file}"
+        ))
+        .ok()
+    };
+    // (level, bytes) of the highest-level data or unified cache.
+    let mut last: Option<(u32, usize)> = None;
+    for index in 0..16 {
+        let Some(level) = read(index, "level") else {
+            break;
+        };
+        if read(index, "type").is_some_and(|kind| kind.trim() == "Instruction") {
+            continue;
+        }
+        let level: u32 = level.trim().parse().ok()?;
+        let bytes = parse_cache_size(&read(index, "size")?)?;
+        if last.is_none_or(|(highest, _)| level > highest) {
+            last = Some((level, bytes));
+        }
+    }
+    last.map(|(_, bytes)| bytes)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_last_level_cache() -> Option<usize> {
+    None
+}
+
+/// A cache size as sysfs writes it: `32768K`, `8M`, or bytes. `None` for anything else.
+fn parse_cache_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((at, _)) => text.split_at(at),
+        None => (text, ""),
+    };
+    let scale = match unit {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        _ => return None,
+    };
+    digits.parse::<usize>().ok()?.checked_mul(scale)
+}
+
 /// Asks the processor to start loading the cache line that holds `word`, without waiting for
 /// it: a later load of the word then finds it cached, or at least already on its way. Unlike a
 /// load, a prefetch retires at once, so a batch can have as many lines in flight as the memory
@@ -109,6 +169,27 @@ pub(crate) fn prefetch(_word: &AtomicU64) {}
 mod tests {
     use super::*;
     use std::sync::atomic::Ordering;
+
+    #[test]
+    fn cache_sizes_parse_as_sysfs_writes_them() {
+        assert_eq!(parse_cache_size("32768K\n"), Some(32 << 20));
+        assert_eq!(parse_cache_size("8M"), Some(8 << 20));
+        assert_eq!(parse_cache_size("1G"), Some(1 << 30));
+        assert_eq!(parse_cache_size("4096"), Some(4096));
+        for bad in [
+            "",
+            "K",
+            "12KB",
+            "-1K",
+            "1.5M",
+            "99999999999999999999G",
+            "9999999999999G",
+        ] {
+            assert_eq!(parse_cache_size(bad), None, "{bad:?}");
+        }
+        // Whatever the machine says, or the default, it is a plausible size.
+        assert!(last_level_cache_bytes() >= 64 << 10);
+    }
 
     #[test]
     fn arrays_start_zeroed_and_keep_what_they_are_given() {

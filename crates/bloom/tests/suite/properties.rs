@@ -226,8 +226,8 @@ fn pipelined_batches_on_a_half_full_array_answer_as_one_at_a_time() {
 
 /// Every hash count from 1 to 16 has its own copy of the fast paths, and counts above run
 /// them with the count read at run time. Each of them — single and batch, query and `put`,
-/// on an array small enough for the staged queries and on one big enough for the pipelined
-/// ones (≥ 2 MiB) — answers and sets bits exactly as Guava's index sequence
+/// on an array small enough for the staged queries and on one big enough for the
+/// prefetching ones (≥ 2 MiB) — answers and sets bits exactly as Guava's index sequence
 /// ([`Strategy::indices`], hardware `%`) says, on a half-full array.
 ///
 /// The items come in batches of 16 ([`bloom::BATCH`]). In two batches of three every item
