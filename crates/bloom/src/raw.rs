@@ -345,8 +345,8 @@ impl RawFilter {
     /// a crawl finds again — the next batch loads all `k` probes of every item in one stage
     /// with nothing to wait on, until a batch has an item stop at its first probe. A batch of
     /// absent keys passes whole about once in 65,000 (each item with probability ≈ 1/2).
-    /// Measured on 10^6 keys (BENCHMARKS.md §1): present keys 5–9% faster; absent keys and
-    /// mixes of 25–90% present even.
+    /// Measured on 10^6 keys (BENCHMARKS.md §1): present keys 5–10% faster; absent keys and
+    /// mixes of 25–90% present within ±3%.
     #[inline(always)]
     fn might_contain_staged<const K: usize>(&self, hashes: &[Hash128], found: &mut [bool]) {
         let mut dense = false;
@@ -385,7 +385,7 @@ impl RawFilter {
 
     /// All `k` probes of every item, none waiting on another's load. Returns the same as
     /// [`probe_in_two_stages`](Self::probe_in_two_stages). Not inlined: in line, the two
-    /// stages around it ran 2–3% slower on absent keys.
+    /// stages around it ran up to 3% slower on absent keys.
     #[inline(never)]
     fn probe_in_one_stage<const K: usize>(&self, hashes: &[Hash128]) -> (u32, u32) {
         let mut first = 0u32;
@@ -432,9 +432,10 @@ impl RawFilter {
     /// The pipeline calls for it when every item of a call's first batch passed its first
     /// probe; it stops an absent item at its first clear bit, which this plan does not, but a
     /// present item reads all `k` lines either way, and here with less work per line than in
-    /// the pipeline's rounds. Measured (BENCHMARKS.md §1) against the pipeline, present keys: +29–45% at
-    /// 10^7 keys (12 MB, in a quiet 32 MiB L3), +2–16% at 3·10^7 (36 MB); but −7–12% at
-    /// 5·10^7 and 10^8 keys, where the lines come from DRAM — hence the cache-size bound.
+    /// the pipeline's rounds. Measured against the pipeline (BENCHMARKS.md §1), present
+    /// keys: +25–37% at 10^7 keys (12 MB, in a quiet 32 MiB L3), +2–16% at 3·10^7 (36 MB),
+    /// but −7–12% at 5·10^7 and 10^8, where the lines come from DRAM: hence the bound by
+    /// the last-level cache's size. Absent keys, which stay in the pipeline: within 3%.
     #[inline(always)]
     fn might_contain_prefetched<const K: usize>(&self, hashes: &[Hash128], found: &mut [bool]) {
         let k = self.k::<K>();
