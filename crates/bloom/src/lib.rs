@@ -34,10 +34,10 @@
 //!   caches their memory accesses overlap instead of queueing behind each `put`'s locked
 //!   writes; on arrays of 2 MiB or more they are also software-pipelined, prefetching the
 //!   next batch's lines while the current one is read and set. Queries follow the stream:
-//!   a run of known keys (every item of a batch passing its first probe) reads all `k`
-//!   probes of a batch at once, while other streams stop each absent item at its first clear
-//!   bit; which plan pays also depends on whether the array fits in the processor's
-//!   last-level cache (read from sysfs). `put_batch` also reduces the
+//!   once every item of a batch passes its first probe (known keys), the rest of the call
+//!   reads all `k` probes of a batch while the next batch's are computed, where otherwise
+//!   each absent item stops at its first clear bit; on big arrays only if the array fits in
+//!   the processor's last-level cache (read from sysfs). `put_batch` also reduces the
 //!   next batch's probes while the current batch's locked writes wait, where a single `put`
 //!   waits doing nothing. For callers with many keys at hand: `crawler bloom build` / `query`
 //!   use them.

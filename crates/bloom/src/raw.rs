@@ -309,11 +309,12 @@ impl RawFilter {
     /// line it never reads) and a present one its `k`, with many items' lines on their way at
     /// once. On smaller arrays, whose lines are near, up to [`BATCH`] items go in two stages
     /// whose loads overlap: the first probe of every item, then — reduced only now — the
-    /// other `k - 1` probes of the items whose first bit was set; after a batch whose items
-    /// all passed their first probe, all `k` probes of every item at once (see
-    /// [`might_contain_staged`](Self::might_contain_staged)). (Loading all `k` probes of
-    /// every item always made absent items about 20% slower than one at a time, 10^7 keys;
-    /// the pipeline is 10–45% slower than the two stages on a 1.2 MB filter.)
+    /// other `k - 1` probes of the items whose first bit was set. After a batch whose items
+    /// all passed their first probe, either plan hands the rest of the call to a third, for
+    /// known keys (see [`might_contain_prefetched`](Self::might_contain_prefetched)). (Loading
+    /// all `k` probes of every item always made absent items about 20% slower than one at a
+    /// time, 10^7 keys; the pipeline is 10–45% slower than the two stages on a 1.2 MB
+    /// filter.)
     ///
     /// # Panics
     /// If the slices differ in length (a caller bug).
@@ -335,33 +336,49 @@ impl RawFilter {
     }
 
     /// The two stages of [`might_contain_hashes`](Self::might_contain_hashes) for arrays
-    /// below [`PREFETCH_MIN_BYTES`], with `k` = [`Self::k`]; or one stage, for a run of
-    /// present items.
+    /// below [`PREFETCH_MIN_BYTES`], with `k` = [`Self::k`], until a batch passes whole.
     ///
     /// Stage two's loads wait for stage one's, since which items go on depends on the bits
     /// stage one read. That saves an absent item (half of them stop at the first probe)
-    /// `k - 1` reductions and loads, and costs a present one the wait. So after a batch in
-    /// which *every* item passed its first probe — a stream of known keys, such as the links
-    /// a crawl finds again — the next batch loads all `k` probes of every item in one stage
-    /// with nothing to wait on, until a batch has an item stop at its first probe. A batch of
-    /// absent keys passes whole about once in 65,000 (each item with probability ≈ 1/2).
-    /// Measured on 10^6 keys (BENCHMARKS.md §1): present keys 5–10% faster; absent keys and
-    /// mixes of 25–90% present within ±3%.
+    /// `k - 1` reductions and loads, and costs a present one the wait. So once *every* item
+    /// of a batch has passed its first probe — a stream of known keys, such as the links a
+    /// crawl finds again — the rest of the call goes by
+    /// [`might_contain_prefetched`](Self::might_contain_prefetched), which reads all `k`
+    /// probes of a batch while it reduces the next batch's. A batch of absent keys passes
+    /// whole about once in 65,000 (each item with probability ≈ 1/2). Measured on 10^6 keys
+    /// (BENCHMARKS.md §1): present keys 11–22% faster than two stages throughout, absent
+    /// keys within 3%; mixes of 75–95% present 6–13% faster than reading only the next batch
+    /// in one stage, mixes of up to half present even.
     #[inline(always)]
     fn might_contain_staged<const K: usize>(&self, hashes: &[Hash128], found: &mut [bool]) {
-        let mut dense = false;
-        for (hashes, found) in hashes.chunks(BATCH).zip(found.chunks_mut(BATCH)) {
-            // `first`: the items whose first probe found its bit set.
-            let (first, hit) = if dense {
-                self.probe_in_one_stage::<K>(hashes)
-            } else {
-                self.probe_in_two_stages::<K>(hashes)
-            };
-            dense = first.count_ones() as usize == hashes.len();
-            for (j, found) in found.iter_mut().enumerate() {
+        for (c, (batch, answers)) in hashes
+            .chunks(BATCH)
+            .zip(found.chunks_mut(BATCH))
+            .enumerate()
+        {
+            let (first, hit) = self.probe_in_two_stages::<K>(batch);
+            for (j, found) in answers.iter_mut().enumerate() {
                 *found = hit >> j & 1 != 0;
             }
+            let rest = (c + 1) * BATCH;
+            if first == FULL_BATCH && rest < hashes.len() {
+                self.might_contain_prefetched_apart::<K>(&hashes[rest..], &mut found[rest..]);
+                return;
+            }
         }
+    }
+
+    /// [`might_contain_prefetched`](Self::might_contain_prefetched) as a function of its
+    /// own, for the two stages: in line there, the small arrays' queries ran 2–3% slower,
+    /// present and absent keys alike, where the pipeline runs 3–5% faster with it in line
+    /// (BENCHMARKS.md §1).
+    #[inline(never)]
+    fn might_contain_prefetched_apart<const K: usize>(
+        &self,
+        hashes: &[Hash128],
+        found: &mut [bool],
+    ) {
+        self.might_contain_prefetched::<K>(hashes, found);
     }
 
     /// Stage one, every item's first probe; stage two, the other `k - 1` probes of the items
@@ -378,19 +395,6 @@ impl RawFilter {
             hit |= u32::from(self.rest_set::<K>(hashes[j])) << j;
         }
         (alive, hit)
-    }
-
-    /// All `k` probes of every item, none waiting on another's load. Returns the same as
-    /// [`probe_in_two_stages`](Self::probe_in_two_stages). Not inlined: in line, the two
-    /// stages around it ran up to 3% slower on absent keys.
-    #[inline(never)]
-    fn probe_in_one_stage<const K: usize>(&self, hashes: &[Hash128]) -> (u32, u32) {
-        let first = self.first_probes(hashes);
-        let mut rest = 0u32;
-        for (j, hash) in hashes.iter().enumerate() {
-            rest |= u32::from(self.rest_set::<K>(*hash)) << j;
-        }
-        (first, first & rest)
     }
 
     /// The items of a batch whose first probe finds its bit set (bit `j` for `hashes[j]`).
@@ -428,18 +432,20 @@ impl RawFilter {
         unsafe { self.bits.get_unchecked(index) }
     }
 
-    /// Batch queries of known keys on an array of at least [`PREFETCH_MIN_BYTES`] that fits in
-    /// the last-level cache, with `k` = [`Self::k`]: while batch `c` reads all `k` probes of
-    /// each of its items, batch `c + 1` has all of its lines prefetched — `put_hashes`' plan,
-    /// without the writes.
+    /// Batch queries of known keys, with `k` = [`Self::k`]: while batch `c` reads all `k`
+    /// probes of each of its items, the probes of batch `c + 1` are reduced and, on an array
+    /// of at least [`PREFETCH_MIN_BYTES`], their lines prefetched — `put_hashes`' plan,
+    /// without the writes. Nothing waits on a load but the answer.
     ///
-    /// The pipeline calls for it when every item of a call's first batch passed its first
-    /// probe; it stops an absent item at its first clear bit, which this plan does not, but a
-    /// present item reads all `k` lines either way, and here with less work per line than in
-    /// the pipeline's rounds. Measured against the pipeline (BENCHMARKS.md §1), present
-    /// keys: +25–37% at 10^7 keys (12 MB, in a quiet 32 MiB L3), +2–16% at 3·10^7 (36 MB),
-    /// but −7–12% at 5·10^7 and 10^8, where the lines come from DRAM: hence the bound by
-    /// the last-level cache's size. Absent keys, which stay in the pipeline: within 3%.
+    /// The other plans hand the rest of a call over to it once every item of a batch has
+    /// passed its first probe: the two stages (small arrays) after any such batch, the
+    /// pipeline after the first batch if the array fits in the last-level cache. They stop
+    /// an absent item at its first clear bit, which this plan does not, but a present item
+    /// reads all `k` lines either way, and here with less work per line. Measured
+    /// (BENCHMARKS.md §1), present keys: against the two stages at 10^6 keys, +11–22%
+    /// (prefetching there too was slower); against the pipeline, +25–37% at 10^7 (12 MB, in
+    /// a quiet 32 MiB L3), +2–16% at 3·10^7 (36 MB), but −7–12% at 5·10^7 and 10^8, where
+    /// the lines come from DRAM: hence the bound by the last-level cache's size.
     #[inline(always)]
     fn might_contain_prefetched<const K: usize>(&self, hashes: &[Hash128], found: &mut [bool]) {
         let k = self.k::<K>();

@@ -231,10 +231,10 @@ fn pipelined_batches_on_a_half_full_array_answer_as_one_at_a_time() {
 /// ([`Strategy::indices`], hardware `%`) says, on a half-full array.
 ///
 /// The items come in batches of 16 ([`bloom::BATCH`]). In two batches of three every item
-/// passes its first probe, which sends the next batch of the staged queries down their
-/// one-stage path; the third batch is random items, some of them planted (all their bits
-/// set) and some repeated from earlier, so that batch holds items found, items that stop at
-/// the first probe and items that stop later.
+/// passes its first probe, which hands the rest of a batch query to the plan for known
+/// keys; the third batch is random items, some of them planted (all their bits set) and
+/// some repeated from earlier, so that batch holds items found, items that stop at the
+/// first probe and items that stop later. The random batches are also queried alone.
 #[test]
 fn every_hash_count_follows_guavas_index_sequence() {
     assert_eq!(bloom::BATCH, 16);
@@ -301,6 +301,20 @@ fn every_hash_count_follows_guavas_index_sequence() {
             assert_eq!(
                 found, expected,
                 "might_contain_hashes, k = {k}, {len} words"
+            );
+            // The random batches alone: no batch passes whole, so no plan for known keys.
+            let (random, random_expected): (Vec<Hash128>, Vec<bool>) = hashes
+                .chunks(16)
+                .zip(expected.chunks(16))
+                .skip(2)
+                .step_by(3)
+                .flat_map(|(h, e)| h.iter().copied().zip(e.iter().copied()))
+                .unzip();
+            let mut found = vec![false; random.len()];
+            filter.might_contain_hashes(&random, &mut found);
+            assert_eq!(
+                found, random_expected,
+                "random batches, k = {k}, {len} words"
             );
 
             let mut model = words.clone();
