@@ -383,15 +383,8 @@ mod tests {
     /// bytes on, whichever path it takes).
     #[test]
     fn long_inputs_hash_as_murmur3_does() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let bytes: Vec<u8> = (0..300)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
+        let bytes: Vec<u8> = (0..300).map(|_| next() as u8).collect();
         for start in [0, 1, 7] {
             for len in 9..=bytes.len() - start {
                 let input = &bytes[start..start + len];
@@ -408,12 +401,9 @@ mod tests {
     /// The inlined path for inputs of at most 8 bytes equals the general function.
     #[test]
     fn short_inputs_hash_as_murmur3_does() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1d);
         for round in 0..2_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let bytes = x.to_le_bytes();
+            let bytes = next().to_le_bytes();
             let len = round % 9;
             let (h1, h2) = mur3::murmurhash3_x64_128(&bytes[..len], 0);
             assert_eq!(

@@ -106,3 +106,14 @@ pub use rotating::RotatingBloomFilter;
 pub use scalable::ScalableBloomFilter;
 pub use sizing::{optimal_num_of_bits, optimal_num_of_hash_functions, shape_for};
 pub use strategy::{Indices, Strategy};
+
+/// A xorshift64 generator: reproducible pseudo-random words for the unit tests.
+#[cfg(test)]
+fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}

@@ -270,9 +270,7 @@ impl RawFilter {
         let mut probes = [[[0u64; INLINE_PROBES]; BATCH]; 2];
         let mut clear = [0u32; BATCH];
         if batches > 0 {
-            for (hash, probes) in nth_batch(hashes, 0).iter().zip(probes[0].iter_mut()) {
-                self.stage_item(*hash, probes);
-            }
+            self.stage_batch(nth_batch(hashes, 0), &mut probes[0]);
         }
         for (c, new) in new.chunks_mut(BATCH).enumerate() {
             let [even, odd] = &mut probes;
@@ -451,16 +449,12 @@ impl RawFilter {
         let k = self.k::<K>();
         let batches = hashes.len().div_ceil(BATCH);
         let mut probes = [[[0u64; INLINE_PROBES]; BATCH]; 2];
-        for (hash, probes) in nth_batch(hashes, 0).iter().zip(probes[0].iter_mut()) {
-            self.stage_item(*hash, probes);
-        }
+        self.stage_batch(nth_batch(hashes, 0), &mut probes[0]);
         for (c, found) in found.chunks_mut(BATCH).enumerate() {
             let [even, odd] = &mut probes;
             let (now, next) = if c % 2 == 0 { (even, odd) } else { (odd, even) };
             if c + 1 < batches {
-                for (hash, probes) in nth_batch(hashes, c + 1).iter().zip(next.iter_mut()) {
-                    self.stage_item(*hash, probes);
-                }
+                self.stage_batch(nth_batch(hashes, c + 1), next);
             }
             for (found, probes) in found.iter_mut().zip(now.iter()) {
                 let mut all = true;
@@ -575,6 +569,14 @@ impl RawFilter {
         self.item_indices(hash, probes);
         if self.prefetch {
             self.prefetch_item(probes);
+        }
+    }
+
+    /// [`stage_item`](Self::stage_item) for every item of a batch.
+    #[inline(always)]
+    fn stage_batch(&self, batch: &[Hash128], probes: &mut [[u64; INLINE_PROBES]; BATCH]) {
+        for (hash, probes) in batch.iter().zip(probes.iter_mut()) {
+            self.stage_item(*hash, probes);
         }
     }
 
@@ -828,13 +830,7 @@ mod tests {
     /// cache this machine has.
     #[test]
     fn big_array_query_plans_answer_as_single_queries() {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::xorshift(0x9E37_79B9_7F4A_7C15);
         let words: Vec<u64> = (0..(4 << 20) / 8).map(|_| next() & next()).collect();
         let hashes: Vec<Hash128> = (0..400)
             .map(|_| Hash128 {
