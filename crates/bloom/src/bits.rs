@@ -126,6 +126,24 @@ impl BitArray {
         flipped
     }
 
+    /// [`or_clear_uncounted`](Self::or_clear_uncounted) with plain loads and stores, for use
+    /// inside a hardware transaction ([`crate::htm::atomically`]), which makes the whole
+    /// group atomic. Outside one it could lose another thread's concurrent bit.
+    #[inline]
+    pub(crate) fn or_clear_in_transaction(&self, indices: &[u64], mut clear: u32) -> u64 {
+        let mut flipped = 0;
+        while clear != 0 {
+            let index = indices[clear.trailing_zeros() as usize];
+            clear &= clear - 1;
+            let mask = 1u64 << (index & 63);
+            let word = &self.words[(index >> 6) as usize];
+            let old = word.load(Ordering::Relaxed);
+            word.store(old | mask, Ordering::Relaxed);
+            flipped += u64::from(old & mask == 0);
+        }
+        flipped
+    }
+
     /// Adds flips made with [`or_clear_uncounted`](Self::or_clear_uncounted) to the count.
     #[inline]
     pub(crate) fn add_count(&self, flipped: u64) {

@@ -12,8 +12,8 @@
 //! It also holds [`prefetch`], the hint the batch operations give the processor about words
 //! they will read soon.
 //!
-//! These are the crate's only `unsafe`: one system call on memory the array owns, and one
-//! prefetch instruction.
+//! The `unsafe` here: one system call on memory the array owns, and one prefetch
+//! instruction. (The crate's others are in `bits.rs` and `htm.rs`.)
 
 use std::sync::atomic::AtomicU64;
 
