@@ -52,6 +52,12 @@ impl Tries {
         }
     }
 
+    /// Whether no step's transaction has aborted so far.
+    #[inline]
+    pub(crate) fn none_aborted(&self) -> bool {
+        self.aborted == 0
+    }
+
     /// Whether the next step should try a transaction.
     #[inline]
     pub(crate) fn worth_it(&self) -> bool {

@@ -263,11 +263,19 @@ impl RawFilter {
     /// writes go as one transaction instead: plain loads and stores, which the commit makes
     /// visible to other threads all at once, so a batch costs one commit instead of one
     /// locked write per flipped bit — about five per new item, and on a filter the caches
-    /// hold those writes were most of a `put`'s time (BENCHMARKS.md §1 has the figures). The
-    /// answers are the same: inside the transaction each item's writes still see the earlier
-    /// items', and an aborted transaction (another core touched one of its lines) wrote
-    /// nothing and is redone with locked writes. Where transactions keep aborting, the call
-    /// stops trying them.
+    /// hold those writes were most of a `put`'s time. The answers are the same: inside the
+    /// transaction each item's writes still see the earlier items', and an aborted
+    /// transaction (another core touched one of its lines) wrote nothing and is redone with
+    /// locked writes. Where transactions keep aborting, the call stops trying them.
+    ///
+    /// The transaction follows the stream. After a batch of all-new items, with no abort so
+    /// far in the call, the next batch skips the check pass and its transaction loads and
+    /// stores each probe's word directly. After a batch with an item already present, or
+    /// after an abort, batches take the check pass again and write only the items that found
+    /// a clear bit. Duplicates, the common case in a crawl, then stay read-only. Their lines
+    /// stay shared between cores, where storing them anyway made two threads putting
+    /// present keys 4× slower at 10^6. And a short transaction aborts less often when
+    /// another core writes nearby. BENCHMARKS.md §1 has the figures for both plans.
     ///
     /// # Panics
     /// If the slices differ in length (a caller bug).
@@ -283,6 +291,8 @@ impl RawFilter {
         let mut probes = [[[0u64; INLINE_PROBES]; BATCH]; 2];
         let mut clear = [0u32; BATCH];
         let mut tries = crate::htm::Tries::new(self.htm);
+        // Whether the next batch goes straight to its transaction, without the check pass.
+        let mut through = false;
         if batches > 0 {
             self.stage_batch(nth_batch(hashes, 0), &mut probes[0]);
         }
@@ -295,23 +305,34 @@ impl RawFilter {
             } else {
                 &[]
             };
-            self.load_batch(new.len(), now, &mut clear);
-            let flipped = if tries.worth_it() {
+            let flipped = if !tries.worth_it() {
+                self.load_batch(new.len(), now, &mut clear);
+                self.or_batch_locked(now, &clear, new, coming, next)
+            } else {
                 // Staged first: on big arrays its prefetches are then on their way while
                 // this batch writes (3–4% faster at 10^8 than staging after the commit).
                 self.stage_batch(coming, next);
-                match self.or_batch_atomically(now, &clear, new) {
+                let written = if through {
+                    self.or_batch_atomically(now, None, new)
+                } else {
+                    self.load_batch(new.len(), now, &mut clear);
+                    self.or_batch_atomically(now, Some(&clear), new)
+                };
+                match written {
                     Some(flipped) => {
                         tries.committed();
+                        through = tries.none_aborted() && new.iter().all(|&new| new);
                         flipped
                     }
                     None => {
                         tries.aborted();
+                        if through {
+                            self.load_batch(new.len(), now, &mut clear);
+                        }
+                        through = false;
                         self.or_batch_locked(now, &clear, new, &[], next)
                     }
                 }
-            } else {
-                self.or_batch_locked(now, &clear, new, coming, next)
             };
             if flipped != 0 {
                 self.bits.add_count(flipped);
@@ -321,19 +342,24 @@ impl RawFilter {
 
     /// The write pass of [`put_hashes`](Self::put_hashes) for one batch as one hardware
     /// transaction: `None` if it aborted (or the processor has none), and then nothing was
-    /// written.
+    /// written. With `clear` (the check pass's findings), only the items that found a clear
+    /// bit are written; without, every item is.
     #[inline]
     fn or_batch_atomically(
         &self,
         probes: &[[u64; INLINE_PROBES]; BATCH],
-        clear: &[u32; BATCH],
+        clear: Option<&[u32; BATCH]>,
         new: &mut [bool],
     ) -> Option<u64> {
         let k = self.num_hashes as usize;
         crate::htm::atomically(|| {
             let mut flipped_total = 0;
-            for ((probes, &clear), new) in probes.iter().zip(clear).zip(new.iter_mut()) {
-                let flipped = self.bits.or_clear_in_transaction(&probes[..k], clear);
+            for (j, new) in new.iter_mut().enumerate() {
+                let flipped = if clear.is_none_or(|clear| clear[j] != 0) {
+                    self.bits.or_in_transaction(&probes[j][..k])
+                } else {
+                    0
+                };
                 *new = flipped != 0;
                 flipped_total += flipped;
             }
@@ -894,40 +920,55 @@ mod tests {
     }
 
     /// `put_hashes` answers, sets and counts as one `put_hash` per item does, whether its
-    /// batches go as hardware transactions (where the processor has them) or as locked
-    /// writes.
+    /// batches go as hardware transactions (where the processor has them: after a check
+    /// pass, or straight through after a batch of all-new items) or as locked writes.
     #[test]
     fn batch_puts_answer_as_single_puts_on_both_write_paths() {
         let mut next = crate::xorshift(0x2545_F491_4F6C_DD1D);
-        let mut hashes: Vec<Hash128> = (0..700)
-            .map(|_| Hash128 {
-                h1: next(),
-                h2: next(),
-            })
-            .collect();
-        // Repeats inside a batch and across batches: the later copy must read as present.
-        for j in (0..hashes.len() - 40).step_by(7) {
-            hashes[j + 3] = hashes[j];
-            hashes[j + 37] = hashes[j];
+        let mut random = |n: usize| -> Vec<Hash128> {
+            (0..n)
+                .map(|_| Hash128 {
+                    h1: next(),
+                    h2: next(),
+                })
+                .collect()
+        };
+        // Dense: 700 items in 8,192 bits, with repeats inside a batch and across batches
+        // (the later copy must read as present). Items share words, and later items of a
+        // batch find bits that earlier items of the same batch set; no batch is all new.
+        let mut dense = random(700);
+        for j in (0..dense.len() - 40).step_by(7) {
+            dense[j + 3] = dense[j];
+            dense[j + 37] = dense[j];
         }
-        // 8,192 bits for 700 items: items share words, and later items of a batch find
-        // bits that earlier items of the same batch set.
-        for htm in [false, true] {
+        // Sparse: 3,000 items in 2^17 bits, so that runs of batches are all new and go
+        // straight through, and now and then a repeat inside a batch or from the one before
+        // (which must read as present there too) sends the next batch back to the check.
+        let mut sparse = random(3000);
+        for j in (100..sparse.len()).step_by(97) {
+            sparse[j] = sparse[j - 5 - j % 20];
+        }
+        for (bits, hashes) in [(8192, dense), (1 << 17, sparse)] {
             let single =
-                RawFilter::from_parts(BitArray::with_bits(8192).unwrap(), 5, Strategy::default())
+                RawFilter::from_parts(BitArray::with_bits(bits).unwrap(), 5, Strategy::default())
                     .unwrap();
             let expected: Vec<bool> = hashes.iter().map(|h| single.put_hash(*h)).collect();
             assert!(expected.iter().any(|n| !*n) && expected.iter().any(|n| *n));
-            let mut batched =
-                RawFilter::from_parts(BitArray::with_bits(8192).unwrap(), 5, Strategy::default())
-                    .unwrap();
-            batched.htm = htm && crate::htm::available();
-            let mut new = vec![false; hashes.len()];
-            batched.put_hashes(&hashes, &mut new);
-            assert_eq!(new, expected, "htm {htm}");
-            assert_eq!(batched.bits().to_words(), single.bits().to_words());
-            assert_eq!(batched.bits().bit_count(), single.bits().bit_count());
-            assert_eq!(batched.bits().bit_count(), batched.bits().popcount());
+            for htm in [false, true] {
+                let mut batched = RawFilter::from_parts(
+                    BitArray::with_bits(bits).unwrap(),
+                    5,
+                    Strategy::default(),
+                )
+                .unwrap();
+                batched.htm = htm && crate::htm::available();
+                let mut new = vec![false; hashes.len()];
+                batched.put_hashes(&hashes, &mut new);
+                assert_eq!(new, expected, "{bits} bits, htm {htm}");
+                assert_eq!(batched.bits().to_words(), single.bits().to_words());
+                assert_eq!(batched.bits().bit_count(), single.bits().bit_count());
+                assert_eq!(batched.bits().bit_count(), batched.bits().popcount());
+            }
         }
     }
 
