@@ -201,8 +201,9 @@ mod tests {
     #[test]
     fn transactions_are_atomic_against_other_threads() {
         // Two threads move units between two words, each move one transaction (or, when it
-        // aborts, one locked step per word); a third reads both words in transactions. The
-        // sum is invariant in every committed read, and exact at the end.
+        // aborts, one locked step per word); a third reads both words in transactions. No
+        // move is lost (exact totals at the end), and no committed read sees a transaction
+        // half done.
         const MOVES: u64 = 200_000;
         let pair = Arc::new([AtomicU64::new(MOVES * 2), AtomicU64::new(0)]);
         let start = Arc::new(std::sync::Barrier::new(3));
