@@ -624,6 +624,11 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
         if let Some(delay) = verdict.crawl_delay {
             ctx.frontier.set_crawl_delay(&lease.host, delay);
         }
+        if verdict.fetched {
+            // The robots.txt request took this lease's turn: the host's next fetch waits its
+            // delay from the page request that follows now, not from when the lease began.
+            ctx.frontier.host_contacted(&lease.host);
+        }
         if !verdict.allowed {
             ctx.counters
                 .robots_disallowed

@@ -65,6 +65,8 @@ pub struct Verdict {
     pub allowed: bool,
     /// The host's `Crawl-delay`, if it has one.
     pub crawl_delay: Option<Duration>,
+    /// Whether this call fetched the robots.txt (the host was contacted just now).
+    pub fetched: bool,
 }
 
 /// Per-origin robots.txt cache.
@@ -139,10 +141,12 @@ impl RobotsCache {
     /// Whether `url` may be fetched, fetching its origin's robots.txt on first use.
     pub async fn check(&self, fetcher: &Fetcher, url: &Url) -> Verdict {
         let origin = url.origin().ascii_serialization();
+        let mut fetched = false;
         loop {
             let cell = Arc::clone(self.entries.entry(origin.clone()).or_default().value());
             let entry = cell
                 .get_or_init(|| async {
+                    fetched = true;
                     let (kind, body, ttl) = self.fetch_rules(fetcher, &origin).await;
                     if let Some(persist) = &self.persist {
                         let expires = crate::output::now_unix_ms()
@@ -170,10 +174,12 @@ impl RobotsCache {
                 Rules::AllowAll => Verdict {
                     allowed: true,
                     crawl_delay: None,
+                    fetched,
                 },
                 Rules::DisallowAll => Verdict {
                     allowed: false,
                     crawl_delay: None,
+                    fetched,
                 },
                 Rules::Parsed(robot) => Verdict {
                     allowed: robot.allowed(url.as_str()),
@@ -181,6 +187,7 @@ impl RobotsCache {
                         .delay
                         .filter(|d| d.is_finite() && *d > 0.0)
                         .map(|d| Duration::from_secs_f32(d.min(86_400.0))),
+                    fetched,
                 },
             };
         }

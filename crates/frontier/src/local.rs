@@ -409,6 +409,12 @@ impl LocalFrontier {
         self.sched().set_crawl_delay(host, delay);
     }
 
+    /// A leased fetch of `host` is about to start later than its lease did (its robots.txt
+    /// was fetched first): the host's next fetch waits the host's delay from now.
+    pub fn host_contacted(&self, host: &str) {
+        self.sched().host_contacted(host, Instant::now());
+    }
+
     /// Stops handing out URLs: `next` returns `None` from now on (graceful shutdown).
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);

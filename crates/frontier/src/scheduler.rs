@@ -548,6 +548,15 @@ impl Scheduler {
         }
     }
 
+    /// `host` was contacted at `now` within a lease (see `LocalFrontier::host_contacted`).
+    pub(crate) fn host_contacted(&mut self, host: &str, now: Instant) {
+        let id = self.host_id(host);
+        let delay = self.delay_of(id);
+        let q = &mut self.hosts[id as usize];
+        q.last_start = Some(now);
+        q.next_allowed = q.next_allowed.max(now + delay);
+    }
+
     pub(crate) fn counts(&self) -> QueueCounts {
         QueueCounts {
             memory: (self.heads + self.tails) as u64,

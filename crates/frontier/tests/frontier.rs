@@ -316,6 +316,38 @@ async fn retry_after_crawl_delay_and_retries() {
     assert!(f.next().await.is_none(), "finished");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_fetch_that_starts_late_pushes_the_next_one_back() {
+    // A lease whose fetch first waits 3 s for the host's robots.txt: the next fetch of that
+    // host waits the delay from the page request (3 s + 1 s), not from the lease (1 s).
+    let cfg = FrontierConfig {
+        politeness: Politeness {
+            delay: Duration::from_secs(1),
+            max_per_host: 2,
+            ..Politeness::default()
+        },
+        ..config(64, Order::BreadthFirst)
+    };
+    let f = LocalFrontier::new(cfg, &[]).unwrap();
+    for i in 0..3 {
+        f.offer(&format!("http://a.test/{i}"), 0, None);
+    }
+    let t0 = Instant::now();
+    let first = f.next().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    f.host_contacted("a.test");
+    let second = f.next().await.unwrap();
+    assert_eq!(t0.elapsed(), Duration::from_secs(4));
+    f.complete(first, Outcome::Done);
+    // Without a late start the delay runs from the lease.
+    let third = f.next().await.unwrap();
+    assert_eq!(t0.elapsed(), Duration::from_secs(5));
+    for lease in [second, third] {
+        f.complete(lease, Outcome::Done);
+    }
+    assert!(f.next().await.is_none(), "finished");
+}
+
 #[tokio::test]
 async fn budgets_scope_and_redirect_hops() {
     let cfg = FrontierConfig {

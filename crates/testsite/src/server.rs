@@ -36,7 +36,8 @@ type ResponseBody = BoxBody<Bytes, Infallible>;
 /// One request as the server saw it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestRecord {
-    /// Milliseconds since the server started.
+    /// When the request arrived (its headers were read), in milliseconds since the server
+    /// started.
     pub at_ms: f64,
     /// The virtual host's name (or `?` for an unknown one).
     pub host: String,
@@ -355,6 +356,7 @@ async fn handle(
         .unwrap_or("")
         .to_ascii_lowercase();
 
+    let arrived = shared.observer.start.elapsed();
     let concurrent = shared.observer.arrive(&host_name);
     let guard = InFlight {
         observer: Arc::clone(&shared.observer),
@@ -367,7 +369,7 @@ async fn handle(
     let observer = &shared.observer;
     if observer.log.is_some() || observer.sink.is_some() {
         let record = RequestRecord {
-            at_ms: observer.start.elapsed().as_secs_f64() * 1000.0,
+            at_ms: arrived.as_secs_f64() * 1000.0,
             host: host_name,
             path: raw_path,
             concurrent,
