@@ -78,6 +78,19 @@ impl Crawl {
         text.iter().filter(|&&b| b == b'\n').count()
     }
 
+    /// Waits (up to a minute) until pages.jsonl holds `lines` whole lines; false if the
+    /// crawl exited first.
+    async fn progress(&self, child: &mut Child, lines: usize) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.whole_lines() < lines && Instant::now() < deadline {
+            if child.try_wait().unwrap().is_some() {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        child.try_wait().unwrap().is_none()
+    }
+
     fn stats(&self) -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(self.out.join("stats.json")).unwrap())
             .unwrap()
@@ -184,14 +197,7 @@ async fn kill_9_at_random_moments_loses_nothing() {
         // fit in the site however fast this machine crawls it: at most 5 × 200 of its ~1,430
         // pages go by before the last run. The moment within a fetch is still arbitrary.
         let target = between(20, 200) as usize;
-        let deadline = started + Duration::from_secs(60);
-        while crawl.whole_lines().saturating_sub(before) < target && Instant::now() < deadline {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-        if child.try_wait().unwrap().is_some() {
+        if !crawl.progress(&mut child, before + target).await {
             // It finished before the kill (the assertion below reports it).
             break;
         }
@@ -243,9 +249,15 @@ async fn kill_9_at_random_moments_loses_nothing() {
 async fn a_graceful_stop_then_resume_fetches_nothing_twice() {
     let site = TestSite::start(site_config()).await.unwrap();
     let crawl = Crawl::new(&site, "");
-    for wait_ms in [400, 700] {
-        let child = crawl.spawn();
-        tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+    // Stop once early (20 pages in) and once later (200 more): by progress, not by time, so
+    // that the signal never comes before the handler is installed or after the crawl ended.
+    for more in [20, 200] {
+        let mut child = crawl.spawn();
+        let before = crawl.whole_lines();
+        assert!(
+            crawl.progress(&mut child, before + more).await,
+            "ended early"
+        );
         let pid = child.id().to_string();
         assert!(crawler_kill("-TERM", &pid));
         let out = tokio::task::spawn_blocking(move || child.wait_with_output())
