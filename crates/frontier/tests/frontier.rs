@@ -21,6 +21,18 @@ fn fast() -> Politeness {
     }
 }
 
+/// `config(64, BreadthFirst)` with a politeness delay and a per-host limit.
+fn polite(delay: Duration, max_per_host: u32) -> FrontierConfig {
+    FrontierConfig {
+        politeness: Politeness {
+            delay,
+            max_per_host,
+            ..Politeness::default()
+        },
+        ..config(64, Order::BreadthFirst)
+    }
+}
+
 fn config(capacity: usize, order: Order) -> FrontierConfig {
     FrontierConfig {
         scope: ScopeConfig {
@@ -199,14 +211,7 @@ async fn per_host_order_survives_the_spill() {
 
 #[tokio::test(start_paused = true)]
 async fn politeness_and_fairness_in_virtual_time() {
-    let cfg = FrontierConfig {
-        politeness: Politeness {
-            delay: Duration::from_secs(1),
-            max_per_host: 1,
-            ..Politeness::default()
-        },
-        ..config(64, Order::BreadthFirst)
-    };
+    let cfg = polite(Duration::from_secs(1), 1);
     let f = Arc::new(LocalFrontier::new(cfg, &[]).unwrap());
     for i in 0..300 {
         f.offer(&format!("http://giant.test/{i}"), 1, None);
@@ -320,14 +325,7 @@ async fn retry_after_crawl_delay_and_retries() {
 async fn a_fetch_that_starts_late_pushes_the_next_one_back() {
     // A lease whose fetch first waits 3 s for the host's robots.txt: the next fetch of that
     // host waits the delay from the page request (3 s + 1 s), not from the lease (1 s).
-    let cfg = FrontierConfig {
-        politeness: Politeness {
-            delay: Duration::from_secs(1),
-            max_per_host: 2,
-            ..Politeness::default()
-        },
-        ..config(64, Order::BreadthFirst)
-    };
+    let cfg = polite(Duration::from_secs(1), 2);
     let f = LocalFrontier::new(cfg, &[]).unwrap();
     for i in 0..3 {
         f.offer(&format!("http://a.test/{i}"), 0, None);
