@@ -1236,6 +1236,15 @@ mod tests {
         }
     }
 
+    /// Polls `done` every millisecond; fails the test after 30 s, naming `what`.
+    fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !done() {
+            assert!(Instant::now() < deadline, "no {what} in 30 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     #[test]
     fn concurrent_exact_offers_admit_each_url_once_whatever_the_index() {
         // A filter far too small (most offers of new URLs are "maybe seen"), checkpoints every
@@ -1275,11 +1284,7 @@ mod tests {
                                 // so far: the rest of the offers then run against the store's
                                 // snapshot as well as its pending fingerprints, however fast
                                 // the offers were.
-                                let deadline = Instant::now() + Duration::from_secs(30);
-                                while store.stats().checkpoints == 0 {
-                                    assert!(Instant::now() < deadline, "no checkpoint in 30 s");
-                                    std::thread::sleep(Duration::from_millis(1));
-                                }
+                                wait_until("a checkpoint", || store.stats().checkpoints > 0);
                             }
                             let url = &urls[(i * (2 * t + 1) + t * 1_999) % N];
                             if f.offer(url, 1, None) == Admission::Admitted {
@@ -1442,11 +1447,7 @@ mod tests {
         for id in 1..=FLUSH_AT as u64 {
             store.done(id, true);
         }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while lock(&calls).len() < 4 {
-            assert!(Instant::now() < deadline, "fewer than 4 attempts in 30 s");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_until("4 attempts", || lock(&calls).len() >= 4);
         // Each retry waits twice as long as the last (40, 80, 160 ms): a failing disk is not
         // hammered in a loop, although the batch stays full.
         let calls = lock(&calls).clone();
