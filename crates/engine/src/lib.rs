@@ -1,11 +1,16 @@
 //! The crawl engine: fetch workers around the frontier.
 //!
-//! `concurrency` async workers each loop: take a URL from the frontier ([`LocalFrontier`]),
-//! check robots.txt, fetch it, offer what it leads to (links, or a redirect's target — which
-//! goes through canonicalisation, scope, deduplication and robots like any link), write one
-//! `pages.jsonl` line, and acknowledge the URL. Workers are both the consumers of the queue
-//! and the producers of new links; a page's links are offered *before* its URL is
-//! acknowledged, so the crawl ends exactly when nothing is queued and nothing is in flight.
+//! `concurrency` async workers each loop: take a URL from the frontier, check robots.txt,
+//! fetch it, offer what it leads to (links, or a redirect's target — which goes through
+//! canonicalisation, scope, deduplication and robots like any link), write one `pages.jsonl`
+//! line, and complete the lease. Workers are both the consumers of the queue and the
+//! producers of new links; a page's links are offered (one call per page) *before* its lease
+//! is completed, so the crawl ends exactly when nothing is queued and nothing is in flight.
+//!
+//! The workers see the frontier only through the [`Frontier`] trait (an `Arc<dyn Frontier>`):
+//! the lifecycle of a URL (done once its record is written) and the page budget are the
+//! frontier's; the engine reports outcomes. A frontier call that fails (a remote frontier out
+//! of reach) is retried with back-off until it succeeds or the crawl stops.
 //!
 //! Retries (connection errors, timeouts, 5xx, 429) are not loops inside a worker: the URL goes
 //! back to the front of its host's queue with a delay (exponential back-off with jitter, at
@@ -29,8 +34,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use frontier::{
-    Admission, CanonConfig, FrontierConfig, HostScope, Lease, LocalFrontier, Order, Outcome,
-    Politeness, ScopeConfig,
+    Admission, CanonConfig, End, Frontier, FrontierConfig, FrontierError, HostScope, Lease, Link,
+    LocalFrontier, Next, Order, Outcome, Politeness, ScopeConfig,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -66,6 +71,9 @@ pub enum EngineError {
     /// The parsing threads could not be started.
     #[error("cannot start the parsing threads: {0}")]
     Threads(std::io::Error),
+    /// The seeds could not be offered to the frontier.
+    #[error("cannot offer the seeds: {0}")]
+    SeedOffer(FrontierError),
 }
 
 /// How the crawl ended.
@@ -82,6 +90,8 @@ pub enum StopReason {
     Shutdown,
     /// The crawl state could not be written (several checkpoints failed in a row).
     StateError,
+    /// `pages.jsonl` could not be written.
+    OutputError,
 }
 
 /// What `stats.json` holds.
@@ -137,7 +147,6 @@ pub struct FrontierSummary {
 #[derive(Debug, Default)]
 struct Counters {
     pages: AtomicU64,
-    started: AtomicU64,
     robots_disallowed: AtomicU64,
     retries: AtomicU64,
     bytes: AtomicU64,
@@ -148,7 +157,7 @@ struct Counters {
 #[derive(Debug)]
 struct Ctx {
     cfg: CrawlConfig,
-    frontier: LocalFrontier,
+    frontier: Arc<dyn Frontier>,
     fetcher: Fetcher,
     robots: RobotsCache,
     parse: parse_pool::ParsePool,
@@ -158,8 +167,6 @@ struct Ctx {
     store: Option<Arc<store::Store>>,
     /// Workers waiting for the state's checkpoints.
     pause: state::Pause,
-    /// `pages.jsonl` lines of earlier runs of this crawl (for `max_pages`).
-    pages_before: u64,
 }
 
 impl Ctx {
@@ -170,6 +177,37 @@ impl Ctx {
             tracing::info!(?reason, "stopping: no more URLs are handed out");
         }
         self.frontier.close();
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Runs a frontier call until it succeeds, waiting with back-off (50 ms doubling to 5 s)
+    /// between failures; `None` once the crawl is stopping and the call still fails.
+    async fn with_frontier<'a, T>(
+        &'a self,
+        what: &str,
+        mut call: impl FnMut(&'a dyn Frontier) -> frontier::BoxFuture<'a, Result<T, FrontierError>>,
+    ) -> Option<T> {
+        let mut wait = Duration::from_millis(50);
+        loop {
+            match call(&*self.frontier).await {
+                Ok(v) => return Some(v),
+                Err(e) if self.stopped() => {
+                    tracing::warn!(error = %e, call = what, "frontier call failed while stopping");
+                    return None;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, call = what, retry_in = ?wait, "frontier call failed");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
     }
 }
 
@@ -211,7 +249,7 @@ pub fn frontier_config(cfg: &CrawlConfig) -> FrontierConfig {
         } else {
             Order::BreadthFirst
         },
-        max_pages: None,
+        max_pages: (cfg.crawl.max_pages > 0).then_some(cfg.crawl.max_pages),
         max_pages_per_host: (f.max_pages_per_host > 0).then_some(f.max_pages_per_host),
         max_redirects: cfg.fetch.max_redirects,
         politeness: Politeness {
@@ -271,31 +309,28 @@ pub async fn run(
         return Err(EngineError::NoSeeds);
     }
     let seed_strs: Vec<&str> = seeds.iter().map(Url::as_str).collect();
-    let frontier = LocalFrontier::new(frontier_config(&cfg), &seed_strs)?;
+    let local = LocalFrontier::new(frontier_config(&cfg), &seed_strs)?;
     let fetcher = Fetcher::new(&cfg.fetch, &cfg.crawl.user_agent)?;
     let out_dir = cfg.crawl.out_dir.clone();
-    let (frontier, store, mut state_summary) = if cfg.crawl.persist {
-        let (f, s, summary) = state::open(&cfg, frontier, opts.fresh)?;
+    let (local, store, mut state_summary) = if cfg.crawl.persist {
+        let (f, s, summary) = state::open(&cfg, local, opts.fresh)?;
         (f, Some(Arc::new(s)), Some(summary))
     } else {
-        (frontier, None, None)
+        (local, None, None)
     };
-    // A URL is done in the state only once its line is written; the state syncs the file
-    // before each checkpoint.
-    let on_written = store.as_ref().map(|s| {
-        let s = Arc::clone(s);
-        Box::new(move |ids: &[u64]| ids.iter().for_each(|id| s.done(*id, true)))
-            as output::OnWritten
-    });
-    let (output, writer, sync) = Output::open(&out_dir, opts.fresh, on_written)
-        .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
+    let frontier: Arc<dyn Frontier> = Arc::new(local);
+    // A URL is done in the state only once its line is written (workers complete a lease
+    // after `Output::record` returns); the state syncs the file before each checkpoint.
+    let (output, writer, sync) =
+        Output::open(&out_dir, opts.fresh).map_err(|e| EngineError::Output(out_dir.clone(), e))?;
     if let Some(s) = &store {
         s.set_before_commit(move || sync.sync_data());
     }
-    for s in &seed_strs {
-        frontier.offer(s, 0, None);
-    }
-    let pages_before = state_summary.as_ref().map_or(0, |s| s.pages_before);
+    let seed_links = seeds.iter().map(|u| Link::new(u.clone(), 0)).collect();
+    frontier
+        .offer(None, seed_links)
+        .await
+        .map_err(EngineError::SeedOffer)?;
     let robots = match (&store, state_summary.as_mut()) {
         (Some(store), Some(summary)) => state::robots_cache(&cfg.crawl.user_agent, store, summary)?,
         _ => RobotsCache::new(&cfg.crawl.user_agent),
@@ -309,14 +344,10 @@ pub async fn run(
         frontier,
         fetcher,
         output,
-        counters: Counters {
-            started: AtomicU64::new(pages_before),
-            ..Counters::default()
-        },
+        counters: Counters::default(),
         stop: Mutex::new(None),
         store: store.clone(),
         pause: state::Pause::default(),
-        pages_before,
     });
 
     let mut workers = tokio::task::JoinSet::new();
@@ -366,8 +397,9 @@ pub async fn run(
     heartbeat.abort();
     let _ = heartbeat.await;
 
-    let mut summary = summarize(&ctx, started);
-    let final_status = status(&ctx, started, state_name(summary.stopped_by));
+    let stats = frontier_stats(&ctx).await;
+    let mut summary = summarize(&ctx, &stats, started);
+    let final_status = status(&ctx, &stats, started, state_name(summary.stopped_by));
     let exact = ctx.cfg.frontier.dedup == "exact";
     // Every worker is gone, so this drops the last sender: the writer drains its queue,
     // writes every record and ends.
@@ -415,11 +447,19 @@ fn state_name(reason: StopReason) -> &'static str {
         StopReason::MaxDuration => "max_duration",
         StopReason::Shutdown => "shutdown",
         StopReason::StateError => "state_error",
+        StopReason::OutputError => "output_error",
     }
 }
 
-fn status(ctx: &Ctx, started: Instant, state: &str) -> output::Status {
-    let s = ctx.frontier.stats();
+/// The frontier's counters; empty ones (and a warning) when the frontier cannot answer.
+async fn frontier_stats(ctx: &Ctx) -> frontier::Stats {
+    ctx.frontier.stats().await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "frontier statistics unavailable");
+        frontier::Stats::default()
+    })
+}
+
+fn status(ctx: &Ctx, s: &frontier::Stats, started: Instant, state: &str) -> output::Status {
     let pages = ctx.counters.pages.load(Ordering::Relaxed);
     output::Status {
         state: state.to_owned(),
@@ -429,10 +469,10 @@ fn status(ctx: &Ctx, started: Instant, state: &str) -> output::Status {
         every_secs: ctx.cfg.crawl.status_secs,
         pages,
         pages_per_sec: pages as f64 / started.elapsed().as_secs_f64().max(1e-9),
-        queued: s.queued(),
+        queued: s.queued,
         in_flight: s.in_flight,
         hosts: s.hosts,
-        filter_fill: s.filter_bits_set as f64 / s.filter_bits.max(1) as f64,
+        filter_fill: s.filter_fill(),
         filter_fpp: s.filter_fpp,
         state_backlog: ctx.store.as_ref().map_or(0, |st| st.backlog()),
         paused: ctx.pause.active(),
@@ -461,7 +501,8 @@ fn spawn_status(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()> 
                     ctx.stop(StopReason::StateError);
                 }
             }
-            let st = status(&ctx, started, "running");
+            let stats = frontier_stats(&ctx).await;
+            let st = status(&ctx, &stats, started, "running");
             let dir = ctx.cfg.crawl.out_dir.clone();
             match tokio::task::spawn_blocking(move || output::write_status(&dir, &st)).await {
                 Ok(Ok(())) => {}
@@ -496,16 +537,16 @@ fn spawn_bar(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()> {
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         loop {
             tick.tick().await;
-            let s = ctx.frontier.stats();
+            let s = frontier_stats(&ctx).await;
             let pages = ctx.counters.pages.load(Ordering::Relaxed);
             let rate = pages as f64 / started.elapsed().as_secs_f64().max(1e-9);
             bar.0.set_message(format!(
                 "{pages} pages, {rate:.0}/s | queue {} mem + {} disk | {} in flight | {} hosts | filter {:.2}% full, fpp {:.1e}",
-                s.queued_memory,
-                s.queued_disk,
+                s.extra("queued_memory"),
+                s.extra("queued_disk"),
                 s.in_flight,
                 s.hosts,
-                100.0 * s.filter_bits_set as f64 / s.filter_bits.max(1) as f64,
+                100.0 * s.filter_fill(),
                 s.filter_fpp
             ));
             bar.0.tick();
@@ -520,20 +561,17 @@ fn spawn_progress(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()
         tick.tick().await;
         loop {
             tick.tick().await;
-            let s = ctx.frontier.stats();
+            let s = frontier_stats(&ctx).await;
             let pages = ctx.counters.pages.load(Ordering::Relaxed);
             let secs = started.elapsed().as_secs_f64();
             tracing::info!(
                 pages,
                 pages_per_sec = format_args!("{:.0}", pages as f64 / secs.max(1e-9)),
-                queued_memory = s.queued_memory,
-                queued_disk = s.queued_disk,
+                queued_memory = s.extra("queued_memory"),
+                queued_disk = s.extra("queued_disk"),
                 in_flight = s.in_flight,
                 hosts = s.hosts,
-                filter_fill = format_args!(
-                    "{:.4}",
-                    s.filter_bits_set as f64 / s.filter_bits.max(1) as f64
-                ),
+                filter_fill = format_args!("{:.4}", s.filter_fill()),
                 filter_fpp = format_args!("{:.2e}", s.filter_fpp),
                 "progress"
             );
@@ -541,8 +579,7 @@ fn spawn_progress(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()
     })
 }
 
-fn summarize(ctx: &Ctx, started: Instant) -> Summary {
-    let s = ctx.frontier.stats();
+fn summarize(ctx: &Ctx, s: &frontier::Stats, started: Instant) -> Summary {
     let c = &ctx.counters;
     let pages = c.pages.load(Ordering::Relaxed);
     let secs = started.elapsed().as_secs_f64();
@@ -572,12 +609,12 @@ fn summarize(ctx: &Ctx, started: Instant) -> Summary {
                 .iter()
                 .map(|(r, n)| (r.name().to_owned(), *n))
                 .collect(),
-            queued: s.queued(),
-            max_queued_memory: s.max_queued_memory,
+            queued: s.queued,
+            max_queued_memory: s.extra("max_queued_memory"),
             filter_bits: s.filter_bits,
-            filter_fill: s.filter_bits_set as f64 / s.filter_bits.max(1) as f64,
+            filter_fill: s.filter_fill(),
             filter_fpp: s.filter_fpp,
-            filter_slices: s.filter_slices,
+            filter_slices: s.extra("filter_slices"),
         },
         state: None,
     }
@@ -586,23 +623,28 @@ fn summarize(ctx: &Ctx, started: Instant) -> Summary {
 async fn worker(ctx: Arc<Ctx>) {
     loop {
         if let Some(store) = &ctx.store {
-            let stopped = || ctx.stop.lock().unwrap_or_else(|e| e.into_inner()).is_some();
-            ctx.pause.wait(store, state::BACKLOG_LIMIT, stopped).await;
+            ctx.pause
+                .wait(store, state::BACKLOG_LIMIT, || ctx.stopped())
+                .await;
         }
-        let Some(lease) = ctx.frontier.next().await else {
+        let Some(next) = ctx.with_frontier("next", |f| f.next()).await else {
             break;
         };
-        let max = ctx.cfg.crawl.max_pages;
-        if max > 0 && ctx.counters.started.fetch_add(1, Ordering::Relaxed) >= max {
-            ctx.frontier.complete(lease, Outcome::Done);
-            ctx.stop(StopReason::MaxPages);
-            break;
-        }
+        let lease = match next {
+            Next::Lease(lease) => lease,
+            Next::End(End::Budget) => {
+                ctx.stop(StopReason::MaxPages);
+                break;
+            }
+            Next::End(End::Finished | End::Closed) => break,
+        };
         let outcome = process(&ctx, &lease).await;
-        let last = max > 0 && ctx.pages_before + ctx.counters.pages.load(Ordering::Relaxed) >= max;
-        ctx.frontier.complete(lease, outcome);
-        if last {
-            ctx.stop(StopReason::MaxPages);
+        // Retried with a copy: a remote call that failed may not have taken the lease.
+        let completed = ctx
+            .with_frontier("complete", |f| f.complete(lease.clone(), outcome.clone()))
+            .await;
+        if completed.is_none() {
+            break;
         }
     }
 }
@@ -610,46 +652,37 @@ async fn worker(ctx: Arc<Ctx>) {
 /// Fetches one leased URL, offers what it leads to and writes its record; returns the
 /// outcome for the frontier.
 async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
-    let entry = &lease.entry;
+    let entry = lease.entry();
     let Ok(url) = Url::parse(&entry.url) else {
         // The frontier only queues canonical URLs, so this cannot happen; if it does, the URL
         // must not come back on every resume.
-        if let Some(store) = &ctx.store {
-            store.done(entry.id, false);
-        }
-        return Outcome::Done;
+        return Outcome::Skipped;
     };
     if ctx.cfg.crawl.respect_robots {
         let verdict = ctx.robots.check(&ctx.fetcher, &url).await;
+        let host = lease.host();
         if let Some(delay) = verdict.crawl_delay {
-            ctx.frontier.set_crawl_delay(&lease.host, delay);
+            ctx.with_frontier("set_crawl_delay", |f| f.set_crawl_delay(host, delay))
+                .await;
         }
         if verdict.fetched {
             // The robots.txt request took this lease's turn: the host's next fetch waits its
             // delay from the page request that follows now, not from when the lease began.
-            ctx.frontier.host_contacted(&lease.host);
+            ctx.with_frontier("host_contacted", |f| f.host_contacted(host))
+                .await;
         }
         if !verdict.allowed {
             ctx.counters
                 .robots_disallowed
                 .fetch_add(1, Ordering::Relaxed);
             tracing::debug!(%url, "disallowed by robots.txt");
-            if let Some(store) = &ctx.store {
-                store.done(entry.id, false);
-            }
-            if ctx.cfg.crawl.max_pages > 0 {
-                ctx.counters.started.fetch_sub(1, Ordering::Relaxed);
-            }
-            return Outcome::Done;
+            return Outcome::Skipped;
         }
     }
     let mut fetched = ctx.fetcher.fetch(url.as_str(), Keep::Html).await;
     let attempts = u32::from(entry.attempt) + 1;
     if fetched.transient && entry.attempt < ctx.cfg.fetch.max_retries {
         ctx.counters.retries.fetch_add(1, Ordering::Relaxed);
-        if ctx.cfg.crawl.max_pages > 0 {
-            ctx.counters.started.fetch_sub(1, Ordering::Relaxed);
-        }
         let backoff = retry_delay(ctx.cfg.fetch.retry_base_ms, entry.attempt, &entry.url);
         let after = fetched.retry_after.map_or(backoff, |r| r.max(backoff));
         tracing::debug!(%url, attempt = attempts, status = fetched.status, error = fetched.error.as_deref(), ?after, "retrying later");
@@ -660,18 +693,16 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
     let mut links_new = 0;
     let mut final_url = entry.url.clone();
     let mut error = fetched.error.clone();
+    let mut offers = Vec::new();
     match fetched.status {
         Some(300..=399) => match fetched.location.as_deref().map(|l| url.join(l.trim())) {
             Some(Ok(target)) => {
                 final_url = target.to_string();
-                links_found = 1;
-                let admission = ctx.frontier.offer_hops(
-                    &final_url,
-                    entry.depth,
-                    Some(&entry.url),
-                    entry.hops.saturating_add(1),
-                );
-                links_new = u64::from(admission == Admission::Admitted);
+                offers.push(Link {
+                    url: target,
+                    depth: entry.depth,
+                    hops: entry.hops.saturating_add(1),
+                });
             }
             Some(Err(e)) => error = Some(format!("bad Location header: {e}")),
             None => error = Some("redirect without a Location header".into()),
@@ -686,21 +717,25 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             let extracted = ctx.parse.run(job).await;
             match extracted {
                 Ok(e) => {
-                    links_found = e.links.len() as u64;
-                    for link in e.links {
-                        if ctx
-                            .frontier
-                            .offer_url(link, entry.depth + 1, Some(&entry.url))
-                            == Admission::Admitted
-                        {
-                            links_new += 1;
-                        }
-                    }
+                    let depth = entry.depth + 1;
+                    offers = e.links.into_iter().map(|u| Link::new(u, depth)).collect();
                 }
                 Err(e) => error = Some(format!("link extraction failed: {e}")),
             }
         }
         _ => {}
+    }
+    if !offers.is_empty() {
+        links_found = offers.len() as u64;
+        // Retried with a copy of the links: a remote call that failed took them.
+        let admissions = ctx
+            .with_frontier("offer", |f| f.offer(Some(&entry.url), offers.clone()))
+            .await
+            .unwrap_or_default();
+        links_new = admissions
+            .iter()
+            .filter(|a| **a == Admission::Admitted)
+            .count() as u64;
     }
 
     let status_key = fetched
@@ -716,7 +751,8 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
         .bytes
         .fetch_add(fetched.bytes, Ordering::Relaxed);
     tracing::debug!(%url, status = fetched.status, bytes = fetched.bytes, links_found, links_new, "fetched");
-    ctx.output
+    let written = ctx
+        .output
         .record(PageRecord {
             url: entry.url.clone(),
             final_url,
@@ -732,9 +768,14 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             attempts,
             truncated: fetched.truncated,
             error,
-            id: entry.id,
         })
         .await;
+    if !written {
+        // Not done: a resume fetches it again.
+        tracing::error!(%url, "pages.jsonl cannot be written; stopping");
+        ctx.stop(StopReason::OutputError);
+        return Outcome::Retry { after: None };
+    }
     ctx.counters.pages.fetch_add(1, Ordering::Relaxed);
     if fetched.transient {
         Outcome::HostError {

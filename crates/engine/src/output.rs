@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// One line of `pages.jsonl`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -40,29 +40,23 @@ pub struct PageRecord {
     pub truncated: bool,
     /// What went wrong, or null.
     pub error: Option<String>,
-    /// The admission number in the crawl state (not written): the state is told the URL is
-    /// done once this line is in the file.
-    #[serde(skip)]
-    pub id: u64,
 }
 
-/// Called with the ids of records once their lines are written (not yet synced).
-pub type OnWritten = Box<dyn FnMut(&[u64]) + Send>;
+/// A record on its way to the writer, and who to tell once its line is written.
+type Queued = (PageRecord, oneshot::Sender<()>);
 
 /// Sends records to the writer task, which appends them to `pages.jsonl`.
 #[derive(Debug, Clone)]
 pub struct Output {
-    tx: mpsc::Sender<PageRecord>,
+    tx: mpsc::Sender<Queued>,
 }
 
 impl Output {
     /// Opens `dir/pages.jsonl` for appending (the directory is created; `truncate` empties an
-    /// existing file) and starts the writer, which calls `on_written` after each batch.
-    /// Also returns a handle to the file for syncing it.
+    /// existing file) and starts the writer. Also returns a handle to the file for syncing it.
     pub fn open(
         dir: &Path,
         truncate: bool,
-        on_written: Option<OnWritten>,
     ) -> io::Result<(Self, tokio::task::JoinHandle<io::Result<u64>>, File)> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join("pages.jsonl");
@@ -74,13 +68,16 @@ impl Output {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         let sync = file.try_clone()?;
         let (tx, rx) = mpsc::channel(4096);
-        let task = tokio::task::spawn_blocking(move || write_lines(file, rx, on_written));
+        let task = tokio::task::spawn_blocking(move || write_lines(file, rx));
         Ok((Self { tx }, task, sync))
     }
 
-    /// Queues a record (waits only if the writer is far behind).
-    pub async fn record(&self, r: PageRecord) {
-        let _ = self.tx.send(r).await;
+    /// Writes a record: returns once its line is in the file (not yet synced: the state
+    /// syncs the file before each checkpoint), so the URL may be reported done after it.
+    /// `false`: the writer failed and the line was not written.
+    pub async fn record(&self, r: PageRecord) -> bool {
+        let (ack, written) = oneshot::channel();
+        self.tx.send((r, ack)).await.is_ok() && written.await.is_ok()
     }
 }
 
@@ -118,36 +115,31 @@ pub fn trim_partial_line(path: &Path) -> io::Result<u64> {
 
 /// Writes batches of whole lines with one `write` each, unbuffered: whatever has been written
 /// when the process dies is a sequence of complete lines.
-fn write_lines(
-    mut file: File,
-    mut rx: mpsc::Receiver<PageRecord>,
-    mut on_written: Option<OnWritten>,
-) -> io::Result<u64> {
+fn write_lines(mut file: File, mut rx: mpsc::Receiver<Queued>) -> io::Result<u64> {
     let mut lines = 0;
     let mut batch = Vec::with_capacity(1 << 16);
-    let mut ids = Vec::new();
+    let mut acks = Vec::new();
     while let Some(first) = rx.blocking_recv() {
         batch.clear();
-        ids.clear();
-        let mut push = |r: &PageRecord, batch: &mut Vec<u8>| {
-            serde_json::to_writer(&mut *batch, r).expect("records serialize");
+        let mut push = |(r, ack): Queued, batch: &mut Vec<u8>| {
+            serde_json::to_writer(&mut *batch, &r).expect("records serialize");
             batch.push(b'\n');
-            ids.push(r.id);
+            acks.push(ack);
         };
-        push(&first, &mut batch);
+        push(first, &mut batch);
         lines += 1;
         while batch.len() < (1 << 16) {
             match rx.try_recv() {
                 Ok(r) => {
-                    push(&r, &mut batch);
+                    push(r, &mut batch);
                     lines += 1;
                 }
                 Err(_) => break,
             }
         }
         file.write_all(&batch)?;
-        if let Some(f) = on_written.as_mut() {
-            f(&ids);
+        for ack in acks.drain(..) {
+            let _ = ack.send(());
         }
     }
     file.sync_data()?;

@@ -93,7 +93,6 @@ pub fn open(
     frontier: LocalFrontier,
     fresh: bool,
 ) -> Result<(LocalFrontier, Store, StateSummary), store::StoreError> {
-    let started = std::time::Instant::now();
     let dir = state_dir(cfg);
     let store = Store::open(
         &dir,
@@ -109,6 +108,19 @@ pub fn open(
         fresh,
         Duration::from_millis(cfg.crawl.checkpoint_ms),
     )?;
+    let (frontier, summary) = restore(frontier, &store, dir)?;
+    Ok((frontier, store, summary))
+}
+
+/// Restores `frontier` from `store` (when it holds an earlier run: the visited set, the
+/// queue, per-host budgets and back-offs, the pages written) and makes it journal into the
+/// store from then on. `dir` is only reported.
+pub fn restore(
+    frontier: LocalFrontier,
+    store: &Store,
+    dir: PathBuf,
+) -> Result<(LocalFrontier, StateSummary), store::StoreError> {
+    let started = std::time::Instant::now();
     let mut summary = StateSummary {
         dir,
         resumed: store.resumed(),
@@ -131,12 +143,8 @@ pub fn open(
             // Cannot be fetched, so it must not be restored on every resume.
             store.done(id, false);
         }
-        frontier.restore_admitted_total(
-            summary
-                .restored_seen
-                .saturating_sub(summary.restored_pending),
-        );
         summary.pages_before = store.pages_before()?;
+        frontier.restore_pages(summary.pages_before);
         let now = crate::output::now_unix_ms();
         for b in store.backoffs()? {
             let wait = Duration::from_millis(b.not_before_unix_ms.saturating_sub(now));
@@ -155,7 +163,7 @@ pub fn open(
         );
     }
     let frontier = frontier.with_journal(store.journal());
-    Ok((frontier, store, summary))
+    Ok((frontier, summary))
 }
 
 /// A robots.txt cache that persists every fetched verdict in `store`, with the verdicts of

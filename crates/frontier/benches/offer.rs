@@ -51,8 +51,8 @@ fn main() {
                     "{n}\t{t}\t{phase}\t{ops}\t{secs:.3}\t{:.0}\t{:.1}\t{:.1}\t{}",
                     ops as f64 / secs,
                     peak_rss() as f64 / 1e6,
-                    s.filter_bytes as f64 / 1e6,
-                    s.queued_disk
+                    s.extra("filter_bytes") as f64 / 1e6,
+                    s.extra("queued_disk")
                 );
             };
             report("offer_new", n, timed_offers(&f, t, n));

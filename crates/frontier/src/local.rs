@@ -6,7 +6,6 @@
 //! new takes the scheduler mutex, for a push that never blocks (memory full → disk). So
 //! producers never wait on consumers and the crawl cannot deadlock when every worker is both.
 
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -18,12 +17,14 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use url::Url;
 
+use crate::api::{
+    Admission, BoxFuture, End, Frontier, FrontierError, Lease, Link, Next, Outcome, Stats,
+};
 use crate::canon::{CanonConfig, Canonicalizer, Invalid};
 use crate::entry::Entry;
-use crate::scheduler::{HostBackoff, Lease, Order, Outcome, Politeness, Scheduler, Wait};
+use crate::scheduler::{HostBackoff, Order, Politeness, Scheduler, Wait};
 use crate::scope::{OutOfScope, PatternError, Scope, ScopeConfig};
 use crate::spill::Spill;
-use crate::{Admission, Frontier, Stats};
 
 /// Default number of URLs the visited-set filter is sized for before it grows.
 pub const DEFAULT_EXPECTED_URLS: u64 = 10_000_000;
@@ -57,6 +58,9 @@ pub trait Journal: Send + Sync + std::fmt::Debug {
     /// A host's backoff changed (made under the scheduler lock, so calls for one host arrive
     /// in order). Restore it with [`LocalFrontier::restore_backoff`].
     fn host_backoff(&self, _change: &HostBackoff) {}
+    /// Admission `id` is finished (`recorded`: its record was written before this call), so a
+    /// resumed crawl must not fetch it again.
+    fn done(&self, _id: u64, _recorded: bool) {}
 }
 
 /// The 128-bit fingerprint of a canonical URL: the Murmur3 hash the visited-set filter uses
@@ -93,7 +97,9 @@ pub struct FrontierConfig {
     pub spill_dir: Option<PathBuf>,
     /// Serving order within a host.
     pub order: Order,
-    /// Most URLs admitted in total.
+    /// Most pages recorded (completions with [`Outcome::is_recorded`], earlier runs included):
+    /// past that `next` ends with [`End::Budget`]. Leases out count against it, so the crawl
+    /// never writes more records than this.
     pub max_pages: Option<u64>,
     /// Most URLs admitted per host.
     pub max_pages_per_host: Option<u64>,
@@ -157,8 +163,9 @@ pub struct LocalFrontier {
     /// Wakes consumers waiting in `next` when a host becomes ready or the crawl ends.
     notify: Notify,
     counters: Counters,
-    /// Admissions so far, for `max_pages` (exact, so one shared atomic).
-    admitted_total: AtomicU64,
+    /// Recorded completions, earlier runs included, for `max_pages` (changed and checked
+    /// under the scheduler lock, so a lease is never handed out past the budget).
+    pages: AtomicU64,
     /// Admissions per host, for `max_pages_per_host`.
     per_host: DashMap<Arc<str>, u64>,
     closed: AtomicBool,
@@ -197,7 +204,7 @@ impl LocalFrontier {
             sched: Mutex::new(sched),
             notify: Notify::new(),
             counters: Counters::default(),
-            admitted_total: AtomicU64::new(0),
+            pages: AtomicU64::new(0),
             per_host: DashMap::new(),
             closed: AtomicBool::new(false),
             admit_locks: (0..ADMIT_STRIPES).map(|_| Mutex::new(())).collect(),
@@ -226,7 +233,6 @@ impl LocalFrontier {
             Ok(u) => host_key(&u).to_owned(),
             Err(_) => return false,
         };
-        self.admitted_total.fetch_add(1, Ordering::Relaxed);
         let wake = self.sched().push(&host, entry);
         if wake {
             self.notify.notify_waiters();
@@ -246,10 +252,9 @@ impl LocalFrontier {
             .restore_backoff(host, backoff, wait, Instant::now());
     }
 
-    /// Resuming: the total admitted by earlier runs whose entries are done (for
-    /// `max_pages`).
-    pub fn restore_admitted_total(&self, n: u64) {
-        self.admitted_total.fetch_add(n, Ordering::Relaxed);
+    /// Resuming: `n` pages were recorded by earlier runs (the page budget counts them).
+    pub fn restore_pages(&self, n: u64) {
+        self.pages.fetch_add(n, Ordering::Relaxed);
     }
 
     fn sched(&self) -> MutexGuard<'_, Scheduler> {
@@ -273,6 +278,14 @@ impl LocalFrontier {
     /// not parsed again.
     pub fn offer_url(&self, url: Url, depth: u32, parent: Option<&str>) -> Admission {
         self.admit(self.canon.canonicalize_url(url), depth, parent, 0)
+    }
+
+    /// Offers the links of one page (the batch form of [`offer_url`](Self::offer_url)).
+    pub fn offer_links(&self, parent: Option<&str>, links: Vec<Link>) -> Vec<Admission> {
+        links
+            .into_iter()
+            .map(|l| self.admit(self.canon.canonicalize_url(l.url), l.depth, parent, l.hops))
+            .collect()
     }
 
     fn admit(
@@ -319,32 +332,12 @@ impl LocalFrontier {
         // Budgets count admissions, so they are checked after the filter: a duplicate never
         // uses budget. A URL refused for budget stays in the filter (it stays refused).
         let host = host_key(&canonical).to_owned();
-        let host_budgeted = match self.cfg.max_pages_per_host {
-            Some(max) => {
-                let mut n = self.per_host.entry(Arc::from(host.as_str())).or_insert(0);
-                if *n >= max {
-                    return reject(OutOfScope::HostBudget);
-                }
-                *n += 1;
-                true
+        if let Some(max) = self.cfg.max_pages_per_host {
+            let mut n = self.per_host.entry(Arc::from(host.as_str())).or_insert(0);
+            if *n >= max {
+                return reject(OutOfScope::HostBudget);
             }
-            None => false,
-        };
-        if let Some(max) = self.cfg.max_pages {
-            let within = self
-                .admitted_total
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                    (n < max).then_some(n + 1)
-                })
-                .is_ok();
-            if !within {
-                if host_budgeted {
-                    if let Some(mut n) = self.per_host.get_mut(host.as_str()) {
-                        *n -= 1;
-                    }
-                }
-                return reject(OutOfScope::MaxPages);
-            }
+            *n += 1;
         }
         let mut entry = Entry::new(canonical.into(), depth, parent.map(str::to_owned));
         entry.hops = hops;
@@ -361,22 +354,42 @@ impl LocalFrontier {
     }
 
     /// The next URL to fetch, waiting until one's host is ready; `None` once nothing is
-    /// queued and nothing is in flight (or the frontier is closed). Offer a page's links
-    /// *before* completing its lease, or other workers may see the crawl as finished.
+    /// queued and nothing is in flight, the page budget is spent, or the frontier is closed.
+    /// Offer a page's links *before* completing its lease, or other workers may see the crawl
+    /// as finished.
     pub async fn next(&self) -> Option<Lease> {
+        match self.next_or_end().await {
+            Next::Lease(lease) => Some(lease),
+            Next::End(_) => None,
+        }
+    }
+
+    /// [`next`](Self::next), saying why it ends.
+    pub async fn next_or_end(&self) -> Next {
         loop {
             let notified = self.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             if self.closed.load(Ordering::Acquire) {
-                return None;
+                return Next::End(End::Closed);
             }
-            let wait = self.sched().next_ready(Instant::now());
+            let wait = {
+                let mut sched = self.sched();
+                match self.budget_left(&sched) {
+                    Some(0) if sched.counts().in_flight == 0 => Err(Wait::Budget),
+                    Some(0) => Err(Wait::Idle),
+                    _ => sched.next_ready(Instant::now()),
+                }
+            };
             match wait {
-                Ok(lease) => return Some(lease),
+                Ok(lease) => return Next::Lease(lease),
                 Err(Wait::Finished) => {
                     self.notify.notify_waiters();
-                    return None;
+                    return Next::End(End::Finished);
+                }
+                Err(Wait::Budget) => {
+                    self.notify.notify_waiters();
+                    return Next::End(End::Budget);
                 }
                 Err(Wait::Until(at)) => {
                     tokio::select! {
@@ -389,15 +402,36 @@ impl LocalFrontier {
         }
     }
 
-    /// Gives a lease back with its outcome (politeness and retries follow from it).
+    /// Leases that may still be handed out under `max_pages` (leases out count as pages),
+    /// `None` without a budget.
+    fn budget_left(&self, sched: &Scheduler) -> Option<u64> {
+        let max = self.cfg.max_pages?;
+        let used = self.pages.load(Ordering::Relaxed) + sched.counts().in_flight;
+        Some(max.saturating_sub(used))
+    }
+
+    /// Gives a lease back with its outcome (politeness and retries follow from it; a final
+    /// outcome marks the URL done in the journal, and a recorded one counts as a page).
     pub fn complete(&self, lease: Lease, outcome: Outcome) {
+        let id = lease.entry().id;
+        let finished = outcome.is_final();
+        let recorded = outcome.is_recorded();
         let wake = {
             let mut sched = self.sched();
             let (wake, changed) = sched.complete(lease, outcome, Instant::now());
-            if let (Some(change), Some(journal)) = (changed, &self.journal) {
-                journal.host_backoff(&change);
+            if recorded {
+                self.pages.fetch_add(1, Ordering::Relaxed);
             }
-            wake
+            if let Some(journal) = &self.journal {
+                if let Some(change) = changed {
+                    journal.host_backoff(&change);
+                }
+                if finished {
+                    journal.done(id, recorded);
+                }
+            }
+            // Under a page budget every completion may free a lease or end the crawl.
+            wake || self.cfg.max_pages.is_some()
         };
         if wake {
             self.notify.notify_waiters();
@@ -427,7 +461,9 @@ impl LocalFrontier {
         s.queued() == 0 && s.counts().in_flight == 0
     }
 
-    /// Counters, queue sizes and filter fill.
+    /// Counters, queue sizes and filter fill. `extra` holds `queued_memory`, `queued_disk`,
+    /// `max_queued_memory`, `memory_capacity`, `spill_bytes`, `spill_errors`,
+    /// `filter_slices` and `filter_bytes`.
     pub fn stats(&self) -> Stats {
         let (q, capacity) = {
             let s = self.sched();
@@ -451,19 +487,25 @@ impl LocalFrontier {
             admitted,
             duplicates,
             out_of_scope,
-            queued_memory: q.memory,
-            queued_disk: q.disk,
+            queued: q.memory + q.disk,
             in_flight: q.in_flight,
             hosts: q.hosts,
-            memory_capacity: capacity as u64,
-            max_queued_memory: q.max_memory,
-            spill_bytes: q.spill_bytes,
-            spill_errors: q.spill_errors,
+            pages: self.pages.load(Ordering::Relaxed),
             filter_bits: self.filter.bit_size(),
             filter_bits_set: self.filter.bit_count(),
             filter_fpp: self.filter.expected_fpp(),
-            filter_slices: self.filter.slice_count() as u64,
-            filter_bytes: self.filter.heap_bytes() as u64,
+            extra: [
+                ("queued_memory", q.memory),
+                ("queued_disk", q.disk),
+                ("max_queued_memory", q.max_memory),
+                ("memory_capacity", capacity as u64),
+                ("spill_bytes", q.spill_bytes),
+                ("spill_errors", q.spill_errors),
+                ("filter_slices", self.filter.slice_count() as u64),
+                ("filter_bytes", self.filter.heap_bytes() as u64),
+            ]
+            .into_iter()
+            .collect(),
         }
     }
 
@@ -480,25 +522,42 @@ pub fn host_key(url: &Url) -> &str {
 }
 
 impl Frontier for LocalFrontier {
-    fn offer(
-        &self,
-        url: &str,
-        depth: u32,
-        parent: Option<&str>,
-    ) -> impl Future<Output = Admission> + Send {
-        std::future::ready(LocalFrontier::offer(self, url, depth, parent))
+    fn offer<'a>(
+        &'a self,
+        parent: Option<&'a str>,
+        links: Vec<Link>,
+    ) -> BoxFuture<'a, Result<Vec<Admission>, FrontierError>> {
+        Box::pin(std::future::ready(Ok(self.offer_links(parent, links))))
     }
 
-    fn next(&self) -> impl Future<Output = Option<Lease>> + Send {
-        LocalFrontier::next(self)
+    fn next(&self) -> BoxFuture<'_, Result<Next, FrontierError>> {
+        Box::pin(async move { Ok(self.next_or_end().await) })
     }
 
-    fn complete(&self, lease: Lease, outcome: Outcome) -> impl Future<Output = ()> + Send {
+    fn complete(&self, lease: Lease, outcome: Outcome) -> BoxFuture<'_, Result<(), FrontierError>> {
         LocalFrontier::complete(self, lease, outcome);
-        std::future::ready(())
+        Box::pin(std::future::ready(Ok(())))
     }
 
-    fn stats(&self) -> Stats {
-        LocalFrontier::stats(self)
+    fn set_crawl_delay<'a>(
+        &'a self,
+        host: &'a str,
+        delay: Duration,
+    ) -> BoxFuture<'a, Result<(), FrontierError>> {
+        LocalFrontier::set_crawl_delay(self, host, delay);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn host_contacted<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<(), FrontierError>> {
+        LocalFrontier::host_contacted(self, host);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn close(&self) {
+        LocalFrontier::close(self);
+    }
+
+    fn stats(&self) -> BoxFuture<'_, Result<Stats, FrontierError>> {
+        Box::pin(std::future::ready(Ok(LocalFrontier::stats(self))))
     }
 }

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::api::{Lease, Outcome};
 use crate::entry::Entry;
 use crate::spill::{ChunkRef, Spill};
 
@@ -63,16 +64,6 @@ impl Default for Politeness {
     }
 }
 
-/// A URL handed to a fetcher, to be given back with `complete`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lease {
-    /// What to fetch.
-    pub entry: Entry,
-    /// The host key (`host:port`).
-    pub host: Arc<str>,
-    pub(crate) host_id: u32,
-}
-
 /// A host's backoff after it changed (an error made it grow, a success reset it): what a
 /// [`Journal`](crate::Journal) persists so a restarted crawl keeps backing off.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,25 +74,6 @@ pub struct HostBackoff {
     pub backoff: Duration,
     /// How long from now until the host may be fetched again.
     pub wait: Duration,
-}
-
-/// How a leased fetch ended, as far as scheduling cares.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Done with this URL (whatever the HTTP status); the host is healthy.
-    Done,
-    /// Done with this URL, but the host is struggling (429, 503, 5xx, connection errors):
-    /// back off, at least `retry_after` when the server said so.
-    HostError {
-        /// The server's `Retry-After`, if any.
-        retry_after: Option<Duration>,
-    },
-    /// Fetch this URL again later: it goes back to the front of its host's queue, and the host
-    /// waits at least `after` (and backs off as for a host error).
-    Retry {
-        /// The server's `Retry-After`, if any.
-        after: Option<Duration>,
-    },
 }
 
 #[derive(Debug)]
@@ -131,6 +103,8 @@ impl HostQueue {
 pub(crate) enum Wait {
     /// Nothing queued and nothing in flight: the crawl is over.
     Finished,
+    /// The page budget is spent (decided by the frontier, not by the queue).
+    Budget,
     /// The earliest host becomes ready at this time.
     Until(Instant),
     /// URLs are queued only for hosts at their in-flight limit, or nothing is queued but
@@ -445,11 +419,7 @@ impl Scheduler {
             self.in_flight += 1;
             let host = Arc::clone(&q.name);
             self.schedule(id);
-            return Ok(Lease {
-                entry,
-                host,
-                host_id: id,
-            });
+            return Ok(Lease::new(entry, host, u64::from(id)));
         }
         if self.queued == 0 && self.in_flight == 0 {
             Err(Wait::Finished)
@@ -471,7 +441,12 @@ impl Scheduler {
         outcome: Outcome,
         now: Instant,
     ) -> (bool, Option<HostBackoff>) {
-        let id = lease.host_id;
+        let Ok(id) = u32::try_from(lease.token()) else {
+            return (false, None); // not a lease of this scheduler
+        };
+        if self.hosts.get(id as usize).is_none_or(|q| q.in_flight == 0) {
+            return (false, None);
+        }
         self.in_flight -= 1;
         let max_backoff = self.politeness.max_backoff;
         let base = self.politeness.backoff_base;
@@ -484,11 +459,11 @@ impl Scheduler {
             q.next_allowed = q.next_allowed.max(now + wait);
         };
         match outcome {
-            Outcome::Done => q.backoff = Duration::ZERO,
+            Outcome::Done | Outcome::Skipped => q.backoff = Duration::ZERO,
             Outcome::HostError { retry_after } => back_off(q, retry_after),
             Outcome::Retry { after } => {
                 back_off(q, after);
-                let mut entry = lease.entry;
+                let mut entry = lease.into_entry();
                 entry.attempt = entry.attempt.saturating_add(1);
                 match self.order {
                     Order::BreadthFirst => {

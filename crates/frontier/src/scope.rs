@@ -83,8 +83,6 @@ pub enum OutOfScope {
     RepeatedSegments,
     /// Too many query parameters.
     QueryParams,
-    /// The crawl's page budget is used up.
-    MaxPages,
     /// The host's page budget is used up.
     HostBudget,
     /// Reached through more redirects than allowed.
@@ -93,7 +91,7 @@ pub enum OutOfScope {
 
 impl OutOfScope {
     /// Every reason, for counters.
-    pub const ALL: [OutOfScope; 11] = [
+    pub const ALL: [OutOfScope; 10] = [
         OutOfScope::Invalid,
         OutOfScope::Host,
         OutOfScope::NotIncluded,
@@ -102,7 +100,6 @@ impl OutOfScope {
         OutOfScope::PathSegments,
         OutOfScope::RepeatedSegments,
         OutOfScope::QueryParams,
-        OutOfScope::MaxPages,
         OutOfScope::HostBudget,
         OutOfScope::Redirects,
     ];
@@ -118,7 +115,6 @@ impl OutOfScope {
             OutOfScope::PathSegments => "path_segments",
             OutOfScope::RepeatedSegments => "repeated_segments",
             OutOfScope::QueryParams => "query_params",
-            OutOfScope::MaxPages => "max_pages",
             OutOfScope::HostBudget => "host_budget",
             OutOfScope::Redirects => "redirects",
         }

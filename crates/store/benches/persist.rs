@@ -106,7 +106,7 @@ fn run(n: u64, t: u64, mode: &str, index_bytes: usize) {
     );
     let drained = timed_drain(&f, t, n, |lease| {
         if let Some(s) = &store {
-            s.done(lease.entry.id, true);
+            s.done(lease.entry().id, true);
         }
     });
     report("next_complete", n, drained, store.as_deref());

@@ -615,6 +615,17 @@ impl Journal for Shared {
         }
     }
 
+    fn done(&self, id: u64, recorded: bool) {
+        if id == 0 {
+            return;
+        }
+        let mut p = lock(&self.pending);
+        p.done.push((id, recorded));
+        if p.events() >= FLUSH_AT {
+            self.wake.notify_one();
+        }
+    }
+
     fn host_backoff(&self, change: &frontier::HostBackoff) {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let until = unix_ms().saturating_add(ms(change.wait));
@@ -781,15 +792,10 @@ impl Store {
     }
 
     /// Marks admission `id` done (`recorded`: a `pages.jsonl` line was written for it).
+    /// A crawl does this through the frontier's [`Journal::done`]; this is for the restore
+    /// path and for tests.
     pub fn done(&self, id: u64, recorded: bool) {
-        if id == 0 {
-            return;
-        }
-        let mut p = lock(&self.shared.pending);
-        p.done.push((id, recorded));
-        if p.events() >= FLUSH_AT {
-            self.shared.wake.notify_one();
-        }
+        self.shared.done(id, recorded);
     }
 
     /// Calls `f` with every admitted fingerprint (to rebuild the visited-set filter), from

@@ -1,0 +1,260 @@
+//! The [`Frontier`] trait: the one boundary between fetch workers and whatever keeps the
+//! crawl's URLs — [`LocalFrontier`](crate::LocalFrontier) in this process, or a frontier
+//! shared by several processes (Redis), or one reached over the network.
+//!
+//! Design choices, so that a remote implementation fits without changing the engine:
+//! - **Object safe, used as `Arc<dyn Frontier>`**: the backend is chosen at run time from the
+//!   configuration, and a service holds the same object as the workers. Every async call
+//!   returns a [`BoxFuture`]; one allocation per call is nothing next to a fetch, and the
+//!   engine is compiled once instead of once per backend.
+//! - **Every call that may cross a network returns `Result`**; only [`close`](Frontier::close)
+//!   (local to this process) cannot fail.
+//! - **Offers are batched**: one call per page with all its links, so a remote frontier makes
+//!   one round trip per page, not per link.
+//! - **[`Lease`] is opaque** but constructible by any implementation ([`Lease::new`] with a
+//!   token of its own), and **[`Stats`] is implementation-neutral** with an extension map for
+//!   what only one implementation has (memory vs disk queue, filter slices, …).
+//! - **The URL lifecycle has one owner**: admitted (by `offer`) → leased (by `next`) → done,
+//!   reported by `complete` *after* the page's record is written, so an implementation that
+//!   journals "done" durably never marks a URL done whose record could still be lost. The page
+//!   budget (`max_pages`) is counted here too, from the outcomes.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use url::Url;
+
+use crate::entry::Entry;
+use crate::scope::OutOfScope;
+
+/// A boxed, sendable future: what the [`Frontier`] trait's async calls return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A frontier call that failed: the backend could not be reached or refused the call. The
+/// local frontier never fails; a remote one may, and callers retry with back-off.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrontierError {
+    /// The backend cannot be reached now (connection lost, timeout): retrying may succeed.
+    #[error("frontier unavailable: {0}")]
+    Unavailable(String),
+    /// The backend answered with an error that retrying will not fix.
+    #[error("frontier: {0}")]
+    Failed(String),
+}
+
+/// What `offer` did with a URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// New and in scope: queued.
+    Admitted,
+    /// The visited set has (probably) seen it.
+    Duplicate,
+    /// Not admitted, and why.
+    OutOfScope(OutOfScope),
+}
+
+/// One URL offered to the frontier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// The absolute URL (resolved against its page; canonicalised by the frontier).
+    pub url: Url,
+    /// Link depth: the page's depth + 1 for a link, the same depth for a redirect target,
+    /// 0 for a seed.
+    pub depth: u32,
+    /// Redirect hops that led here (0 unless this is a redirect target).
+    pub hops: u8,
+}
+
+impl Link {
+    /// A link at `depth` reached without redirects.
+    pub fn new(url: Url, depth: u32) -> Self {
+        Self {
+            url,
+            depth,
+            hops: 0,
+        }
+    }
+}
+
+/// A URL handed to a fetcher, to be given back with [`Frontier::complete`]. Opaque: the
+/// implementation that made it reads its own `token` when it comes back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    entry: Entry,
+    host: Arc<str>,
+    token: u64,
+}
+
+impl Lease {
+    /// A lease of `entry` (of politeness key `host`) with an implementation-defined `token`
+    /// (a host slot, a lease id).
+    pub fn new(entry: Entry, host: Arc<str>, token: u64) -> Self {
+        Self { entry, host, token }
+    }
+
+    /// What to fetch.
+    pub fn entry(&self) -> &Entry {
+        &self.entry
+    }
+
+    /// The politeness key (`host`, or `host:port` for a port other than the scheme's).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The implementation's token.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// The entry, giving the lease up (an implementation re-queueing it).
+    pub fn into_entry(self) -> Entry {
+        self.entry
+    }
+}
+
+/// How a leased fetch ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done with this URL, its record written (whatever the HTTP status); the host is healthy.
+    Done,
+    /// Done with this URL, its record written, but the host is struggling (429, 503, 5xx,
+    /// connection errors): back off, at least `retry_after` when the server said so.
+    HostError {
+        /// The server's `Retry-After`, if any.
+        retry_after: Option<Duration>,
+    },
+    /// Done with this URL without a record (robots.txt disallows it, or it cannot be
+    /// fetched at all): it does not count against the page budget.
+    Skipped,
+    /// Fetch this URL again later: it goes back to the front of its host's queue, and the host
+    /// waits at least `after` (and backs off as for a host error).
+    Retry {
+        /// The server's `Retry-After`, if any.
+        after: Option<Duration>,
+    },
+}
+
+impl Outcome {
+    /// Whether the URL is finished (not to be fetched again).
+    pub fn is_final(&self) -> bool {
+        !matches!(self, Outcome::Retry { .. })
+    }
+
+    /// Whether a record was written for it (it counts against the page budget).
+    pub fn is_recorded(&self) -> bool {
+        matches!(self, Outcome::Done | Outcome::HostError { .. })
+    }
+}
+
+/// What [`Frontier::next`] gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// A URL to fetch.
+    Lease(Lease),
+    /// No URL will be handed out any more.
+    End(End),
+}
+
+/// Why the frontier hands out no more URLs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// Nothing queued and nothing in flight: the crawl is complete.
+    Finished,
+    /// `max_pages` records were written.
+    Budget,
+    /// [`Frontier::close`] was called (graceful shutdown).
+    Closed,
+}
+
+/// Counters and gauges of a frontier, the same for every implementation; what only one
+/// implementation has goes in `extra`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    /// URLs offered.
+    pub offered: u64,
+    /// URLs admitted as new (queued).
+    pub admitted: u64,
+    /// URLs the visited set had seen.
+    pub duplicates: u64,
+    /// URLs refused, by reason (only reasons that occurred).
+    pub out_of_scope: Vec<(OutOfScope, u64)>,
+    /// URLs waiting to be fetched.
+    pub queued: u64,
+    /// Leases not yet completed.
+    pub in_flight: u64,
+    /// Hosts known.
+    pub hosts: u64,
+    /// Completions with a record, earlier runs included (what `max_pages` counts).
+    pub pages: u64,
+    /// Bits of the visited-set filter.
+    pub filter_bits: u64,
+    /// Bits set.
+    pub filter_bits_set: u64,
+    /// The filter's current false-positive probability.
+    pub filter_fpp: f64,
+    /// Implementation-specific figures (e.g. `queued_memory`, `queued_disk`).
+    pub extra: BTreeMap<&'static str, u64>,
+}
+
+impl Stats {
+    /// An implementation-specific figure; 0 when this implementation does not have it.
+    pub fn extra(&self, key: &str) -> u64 {
+        self.extra.get(key).copied().unwrap_or(0)
+    }
+
+    /// The fraction of the filter's bits that are set.
+    pub fn filter_fill(&self) -> f64 {
+        self.filter_bits_set as f64 / self.filter_bits.max(1) as f64
+    }
+}
+
+/// The frontier the fetch workers use.
+///
+/// Contract (checked by `frontier::contract` against every implementation):
+/// - `offer` admits each canonical URL at most once, whatever the concurrency;
+/// - `next` hands out a URL only when its host's delay has passed and the host has fewer than
+///   `max_per_host` leases out; it waits while URLs may still come, and ends with
+///   [`End::Finished`] exactly when nothing is queued and nothing is leased;
+/// - offer a page's links *before* completing its lease, or other workers may see the crawl
+///   as finished;
+/// - `complete` after the page's record is written: a durable implementation marks the URL
+///   done then.
+pub trait Frontier: Send + Sync + std::fmt::Debug {
+    /// Offers the links found on `parent` (or the seeds, with `parent` `None`); returns what
+    /// became of each, in order.
+    fn offer<'a>(
+        &'a self,
+        parent: Option<&'a str>,
+        links: Vec<Link>,
+    ) -> BoxFuture<'a, Result<Vec<Admission>, FrontierError>>;
+
+    /// The next URL to fetch, waiting until one's host is ready.
+    fn next(&self) -> BoxFuture<'_, Result<Next, FrontierError>>;
+
+    /// Gives a lease back with its outcome (politeness, retries, the budget and the URL's
+    /// done mark follow from it).
+    fn complete(&self, lease: Lease, outcome: Outcome) -> BoxFuture<'_, Result<(), FrontierError>>;
+
+    /// Applies a host's robots.txt `Crawl-delay`. It also applies to a fetch of the host
+    /// already handed out: the next one waits for it from that fetch's start.
+    fn set_crawl_delay<'a>(
+        &'a self,
+        host: &'a str,
+        delay: Duration,
+    ) -> BoxFuture<'a, Result<(), FrontierError>>;
+
+    /// A leased fetch of `host` starts later than its lease did (its robots.txt was fetched
+    /// first): the host's next fetch waits its delay from now.
+    fn host_contacted<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<(), FrontierError>>;
+
+    /// Stops handing out URLs in this process: `next` ends with [`End::Closed`] from now on.
+    fn close(&self);
+
+    /// Current counters.
+    fn stats(&self) -> BoxFuture<'_, Result<Stats, FrontierError>>;
+}
