@@ -126,27 +126,6 @@ impl BitArray {
         flipped
     }
 
-    /// Sets the bits `indices` with plain loads and stores, for use inside a hardware
-    /// transaction ([`crate::htm::atomically`]), which makes the whole group atomic (outside
-    /// one it could lose another thread's concurrent bit); returns how many of them were
-    /// clear, leaving the count to the caller as
-    /// [`or_clear_uncounted`](Self::or_clear_uncounted) does. Each word is stored whether or
-    /// not its bit was set: a fixed number of steps with no branch, where a store only for
-    /// clear bits mispredicts about half of them (measured 30% slower), and a store of an
-    /// unchanged word changes nothing.
-    #[inline]
-    pub(crate) fn or_in_transaction(&self, indices: &[u64]) -> u64 {
-        let mut flipped = 0;
-        for &index in indices {
-            let mask = 1u64 << (index & 63);
-            let word = &self.words[(index >> 6) as usize];
-            let old = word.load(Ordering::Relaxed);
-            word.store(old | mask, Ordering::Relaxed);
-            flipped += u64::from(old & mask == 0);
-        }
-        flipped
-    }
-
     /// Adds flips made with [`or_clear_uncounted`](Self::or_clear_uncounted) to the count.
     #[inline]
     pub(crate) fn add_count(&self, flipped: u64) {

@@ -41,16 +41,6 @@
 //!   next batch's probes while the current batch's locked writes wait, where a single `put`
 //!   waits doing nothing. For callers with many keys at hand: `crawler bloom build` / `query`
 //!   use them.
-//! - **One commit per batch where the processor has transactions.** On x86-64 processors
-//!   with RTM (many Intel Xeons), `put_batch` writes each batch inside one hardware
-//!   transaction: plain loads and stores that become visible to other threads all at once,
-//!   instead of one locked write (≈ 15 cycles) per flipped bit. A transaction that aborts
-//!   writes nothing and the batch is redone with locked writes, so the filter stays
-//!   lock-free, the answers and the bit count are the same either way, and processors without
-//!   RTM (AMD's, among others) take the locked path. After a batch of all-new items the next
-//!   one skips the check pass too and writes straight through; duplicates keep the check,
-//!   so their lines stay shared between cores. Batch `put`s of new keys 1.2–2.2× faster,
-//!   of known keys unchanged (BENCHMARKS.md §1).
 //! - **A copy per hash count.** Guava's index `((h1 + i·h2) & i64::MAX) % bit_size` is
 //!   computed exactly with a precomputed reciprocal instead of a division, and the single-key
 //!   and query loops are compiled once for each hash count from 1 to 16, so that they unroll
@@ -58,10 +48,11 @@
 //! - **Huge pages.** Arrays of 2 MiB or more are advised onto transparent huge pages
 //!   (Linux `madvise`), so that `k` random probes into a filter of hundreds of megabytes do
 //!   not each miss the TLB too. That system call, the prefetch instruction (`words.rs`),
-//!   the queries' read of a word without a bounds check, at an index an exact
-//!   `% bit_size` produced (`RawFilter::probe`), and the `xbegin` / `xend` of the
-//!   transactions (`htm.rs`) are the crate's only `unsafe`; the crate denies `unsafe_code`
-//!   everywhere else. BENCHMARKS.md §1 has the measured gains.
+//!   and the queries' read of a word without a bounds check, at an index an exact
+//!   `% bit_size` produced (`RawFilter::probe`), are the crate's only `unsafe`; the crate
+//!   denies `unsafe_code` everywhere else. BENCHMARKS.md §1 has the measured gains. (A path
+//!   that wrote `put_batch`'s batches inside Intel RTM transactions was removed: it helped on
+//!   the one machine of nine that had RTM, which Intel has since disabled on most parts.)
 //! - **Hostile bytes are errors.** Deserialisation validates the header and allocates only as
 //!   fast as real bytes arrive, so a 6-byte file claiming 16 GiB of words costs nothing.
 //! - **Sizing limits are Guava's**: at most 2^31-1 words (≈1.4·10^11 bits, 16 GiB) because
@@ -84,10 +75,9 @@
 //! assert!(again.might_contain("https://example.com/"));
 //! ```
 
-// Five `unsafe` blocks in the crate: the huge-page and prefetch hints in `words.rs`, the
+// Three `unsafe` blocks in the crate: the huge-page and prefetch hints in `words.rs`, and the
 // queries' unchecked read of a word whose index an exact `% bit_size` produced
-// (`RawFilter::probe`, `BitArray::get_unchecked`), and the two instructions that begin and
-// commit a hardware transaction (`htm.rs`); everything else is safe.
+// (`RawFilter::probe`, `BitArray::get_unchecked`); everything else is safe.
 #![deny(unsafe_code)]
 
 mod bits;
@@ -97,7 +87,6 @@ mod error;
 mod fastmod;
 mod filter;
 mod funnel;
-mod htm;
 mod raw;
 mod rotating;
 mod scalable;

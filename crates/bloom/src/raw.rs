@@ -113,9 +113,6 @@ pub struct RawFilter {
     /// Whether the array fits in the processor's last-level cache, where batch queries of
     /// known keys go one batch at a time with all their lines prefetched.
     fits_in_cache: bool,
-    /// Whether [`put_hashes`](Self::put_hashes) writes each batch in a hardware transaction:
-    /// the processor has them. (A field so that the tests can take either path.)
-    htm: bool,
 }
 
 impl RawFilter {
@@ -143,7 +140,6 @@ impl RawFilter {
             modulo: FastMod::new(bits.bit_size()),
             prefetch: bits.word_count() * 8 >= PREFETCH_MIN_BYTES,
             fits_in_cache: bits.word_count() * 8 <= crate::words::last_level_cache_bytes(),
-            htm: crate::htm::available(),
             bits,
             num_hashes,
             strategy,
@@ -259,24 +255,6 @@ impl RawFilter {
     /// stays out of this loop: it reads the key, and moving it in measured no faster
     /// (BENCHMARKS.md §1).
     ///
-    /// On processors with hardware transactions (Intel's RTM, see [`crate::htm`]) a batch's
-    /// writes go as one transaction instead: plain loads and stores, which the commit makes
-    /// visible to other threads all at once, so a batch costs one commit instead of one
-    /// locked write per flipped bit — about five per new item, and on a filter the caches
-    /// hold those writes were most of a `put`'s time. The answers are the same: inside the
-    /// transaction each item's writes still see the earlier items', and an aborted
-    /// transaction (another core touched one of its lines) wrote nothing and is redone with
-    /// locked writes. Where transactions keep aborting, the call stops trying them.
-    ///
-    /// The transaction follows the stream. After a batch of all-new items, with no abort so
-    /// far in the call, the next batch skips the check pass and its transaction loads and
-    /// stores each probe's word directly. After a batch with an item already present, or
-    /// after an abort, batches take the check pass again and write only the items that found
-    /// a clear bit. Duplicates, the common case in a crawl, then stay read-only. Their lines
-    /// stay shared between cores, where storing them anyway made two threads putting
-    /// present keys 4× slower at 10^6. And a short transaction aborts less often when
-    /// another core writes nearby. BENCHMARKS.md §1 has the figures for both plans.
-    ///
     /// # Panics
     /// If the slices differ in length (a caller bug).
     pub fn put_hashes(&self, hashes: &[Hash128], new: &mut [bool]) {
@@ -290,9 +268,6 @@ impl RawFilter {
         let batches = hashes.len().div_ceil(BATCH);
         let mut probes = [[[0u64; INLINE_PROBES]; BATCH]; 2];
         let mut clear = [0u32; BATCH];
-        let mut tries = crate::htm::Tries::new(self.htm);
-        // Whether the next batch goes straight to its transaction, without the check pass.
-        let mut through = false;
         if batches > 0 {
             self.stage_batch(nth_batch(hashes, 0), &mut probes[0]);
         }
@@ -305,64 +280,12 @@ impl RawFilter {
             } else {
                 &[]
             };
-            let atomic = tries.worth_it();
-            let checked = !(atomic && through);
-            if checked {
-                self.load_batch(new.len(), now, &mut clear);
-            }
-            let flipped = if !atomic {
-                self.or_batch_locked(now, &clear, new, coming, next)
-            } else {
-                // Staged first: on big arrays its prefetches are then on their way while
-                // this batch writes (3–4% faster at 10^8 than staging after the commit).
-                self.stage_batch(coming, next);
-                match self.or_batch_atomically(now, checked.then_some(&clear), new) {
-                    Some(flipped) => {
-                        tries.committed();
-                        through = tries.none_aborted() && new.iter().all(|&new| new);
-                        flipped
-                    }
-                    None => {
-                        tries.aborted();
-                        through = false;
-                        if !checked {
-                            self.load_batch(new.len(), now, &mut clear);
-                        }
-                        self.or_batch_locked(now, &clear, new, &[], next)
-                    }
-                }
-            };
+            self.load_batch(new.len(), now, &mut clear);
+            let flipped = self.or_batch_locked(now, &clear, new, coming, next);
             if flipped != 0 {
                 self.bits.add_count(flipped);
             }
         }
-    }
-
-    /// The write pass of [`put_hashes`](Self::put_hashes) for one batch as one hardware
-    /// transaction: `None` if it aborted (or the processor has none), and then nothing was
-    /// written. With `clear` (the check pass's findings), only the items that found a clear
-    /// bit are written; without, every item is.
-    #[inline]
-    fn or_batch_atomically(
-        &self,
-        probes: &[[u64; INLINE_PROBES]; BATCH],
-        clear: Option<&[u32; BATCH]>,
-        new: &mut [bool],
-    ) -> Option<u64> {
-        let k = self.num_hashes as usize;
-        crate::htm::atomically(|| {
-            let mut flipped_total = 0;
-            for (j, new) in new.iter_mut().enumerate() {
-                let flipped = if clear.is_none_or(|clear| clear[j] != 0) {
-                    self.bits.or_in_transaction(&probes[j][..k])
-                } else {
-                    0
-                };
-                *new = flipped != 0;
-                flipped_total += flipped;
-            }
-            flipped_total
-        })
     }
 
     /// The write pass of [`put_hashes`](Self::put_hashes) for one batch with locked writes,
@@ -927,11 +850,9 @@ mod tests {
         f
     }
 
-    /// `put_hashes` answers, sets and counts as one `put_hash` per item does, whether its
-    /// batches go as hardware transactions (where the processor has them: after a check
-    /// pass, or straight through after a batch of all-new items) or as locked writes.
+    /// `put_hashes` answers, sets and counts as one `put_hash` per item does.
     #[test]
-    fn batch_puts_answer_as_single_puts_on_both_write_paths() {
+    fn batch_puts_answer_as_single_puts() {
         let mut next = crate::xorshift(0x2545_F491_4F6C_DD1D);
         // Dense: 700 items in 8,192 bits, with repeats inside a batch and across batches
         // (the later copy must read as present). Items share words, and later items of a
@@ -954,21 +875,15 @@ mod tests {
                     .unwrap();
             let expected: Vec<bool> = hashes.iter().map(|h| single.put_hash(*h)).collect();
             assert!(expected.iter().any(|n| !*n) && expected.iter().any(|n| *n));
-            for htm in [false, true] {
-                let mut batched = RawFilter::from_parts(
-                    BitArray::with_bits(bits).unwrap(),
-                    5,
-                    Strategy::default(),
-                )
-                .unwrap();
-                batched.htm = htm && crate::htm::available();
-                let mut new = vec![false; hashes.len()];
-                batched.put_hashes(&hashes, &mut new);
-                assert_eq!(new, expected, "{bits} bits, htm {htm}");
-                assert_eq!(batched.bits().to_words(), single.bits().to_words());
-                assert_eq!(batched.bits().bit_count(), single.bits().bit_count());
-                assert_eq!(batched.bits().bit_count(), batched.bits().popcount());
-            }
+            let batched =
+                RawFilter::from_parts(BitArray::with_bits(bits).unwrap(), 5, Strategy::default())
+                    .unwrap();
+            let mut new = vec![false; hashes.len()];
+            batched.put_hashes(&hashes, &mut new);
+            assert_eq!(new, expected, "{bits} bits");
+            assert_eq!(batched.bits().to_words(), single.bits().to_words());
+            assert_eq!(batched.bits().bit_count(), single.bits().bit_count());
+            assert_eq!(batched.bits().bit_count(), batched.bits().popcount());
         }
     }
 

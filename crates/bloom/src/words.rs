@@ -13,7 +13,7 @@
 //! they will read soon.
 //!
 //! The `unsafe` here: one system call on memory the array owns, and one prefetch
-//! instruction. (The crate's others are in `bits.rs` and `htm.rs`.)
+//! instruction. (The crate's other is in `bits.rs`.)
 
 use std::sync::atomic::AtomicU64;
 
