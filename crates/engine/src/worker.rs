@@ -1,0 +1,263 @@
+//! One fetch worker's loop: take a lease, check robots.txt, fetch, offer what the page
+//! leads to (one frontier call per page), write its record, complete the lease with the
+//! outcome. The frontier decides what the outcome means (done, retried, budget); a frontier
+//! call that fails is retried with back-off until it succeeds or the crawl stops.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use frontier::{Admission, End, Frontier, FrontierError, Lease, Link, Next, Outcome};
+use url::Url;
+
+use crate::fetch::{Fetcher, Keep};
+use crate::output::{self, Output, PageRecord};
+use crate::robots::RobotsCache;
+use crate::{extract, parse_pool, state, CrawlConfig, StopReason};
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) pages: AtomicU64,
+    pub(crate) robots_disallowed: AtomicU64,
+    pub(crate) retries: AtomicU64,
+    pub(crate) bytes: AtomicU64,
+    pub(crate) by_status: Mutex<BTreeMap<String, u64>>,
+}
+
+/// Everything the workers share.
+#[derive(Debug)]
+pub(crate) struct Ctx {
+    pub(crate) cfg: CrawlConfig,
+    pub(crate) frontier: Arc<dyn Frontier>,
+    pub(crate) fetcher: Fetcher,
+    pub(crate) robots: RobotsCache,
+    pub(crate) parse: parse_pool::ParsePool,
+    pub(crate) output: Output,
+    pub(crate) counters: Counters,
+    pub(crate) stop: Mutex<Option<StopReason>>,
+    pub(crate) store: Option<Arc<store::Store>>,
+    /// Workers waiting for the state's checkpoints.
+    pub(crate) pause: state::Pause,
+}
+
+impl Ctx {
+    pub(crate) fn stop(&self, reason: StopReason) {
+        let mut s = self.stop.lock().unwrap_or_else(|e| e.into_inner());
+        if s.is_none() {
+            *s = Some(reason);
+            tracing::info!(?reason, "stopping: no more URLs are handed out");
+        }
+        self.frontier.close();
+    }
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Runs a frontier call until it succeeds, waiting with back-off (50 ms doubling to 5 s)
+    /// between failures; `None` once the crawl is stopping and the call still fails.
+    async fn with_frontier<'a, T>(
+        &'a self,
+        what: &str,
+        mut call: impl FnMut(&'a dyn Frontier) -> frontier::BoxFuture<'a, Result<T, FrontierError>>,
+    ) -> Option<T> {
+        let mut wait = Duration::from_millis(50);
+        loop {
+            match call(&*self.frontier).await {
+                Ok(v) => return Some(v),
+                Err(e) if self.stopped() => {
+                    tracing::warn!(error = %e, call = what, "frontier call failed while stopping");
+                    return None;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, call = what, retry_in = ?wait, "frontier call failed");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    }
+}
+
+pub(crate) async fn worker(ctx: Arc<Ctx>) {
+    loop {
+        if let Some(store) = &ctx.store {
+            ctx.pause
+                .wait(store, state::BACKLOG_LIMIT, || ctx.stopped())
+                .await;
+        }
+        let Some(next) = ctx.with_frontier("next", |f| f.next()).await else {
+            break;
+        };
+        let lease = match next {
+            Next::Lease(lease) => lease,
+            Next::End(End::Budget) => {
+                ctx.stop(StopReason::MaxPages);
+                break;
+            }
+            Next::End(End::Finished | End::Closed) => break,
+        };
+        let outcome = process(&ctx, &lease).await;
+        // Retried with a copy: a remote call that failed may not have taken the lease.
+        let completed = ctx
+            .with_frontier("complete", |f| f.complete(lease.clone(), outcome.clone()))
+            .await;
+        if completed.is_none() {
+            break;
+        }
+    }
+}
+
+/// Fetches one leased URL, offers what it leads to and writes its record; returns the
+/// outcome for the frontier.
+async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
+    let entry = lease.entry();
+    let Ok(url) = Url::parse(&entry.url) else {
+        // The frontier only queues canonical URLs, so this cannot happen; if it does, the URL
+        // must not come back on every resume.
+        return Outcome::Skipped;
+    };
+    if ctx.cfg.crawl.respect_robots {
+        let verdict = ctx.robots.check(&ctx.fetcher, &url).await;
+        let host = lease.host();
+        if let Some(delay) = verdict.crawl_delay {
+            ctx.with_frontier("set_crawl_delay", |f| f.set_crawl_delay(host, delay))
+                .await;
+        }
+        if verdict.fetched {
+            // The robots.txt request took this lease's turn: the host's next fetch waits its
+            // delay from the page request that follows now, not from when the lease began.
+            ctx.with_frontier("host_contacted", |f| f.host_contacted(host))
+                .await;
+        }
+        if !verdict.allowed {
+            ctx.counters
+                .robots_disallowed
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(%url, "disallowed by robots.txt");
+            return Outcome::Skipped;
+        }
+    }
+    let mut fetched = ctx.fetcher.fetch(url.as_str(), Keep::Html).await;
+    let attempts = u32::from(entry.attempt) + 1;
+    if fetched.transient && entry.attempt < ctx.cfg.fetch.max_retries {
+        ctx.counters.retries.fetch_add(1, Ordering::Relaxed);
+        let backoff = retry_delay(ctx.cfg.fetch.retry_base_ms, entry.attempt, &entry.url);
+        let after = fetched.retry_after.map_or(backoff, |r| r.max(backoff));
+        tracing::debug!(%url, attempt = attempts, status = fetched.status, error = fetched.error.as_deref(), ?after, "retrying later");
+        return Outcome::Retry { after: Some(after) };
+    }
+
+    let mut links_found = 0;
+    let mut links_new = 0;
+    let mut final_url = entry.url.clone();
+    let mut error = fetched.error.clone();
+    let mut offers = Vec::new();
+    match fetched.status {
+        Some(300..=399) => match fetched.location.as_deref().map(|l| url.join(l.trim())) {
+            Some(Ok(target)) => {
+                final_url = target.to_string();
+                offers.push(Link {
+                    url: target,
+                    depth: entry.depth,
+                    hops: entry.hops.saturating_add(1),
+                });
+            }
+            Some(Err(e)) => error = Some(format!("bad Location header: {e}")),
+            None => error = Some("redirect without a Location header".into()),
+        },
+        Some(200) if !fetched.body.is_empty() => {
+            // Moved, not copied: a body may be up to `max_body_bytes`.
+            let body = std::mem::take(&mut fetched.body);
+            let ct = fetched.content_type.clone();
+            let page = url.clone();
+            let respect = ctx.cfg.crawl.respect_nofollow;
+            let job = move || extract::extract(&body, ct.as_deref(), &page, respect);
+            let extracted = ctx.parse.run(job).await;
+            match extracted {
+                Ok(e) => {
+                    let depth = entry.depth + 1;
+                    offers = e.links.into_iter().map(|u| Link::new(u, depth)).collect();
+                }
+                Err(e) => error = Some(format!("link extraction failed: {e}")),
+            }
+        }
+        _ => {}
+    }
+    if !offers.is_empty() {
+        links_found = offers.len() as u64;
+        // Retried with a copy of the links: a remote call that failed took them.
+        let admissions = ctx
+            .with_frontier("offer", |f| f.offer(Some(&entry.url), offers.clone()))
+            .await
+            .unwrap_or_default();
+        links_new = admissions
+            .iter()
+            .filter(|a| **a == Admission::Admitted)
+            .count() as u64;
+    }
+
+    let status_key = fetched
+        .status
+        .map_or_else(|| "error".to_owned(), |s| s.to_string());
+    *ctx.counters
+        .by_status
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(status_key)
+        .or_default() += 1;
+    ctx.counters
+        .bytes
+        .fetch_add(fetched.bytes, Ordering::Relaxed);
+    tracing::debug!(%url, status = fetched.status, bytes = fetched.bytes, links_found, links_new, "fetched");
+    let written = ctx
+        .output
+        .record(PageRecord {
+            url: entry.url.clone(),
+            final_url,
+            status: fetched.status,
+            depth: entry.depth,
+            parent: entry.parent.clone(),
+            content_type: fetched.content_type.clone(),
+            bytes: fetched.bytes,
+            links_found,
+            links_new,
+            fetch_ms: fetched.elapsed.as_millis() as u64,
+            fetched_at: output::now_rfc3339(),
+            attempts,
+            truncated: fetched.truncated,
+            error,
+        })
+        .await;
+    if !written {
+        // Not done: a resume fetches it again.
+        tracing::error!(%url, "pages.jsonl cannot be written; stopping");
+        ctx.stop(StopReason::OutputError);
+        return Outcome::Retry { after: None };
+    }
+    ctx.counters.pages.fetch_add(1, Ordering::Relaxed);
+    if fetched.transient {
+        Outcome::HostError {
+            retry_after: fetched.retry_after,
+        }
+    } else {
+        Outcome::Done
+    }
+}
+
+/// `base · 2^attempt`, with ±50% jitter derived from the URL and attempt (no RNG needed, and
+/// different URLs of one host spread out).
+fn retry_delay(base_ms: u64, attempt: u8, url: &str) -> Duration {
+    let exp = base_ms.saturating_mul(1u64 << attempt.min(16));
+    let h = url
+        .bytes()
+        .fold(u64::from(attempt) ^ 0x9E37_79B9_7F4A_7C15, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+    let jitter = (h % 1000) as f64 / 1000.0 + 0.5; // 0.5 ..= 1.5
+    Duration::from_millis((exp as f64 * jitter) as u64)
+}
