@@ -150,7 +150,7 @@ pub fn config(cmd: ConfigCommand) -> Result<(), Failure> {
 
 pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
     let cfg = load(&args)?;
-    crate::telemetry::init(&cfg.crawl.log_format);
+    crate::telemetry::init(cfg.crawl.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

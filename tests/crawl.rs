@@ -63,7 +63,7 @@ async fn crawl_equals_ground_truth() {
     let (_dir, out) = crawl_site(
         &site,
         "[crawl]\nconcurrency = 16\nprogress_secs = 60\n[fetch]\nretry_base_ms = 20\n\
-         [politeness]\ndelay_ms = 0\nmax_per_host = 4\n",
+         [politeness]\nbackoff_base_ms = 20\ndelay_ms = 0\nmax_per_host = 4\n",
     )
     .await;
 
@@ -299,7 +299,7 @@ async fn politeness_seen_from_the_server() {
     let (_dir, _out) = crawl_site(
         &site,
         "[crawl]\nconcurrency = 8\n[fetch]\nretry_base_ms = 20\n\
-         [politeness]\ndelay_ms = 100\nmax_per_host = 1\n",
+         [politeness]\nbackoff_base_ms = 20\ndelay_ms = 100\nmax_per_host = 1\n",
     )
     .await;
     let log = site.observer().log();

@@ -26,7 +26,7 @@ impl Crawl {
             &config,
             format!(
                 "[crawl]\nconcurrency = 8\nprogress_secs = 60\ncheckpoint_ms = 200\n\
-                 [fetch]\nretry_base_ms = 20\n[politeness]\ndelay_ms = 10\nmax_per_host = 2\n\
+                 [fetch]\nretry_base_ms = 20\n[politeness]\nbackoff_base_ms = 20\ndelay_ms = 10\nmax_per_host = 2\n\
                  [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n{extra}"
             ),
         )

@@ -13,6 +13,80 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use toml::{Table, Value};
 
+/// A setting with a fixed set of values: an enum whose names are the schema's choices, so
+/// the file, the validation and the code cannot disagree on them.
+macro_rules! choice {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+        pub enum $name {
+            $($(#[$vdoc])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// Every value's name, as written in `crawler.toml`.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+
+            /// The name as written in `crawler.toml`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+choice!(
+    /// `crawl.log_format`.
+    LogFormat {
+        /// Human-readable lines.
+        Plain = "plain",
+        /// One JSON object per line.
+        Json = "json",
+    }
+);
+
+choice!(
+    /// `frontier.order`: serving order within a host.
+    QueueOrder {
+        /// Oldest first.
+        BreadthFirst = "breadth-first",
+        /// Newest first.
+        DepthFirst = "depth-first",
+    }
+);
+
+choice!(
+    /// `frontier.scope`: which hosts links may lead to.
+    ScopeKind {
+        /// The seeds' hosts.
+        SameHost = "same-host",
+        /// The seeds' registrable domains.
+        SameDomain = "same-domain",
+        /// `frontier.domains`.
+        Domains = "domains",
+        /// Any host.
+        Any = "any",
+    }
+);
+
+choice!(
+    /// `frontier.dedup`: how the visited set decides a URL was seen.
+    DedupMode {
+        /// The Bloom filter alone.
+        Bloom = "bloom",
+        /// A "maybe seen" is confirmed in the crawl state's exact set.
+        Exact = "exact",
+    }
+);
+
 /// The whole configuration (one struct per `[section]`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -63,7 +137,7 @@ pub struct CrawlSection {
     /// Milliseconds between checkpoints of the state.
     pub checkpoint_ms: u64,
     /// `plain` or `json` log lines.
-    pub log_format: String,
+    pub log_format: LogFormat,
 }
 
 /// `[fetch]`: HTTP behaviour and limits.
@@ -82,7 +156,8 @@ pub struct FetchSection {
     pub max_redirects: u8,
     /// Retries of connection errors, 5xx and 429 (with exponential back-off and jitter).
     pub max_retries: u8,
-    /// First retry delay; doubles each time.
+    /// First delay before a URL is fetched again after a transient failure; doubles each
+    /// time (per URL; the host's back-off is `politeness.backoff_base_ms`).
     pub retry_base_ms: u64,
     /// Content types parsed for links.
     pub html_types: Vec<String>,
@@ -99,6 +174,8 @@ pub struct PolitenessSection {
     pub delay_ms: u64,
     /// Fetches in flight per host.
     pub max_per_host: u32,
+    /// First back-off of a host after an error; doubles with each further error.
+    pub backoff_base_ms: u64,
     /// Longest back-off after errors, and longest `Retry-After` honoured.
     pub max_backoff_secs: u64,
 }
@@ -116,9 +193,9 @@ pub struct FrontierSection {
     /// Spill directory (empty: a temporary directory).
     pub spill_dir: String,
     /// `breadth-first` or `depth-first`.
-    pub order: String,
+    pub order: QueueOrder,
     /// `same-host`, `same-domain`, `domains` or `any`.
-    pub scope: String,
+    pub scope: ScopeKind,
     /// Domains for `scope = "domains"`.
     pub domains: Vec<String>,
     /// Regexes a URL must match (any), if given.
@@ -142,7 +219,7 @@ pub struct FrontierSection {
     /// Trap guard: most query parameters.
     pub max_query_params: u64,
     /// `bloom` (the filter alone) or `exact` (a "maybe seen" is confirmed in the state).
-    pub dedup: String,
+    pub dedup: DedupMode,
     /// Exact mode: MiB of memory for the exact set's index (0: every lookup reads the state).
     pub exact_index_mb: u64,
 }
@@ -273,7 +350,7 @@ const SCHEMA: &[(&str, &str, Kind)] = &[
             max: 3_600_000,
         },
     ),
-    ("crawl", "log_format", Kind::Choice(&["plain", "json"])),
+    ("crawl", "log_format", Kind::Choice(LogFormat::NAMES)),
     (
         "fetch",
         "connect_timeout_ms",
@@ -336,6 +413,14 @@ const SCHEMA: &[(&str, &str, Kind)] = &[
     ),
     (
         "politeness",
+        "backoff_base_ms",
+        Kind::UInt {
+            min: 1,
+            max: 3_600_000,
+        },
+    ),
+    (
+        "politeness",
         "max_backoff_secs",
         Kind::UInt {
             min: 0,
@@ -367,16 +452,8 @@ const SCHEMA: &[(&str, &str, Kind)] = &[
         },
     ),
     ("frontier", "spill_dir", Kind::Str),
-    (
-        "frontier",
-        "order",
-        Kind::Choice(&["breadth-first", "depth-first"]),
-    ),
-    (
-        "frontier",
-        "scope",
-        Kind::Choice(&["same-host", "same-domain", "domains", "any"]),
-    ),
+    ("frontier", "order", Kind::Choice(QueueOrder::NAMES)),
+    ("frontier", "scope", Kind::Choice(ScopeKind::NAMES)),
     ("frontier", "domains", Kind::StrList),
     ("frontier", "include", Kind::StrList),
     ("frontier", "exclude", Kind::StrList),
@@ -423,7 +500,7 @@ const SCHEMA: &[(&str, &str, Kind)] = &[
             max: 10_000,
         },
     ),
-    ("frontier", "dedup", Kind::Choice(&["bloom", "exact"])),
+    ("frontier", "dedup", Kind::Choice(DedupMode::NAMES)),
     (
         "frontier",
         "exact_index_mb",
@@ -665,7 +742,7 @@ impl Loader {
                     message: "must not exceed fetch.total_timeout_ms".into(),
                 });
             }
-            if c.frontier.dedup == "exact" && !c.crawl.persist {
+            if c.frontier.dedup == DedupMode::Exact && !c.crawl.persist {
                 problems.push(Problem {
                     key: "frontier.dedup".into(),
                     origin: origin("frontier.dedup"),
@@ -674,7 +751,7 @@ impl Loader {
                         .into(),
                 });
             }
-            if c.frontier.scope == "domains" && c.frontier.domains.is_empty() {
+            if c.frontier.scope == ScopeKind::Domains && c.frontier.domains.is_empty() {
                 problems.push(Problem {
                     key: "frontier.domains".into(),
                     origin: origin("frontier.domains"),
@@ -750,6 +827,47 @@ mod tests {
         assert_eq!(c.crawl.concurrency, 64);
         assert!(c.crawl.respect_robots);
         assert_eq!(Loader::new().build().unwrap(), c);
+    }
+
+    /// The shipped file, the schema and the structs list the same keys: the file parses into
+    /// the structs (every field required, unknown keys denied), and the schema has exactly
+    /// the file's keys.
+    #[test]
+    fn shipped_file_schema_and_structs_agree() {
+        let table: Table = DEFAULT_TOML.parse().unwrap();
+        let mut in_file: Vec<(String, String)> = table
+            .iter()
+            .flat_map(|(section, keys)| {
+                let keys = keys.as_table().expect("sections only");
+                keys.keys().map(move |k| (section.clone(), k.clone()))
+            })
+            .collect();
+        let mut in_schema: Vec<(String, String)> = SCHEMA
+            .iter()
+            .map(|(s, k, _)| (s.to_string(), k.to_string()))
+            .collect();
+        in_file.sort();
+        in_schema.sort();
+        assert_eq!(in_file, in_schema);
+        let _: CrawlConfig = table
+            .try_into()
+            .expect("the structs take the file as it is");
+    }
+
+    /// Every choice's names parse into its enum and back.
+    #[test]
+    fn choices_round_trip() {
+        fn check<T: for<'de> Deserialize<'de> + Copy + fmt::Display>(names: &[&str]) {
+            for name in names {
+                let v: T = Value::String((*name).to_owned()).try_into().unwrap();
+                assert_eq!(v.to_string(), *name);
+            }
+            assert!(Value::String("nope".into()).try_into::<T>().is_err());
+        }
+        check::<LogFormat>(LogFormat::NAMES);
+        check::<QueueOrder>(QueueOrder::NAMES);
+        check::<ScopeKind>(ScopeKind::NAMES);
+        check::<DedupMode>(DedupMode::NAMES);
     }
 
     #[test]

@@ -41,7 +41,9 @@ use frontier::{
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-pub use config::{ConfigError, CrawlConfig, Loader, DEFAULT_TOML};
+pub use config::{
+    ConfigError, CrawlConfig, DedupMode, Loader, LogFormat, QueueOrder, ScopeKind, DEFAULT_TOML,
+};
 use fetch::Fetcher;
 use output::Output;
 use report::{
@@ -92,11 +94,11 @@ pub fn frontier_config(cfg: &CrawlConfig) -> FrontierConfig {
             max_url_len: f.max_url_len as usize,
         },
         scope: ScopeConfig {
-            hosts: match f.scope.as_str() {
-                "same-host" => HostScope::SameHost,
-                "domains" => HostScope::Domains(f.domains.clone()),
-                "any" => HostScope::Any,
-                _ => HostScope::SameDomain,
+            hosts: match f.scope {
+                ScopeKind::SameHost => HostScope::SameHost,
+                ScopeKind::SameDomain => HostScope::SameDomain,
+                ScopeKind::Domains => HostScope::Domains(f.domains.clone()),
+                ScopeKind::Any => HostScope::Any,
             },
             include: f.include.clone(),
             exclude: f.exclude.clone(),
@@ -105,19 +107,17 @@ pub fn frontier_config(cfg: &CrawlConfig) -> FrontierConfig {
             max_repeated_segments: f.max_repeated_segments as usize,
             max_query_params: f.max_query_params as usize,
         },
-        dedup: if f.dedup == "exact" {
-            frontier::Dedup::Exact
-        } else {
-            frontier::Dedup::Bloom
+        dedup: match f.dedup {
+            DedupMode::Bloom => frontier::Dedup::Bloom,
+            DedupMode::Exact => frontier::Dedup::Exact,
         },
         expected_urls: f.expected_urls,
         fpp: f.fpp,
         memory_capacity: f.memory_capacity as usize,
         spill_dir: (!f.spill_dir.is_empty()).then(|| PathBuf::from(&f.spill_dir)),
-        order: if f.order == "depth-first" {
-            Order::DepthFirst
-        } else {
-            Order::BreadthFirst
+        order: match f.order {
+            QueueOrder::BreadthFirst => Order::BreadthFirst,
+            QueueOrder::DepthFirst => Order::DepthFirst,
         },
         max_pages: (cfg.crawl.max_pages > 0).then_some(cfg.crawl.max_pages),
         max_pages_per_host: (f.max_pages_per_host > 0).then_some(f.max_pages_per_host),
@@ -125,7 +125,7 @@ pub fn frontier_config(cfg: &CrawlConfig) -> FrontierConfig {
         politeness: Politeness {
             delay: Duration::from_millis(cfg.politeness.delay_ms),
             max_per_host: cfg.politeness.max_per_host,
-            backoff_base: Duration::from_millis(cfg.fetch.retry_base_ms.max(1)),
+            backoff_base: Duration::from_millis(cfg.politeness.backoff_base_ms.max(1)),
             max_backoff: Duration::from_secs(cfg.politeness.max_backoff_secs),
         },
     }
@@ -270,7 +270,7 @@ pub async fn run(
     let stats = frontier_stats(&ctx).await;
     let mut summary = summarize(&ctx, &stats, started);
     let final_status = status(&ctx, &stats, started, state_name(summary.stopped_by));
-    let exact = ctx.cfg.frontier.dedup == "exact";
+    let exact = ctx.cfg.frontier.dedup == DedupMode::Exact;
     // Every worker is gone, so this drops the last sender: the writer drains its queue,
     // writes every record and ends.
     drop(ctx);

@@ -24,8 +24,8 @@ pub fn settings(cfg: &CrawlConfig) -> BTreeMap<String, String> {
     [
         ("frontier.expected_urls", f.expected_urls.to_string()),
         ("frontier.fpp", f.fpp.to_string()),
-        ("frontier.dedup", f.dedup.clone()),
-        ("frontier.scope", f.scope.clone()),
+        ("frontier.dedup", f.dedup.to_string()),
+        ("frontier.scope", f.scope.to_string()),
         ("frontier.domains", list(&f.domains)),
         ("frontier.include", list(&f.include)),
         ("frontier.exclude", list(&f.exclude)),
@@ -97,7 +97,7 @@ pub fn open(
     let store = Store::open(
         &dir,
         &settings(cfg),
-        if cfg.frontier.dedup == "exact" {
+        if cfg.frontier.dedup == crate::config::DedupMode::Exact {
             store::Dedup::Exact {
                 index_bytes: usize::try_from(cfg.frontier.exact_index_mb << 20)
                     .unwrap_or(usize::MAX),
