@@ -50,9 +50,9 @@ pub enum Dedup {
 /// [`Dedup::Exact`]. Both calls are made under the URL's admission lock, so for one URL they
 /// never interleave.
 pub trait Journal: Send + Sync + std::fmt::Debug {
-    /// Records an admission of the URL with fingerprint `fp` and sets `entry.id`, before the
-    /// entry is queued.
-    fn admitted(&self, fp: u128, entry: &mut Entry);
+    /// Records an admission of the URL with fingerprint `fp` (politeness key `host`, as
+    /// [`host_key`] gives it) and sets `entry.id`, before the entry is queued.
+    fn admitted(&self, fp: u128, host: &str, entry: &mut Entry);
     /// Whether the exact visited set holds `fp` (recorded, durable or not yet).
     fn contains(&self, fp: u128) -> bool;
     /// A host's backoff changed (made under the scheduler lock, so calls for one host arrive
@@ -342,7 +342,7 @@ impl LocalFrontier {
         let mut entry = Entry::new(canonical.into(), depth, parent.map(str::to_owned));
         entry.hops = hops;
         if let Some(journal) = &self.journal {
-            journal.admitted(fp, &mut entry);
+            journal.admitted(fp, &host, &mut entry);
         }
         drop(_guard);
         self.counters.admitted.add(1);

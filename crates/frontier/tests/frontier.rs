@@ -449,7 +449,7 @@ struct MemJournal {
 }
 
 impl frontier::Journal for MemJournal {
-    fn admitted(&self, fp: u128, entry: &mut frontier::Entry) {
+    fn admitted(&self, fp: u128, _host: &str, entry: &mut frontier::Entry) {
         assert!(
             self.seen.lock().unwrap().insert(fp),
             "{} admitted twice",
@@ -548,7 +548,7 @@ struct BackoffJournal {
 }
 
 impl frontier::Journal for BackoffJournal {
-    fn admitted(&self, _fp: u128, _entry: &mut frontier::Entry) {}
+    fn admitted(&self, _fp: u128, _host: &str, _entry: &mut frontier::Entry) {}
     fn contains(&self, _fp: u128) -> bool {
         false
     }

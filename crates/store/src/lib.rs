@@ -44,6 +44,7 @@
 #![forbid(unsafe_code)]
 
 mod index;
+mod queue_record;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -345,12 +346,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The host part of a canonical URL (`host[:port]`, user info dropped).
-fn host_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    authority.rsplit_once('@').map_or(authority, |(_, h)| h)
-}
-
 impl Shared {
     fn db_err(&self, e: impl fmt::Display) -> StoreError {
         StoreError::Db {
@@ -546,6 +541,35 @@ impl Shared {
     }
 }
 
+/// Rewrites every row of a queue written before the format byte (see [`queue_record`]), a
+/// batch of keys at a time. `Err(None)`: a row is not an entry.
+fn migrate_queue(queue: &mut redb::Table<'_, u64, &[u8]>) -> Result<u64, Option<redb::Error>> {
+    const BATCH: usize = 10_000;
+    let mut from = 0u64;
+    let mut n = 0;
+    loop {
+        let mut rows = Vec::with_capacity(BATCH);
+        for row in queue.range(from..).map_err(|x| Some(x.into()))?.take(BATCH) {
+            let (k, v) = row.map_err(|x| Some(x.into()))?;
+            let entry = queue_record::decode_legacy(v.value()).ok_or(None)?;
+            rows.push((k.value(), queue_record::encode(&entry)));
+        }
+        let Some(&(last, _)) = rows.last() else {
+            return Ok(n);
+        };
+        for (k, bytes) in &rows {
+            queue
+                .insert(*k, bytes.as_slice())
+                .map_err(|x| Some(x.into()))?;
+        }
+        n += rows.len() as u64;
+        match last.checked_add(1) {
+            Some(next) => from = next,
+            None => return Ok(n),
+        }
+    }
+}
+
 fn read_u64(
     meta: &impl ReadableTable<&'static str, &'static [u8]>,
     key: &str,
@@ -557,11 +581,10 @@ fn read_u64(
 }
 
 impl Journal for Shared {
-    fn admitted(&self, fp: u128, entry: &mut Entry) {
+    fn admitted(&self, fp: u128, host: &str, entry: &mut Entry) {
         entry.id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut bytes = Vec::with_capacity(32 + entry.url.len());
-        entry.encode(&mut bytes);
-        let host = host_of(&entry.url).to_owned();
+        let bytes = queue_record::encode(entry);
+        let host = host.to_owned();
         // Findable at once: in the index, or (no room there) among the pending fingerprints
         // until the snapshot that holds it is installed.
         let unindexed = self.exact && !self.index.insert(fp);
@@ -733,6 +756,18 @@ impl Store {
                         read_u64(&meta, "next_id").map_err(e)?.max(1),
                         Ordering::Relaxed,
                     );
+                    if meta
+                        .get(queue_record::META_KEY)
+                        .map_err(|x| e(x.into()))?
+                        .is_none()
+                    {
+                        let mut queue = txn.open_table(QUEUE).map_err(|x| e(x.into()))?;
+                        let n = migrate_queue(&mut queue).map_err(|x| match x {
+                            Some(x) => e(x),
+                            None => shared.db_err("a queued entry is corrupt"),
+                        })?;
+                        tracing::info!(rows = n, "queue rows given their format byte");
+                    }
                 } else {
                     for (k, v) in settings {
                         meta.insert(format!("{SETTING_PREFIX}{k}").as_str(), v.as_bytes())
@@ -741,6 +776,8 @@ impl Store {
                     meta.insert("next_id", 1u64.to_le_bytes().as_slice())
                         .map_err(|x| e(x.into()))?;
                 }
+                meta.insert(queue_record::META_KEY, [queue_record::FORMAT].as_slice())
+                    .map_err(|x| e(x.into()))?;
                 txn.open_table(SEEN).map_err(|x| e(x.into()))?;
                 txn.open_table(ADMITTED).map_err(|x| e(x.into()))?;
                 txn.open_table(QUEUE).map_err(|x| e(x.into()))?;
@@ -821,9 +858,9 @@ impl Store {
         let mut n = 0;
         for row in table.iter().map_err(|e| s.db_err(e))? {
             let (_, v) = row.map_err(|e| s.db_err(e))?;
-            match Entry::decode_all(v.value(), 1) {
-                Some(mut one) => {
-                    f(one.remove(0));
+            match queue_record::decode(v.value()) {
+                Some(entry) => {
+                    f(entry);
                     n += 1;
                 }
                 None => return Err(s.db_err("a queued entry is corrupt")),
@@ -969,8 +1006,8 @@ impl Store {
             let mut queued: HashSet<String> = HashSet::new();
             for row in queue.iter().map_err(|x| err(x.into()))? {
                 let (_, v) = row.map_err(|x| err(x.into()))?;
-                if let Some(mut e) = Entry::decode_all(v.value(), 1) {
-                    let url = e.remove(0).url;
+                if let Some(e) = queue_record::decode(v.value()) {
+                    let url = e.url;
                     if wanted.contains(&frontier::fingerprint(&url)) {
                         queued.insert(url);
                     }
@@ -986,8 +1023,7 @@ impl Store {
                         let mut entry = Entry::new(url.clone(), depth, None);
                         entry.id = next;
                         next = next.saturating_add(1);
-                        let mut bytes = Vec::new();
-                        entry.encode(&mut bytes);
+                        let bytes = queue_record::encode(&entry);
                         queue
                             .insert(entry.id, bytes.as_slice())
                             .map_err(|x| err(x.into()))?;
@@ -1092,7 +1128,8 @@ mod tests {
 
     fn admit(j: &dyn Journal, url: &str, depth: u32) -> u64 {
         let mut e = Entry::new(url.to_owned(), depth, Some("http://a.test/".into()));
-        j.admitted(frontier::fingerprint(url), &mut e);
+        let host = frontier::host_key(&url::Url::parse(url).unwrap()).to_owned();
+        j.admitted(frontier::fingerprint(url), &host, &mut e);
         e.id
     }
 
@@ -1464,10 +1501,55 @@ mod tests {
         assert_eq!(store.backlog(), FLUSH_AT as u64, "the batch is kept");
     }
 
+    /// A state written before queue rows had a format byte is migrated when it is opened:
+    /// its queued URLs are served as they were, and every row then has the byte.
     #[test]
-    fn host_of_strips_scheme_userinfo_and_path() {
-        assert_eq!(host_of("http://u:p@a.test:81/x?y"), "a.test:81");
-        assert_eq!(host_of("https://a.test"), "a.test");
-        assert_eq!(host_of("http://[::1]:8/"), "[::1]:8");
+    fn a_queue_without_format_bytes_is_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let urls = ["http://a.test/1", "http://a.test/2", "http://b.test:8080/3"];
+        {
+            let store =
+                Store::open(dir.path(), &settings("0.01"), Dedup::Bloom, false, HOUR).unwrap();
+            let j = store.journal();
+            for u in urls {
+                admit(&*j, u, 1);
+            }
+            store.close().unwrap();
+        }
+        // Back to the old layout: rows without the byte, no `queue_format` in `meta`.
+        {
+            let db = Database::open(dir.path().join(FILE_NAME)).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut queue = txn.open_table(QUEUE).unwrap();
+                let rows: Vec<(u64, Vec<u8>)> = queue
+                    .iter()
+                    .unwrap()
+                    .map(|r| {
+                        let (k, v) = r.unwrap();
+                        (k.value(), v.value()[1..].to_vec())
+                    })
+                    .collect();
+                assert_eq!(rows.len(), 3);
+                for (k, v) in rows {
+                    queue.insert(k, v.as_slice()).unwrap();
+                }
+                let mut meta = txn.open_table(META).unwrap();
+                meta.remove(queue_record::META_KEY).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::Bloom, false, HOUR).unwrap();
+        let mut pending = Vec::new();
+        store.for_each_pending(|e| pending.push(e.url)).unwrap();
+        assert_eq!(pending, urls);
+        store.close().unwrap();
+        drop(store);
+        let db = Database::open(dir.path().join(FILE_NAME)).unwrap();
+        let read = db.begin_read().unwrap();
+        let queue = read.open_table(QUEUE).unwrap();
+        for row in queue.iter().unwrap() {
+            assert_eq!(row.unwrap().1.value()[0], queue_record::FORMAT);
+        }
     }
 }

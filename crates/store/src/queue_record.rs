@@ -1,0 +1,55 @@
+//! How a queued entry is stored in the `queue` table: one format byte, then the frontier's
+//! entry encoding ([`Entry::encode`]). The byte lets a later encoding be read beside this
+//! one; states written before it existed (no `queue_format` in `meta`) are migrated when
+//! they are opened, so every row has it.
+
+use frontier::Entry;
+
+/// The format byte of rows written now.
+pub(crate) const FORMAT: u8 = 1;
+
+/// The `meta` key that says every queue row carries a format byte.
+pub(crate) const META_KEY: &str = "queue_format";
+
+/// The stored form of `entry`.
+pub(crate) fn encode(entry: &Entry) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(32 + entry.url.len());
+    bytes.push(FORMAT);
+    entry.encode(&mut bytes);
+    bytes
+}
+
+/// The entry a row holds; `None` if the row is not a whole entry of a known format.
+pub(crate) fn decode(bytes: &[u8]) -> Option<Entry> {
+    match bytes.split_first()? {
+        (&FORMAT, rest) => decode_legacy(rest),
+        _ => None,
+    }
+}
+
+/// A row written before the format byte existed.
+pub(crate) fn decode_legacy(bytes: &[u8]) -> Option<Entry> {
+    Entry::decode_all(bytes, 1)?.pop()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_byte_round_trip_and_refusals() {
+        let mut e = Entry::new("http://a.test/x".into(), 3, Some("http://a.test/".into()));
+        e.id = 7;
+        let row = encode(&e);
+        assert_eq!(row[0], FORMAT);
+        assert_eq!(decode(&row), Some(e.clone()));
+        assert_eq!(decode_legacy(&row[1..]), Some(e));
+        assert_eq!(
+            decode(&row[1..]),
+            None,
+            "a legacy row is not read as versioned"
+        );
+        assert_eq!(decode(&[]), None);
+        assert_eq!(decode(&[9, 1, 2]), None, "unknown format");
+    }
+}
