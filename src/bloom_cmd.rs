@@ -37,7 +37,11 @@ fn build(args: BuildArgs) -> Result<(), Failure> {
     let mut new = Vec::with_capacity(BATCH_KEYS);
     for_each_batch(args.input.as_deref(), |keys| {
         new.clear();
-        filter.put_batch(keys.iter().copied(), &mut new);
+        if args.per_key {
+            new.extend(keys.iter().map(|k| filter.put(k)));
+        } else {
+            filter.put_batch(keys.iter().copied(), &mut new);
+        }
         Ok(())
     })?;
     write_atomically(&args.out, |out| filter.write_to(out))
@@ -51,7 +55,11 @@ fn query(args: QueryArgs) -> Result<(), Failure> {
     let mut found = Vec::with_capacity(BATCH_KEYS);
     let written = for_each_batch(args.input.as_deref(), |keys| {
         found.clear();
-        filter.might_contain_batch(keys.iter().copied(), &mut found);
+        if args.per_key {
+            found.extend(keys.iter().map(|k| filter.might_contain(k)));
+        } else {
+            filter.might_contain_batch(keys.iter().copied(), &mut found);
+        }
         for &hit in &found {
             out.write_all(if hit { b"1\n" } else { b"0\n" })
                 .map_err(output_failure)?;

@@ -75,6 +75,9 @@ pub struct BuildArgs {
     /// File of keys, one per line; standard input when absent.
     #[arg(long, value_name = "KEYS")]
     pub input: Option<PathBuf>,
+    /// One `put` per key instead of batches (the same filter; for measuring the batch path).
+    #[arg(long)]
+    pub per_key: bool,
 }
 
 #[derive(Debug, Args)]
@@ -85,6 +88,9 @@ pub struct QueryArgs {
     /// File of keys, one per line; standard input when absent.
     #[arg(long, value_name = "KEYS")]
     pub input: Option<PathBuf>,
+    /// One query per key instead of batches (the same answers; for measuring the batch path).
+    #[arg(long)]
+    pub per_key: bool,
 }
 
 #[derive(Debug, Args)]

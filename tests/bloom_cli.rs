@@ -35,6 +35,7 @@ fn assert_builds_guavas_file(input: &[&str], stdin: &[u8]) {
 fn build_writes_the_bytes_guava_writes() {
     let keys = fixture("string_utf8.keys");
     assert_builds_guavas_file(&["--input", path(&keys)], b"");
+    assert_builds_guavas_file(&["--input", path(&keys), "--per-key"], b"");
 }
 
 /// Keys arrive in batches of 1024: three passes over Guava's 1000 keys straddle batch ends,
@@ -96,17 +97,19 @@ fn query_answers_every_probe_as_guava_did() {
     let (keys, answers): (Vec<&str>, Vec<&str>) =
         probes.lines().map(|l| l.rsplit_once('\t').unwrap()).unzip();
     let stdin = keys.join("\n") + "\n";
-    let output = run(
-        &["bloom", "query", path(&fixture("string_utf8.bin"))],
-        stdin.as_bytes(),
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
-    let ours: Vec<String> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    assert_eq!(ours, answers);
+    let filter = fixture("string_utf8.bin");
+    for extra in [None, Some("--per-key")] {
+        let mut args = vec!["bloom", "query", path(&filter)];
+        args.extend(extra);
+        let output = run(&args, stdin.as_bytes());
+        assert!(output.status.success(), "{}", stderr(&output));
+        let ours: Vec<String> = String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(ours, answers, "{extra:?}");
+    }
 }
 
 #[test]

@@ -13,8 +13,8 @@ NS="${NS:-1000000 10000000 100000000}"
 out="${OUT:-target/bloom-bench.tsv}"
 mkdir -p "$(dirname "$out")"
 
-cargo bench -p bloom --bench throughput --no-run >/dev/null 2>&1
-bin=$(cargo bench -p bloom --bench throughput --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))/\1/p')
+cargo bench -p bloom --features hints --bench throughput --no-run >/dev/null 2>&1
+bin=$(cargo bench -p bloom --features hints --bench throughput --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))/\1/p')
 
 {
     printf 'impl\tkeys\tn\tthreads\tphase\tops\tseconds\tMops_per_s\tfalse_positives\n'

@@ -17,6 +17,8 @@
 //! bits, and callers that hand an item to another thread synchronise through their own channel
 //! (the frontier's queue), which orders the bit writes before the other thread's reads.
 
+#![forbid(unsafe_code)]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::counter::StripedCounter;
@@ -158,26 +160,6 @@ impl BitArray {
         self.words[(index >> 6) as usize].load(Ordering::Relaxed) & (1u64 << (index & 63)) != 0
     }
 
-    /// [`get`](Self::get) without the bounds check, for the filters' query loops: their
-    /// indices come out of an exact `% bit_size()`, and the check was 3–4% of a query on 10^6
-    /// keys and 7–10% on a filter in the L1 (BENCHMARKS.md §1).
-    ///
-    /// # Safety
-    /// `index < self.bit_size()`.
-    #[inline(always)]
-    #[allow(unsafe_code)]
-    pub(crate) unsafe fn get_unchecked(&self, index: u64) -> bool {
-        debug_assert!(
-            index < self.bit_size(),
-            "bit {index} of {}",
-            self.bit_size()
-        );
-        // SAFETY: the caller guarantees `index < bit_size() = 64 · words.len()`, so the word
-        // `index / 64` is in the array.
-        let word = unsafe { self.words.get_unchecked((index >> 6) as usize) };
-        word.load(Ordering::Relaxed) & (1u64 << (index & 63)) != 0
-    }
-
     /// Starts loading the word that holds bit `index` into the caches without waiting for it,
     /// so that a [`get`](Self::get) or [`set`](Self::set) of that bit a little later finds the
     /// line near. A hint: it changes nothing and has no effect off x86-64. The batch
@@ -188,7 +170,7 @@ impl BitArray {
     /// If `index >= bit_size()`.
     #[inline(always)]
     pub fn prefetch(&self, index: u64) {
-        crate::words::prefetch(&self.words[(index >> 6) as usize]);
+        crate::hints::prefetch(&self.words[(index >> 6) as usize]);
     }
 
     /// Number of 1 bits, from the striped count (exact once concurrent writers finish).

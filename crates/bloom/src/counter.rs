@@ -5,6 +5,8 @@
 //! would make all writer cores fight over one cache line. Reads sum the stripes; once the
 //! writers have finished the sum is exact, while they run it is a close lower bound.
 
+#![forbid(unsafe_code)]
+
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 /// Number of cells. A power of two comfortably above the core counts we run on; 16 cells of

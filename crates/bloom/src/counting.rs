@@ -16,6 +16,8 @@
 //!   inserted but tests positive (a false positive) can — the same caveat as every counting
 //!   Bloom filter; callers remove only what they put.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};

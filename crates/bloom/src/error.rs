@@ -1,5 +1,7 @@
 //! Errors of the bloom crate: one enum for bad parameters, one for bad serialized input.
 
+#![forbid(unsafe_code)]
+
 use std::io;
 
 /// A filter could not be created or combined as asked.

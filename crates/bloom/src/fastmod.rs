@@ -19,6 +19,8 @@
 //! `⌈2^128 / d⌉`, which works for full 64-bit dividends but needs five multiplications;
 //! BENCHMARKS.md §1 has the comparison.)
 
+#![forbid(unsafe_code)]
+
 /// A precomputed divisor.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FastMod {

@@ -1,13 +1,16 @@
 //! `BloomFilter<T, F>`: Guava's `BloomFilter<T>` — a [`RawFilter`] plus the [`Funnel`] that
 //! turns a `T` into hashed bytes.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::marker::PhantomData;
 
+use crate::batch::BATCH;
 use crate::error::{Error, ReadError};
 use crate::funnel::{Funnel, Hash128};
-use crate::raw::{RawFilter, BATCH};
+use crate::raw::RawFilter;
 use crate::strategy::Strategy;
 
 /// A lock-free Bloom filter of `T`s, hashed through funnel `F`; `Sync`, so one filter may be

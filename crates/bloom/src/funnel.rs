@@ -23,6 +23,8 @@
 //! The built-in funnels also override [`Funnel::hash`] to hash their bytes in one call, which
 //! is measurably faster than streaming for short keys; the result is identical.
 
+#![forbid(unsafe_code)]
+
 use std::hash::Hasher;
 
 /// A 128-bit Murmur3 hash as Guava splits it: `h1` is the lower eight bytes of

@@ -45,14 +45,16 @@
 //!   computed exactly with a precomputed reciprocal instead of a division, and the single-key
 //!   and query loops are compiled once for each hash count from 1 to 16, so that they unroll
 //!   (2–10% faster single calls, up to 8% for batch queries; BENCHMARKS.md §1).
-//! - **Huge pages.** Arrays of 2 MiB or more are advised onto transparent huge pages
-//!   (Linux `madvise`), so that `k` random probes into a filter of hundreds of megabytes do
-//!   not each miss the TLB too. That system call, the prefetch instruction (`words.rs`),
-//!   and the queries' read of a word without a bounds check, at an index an exact
-//!   `% bit_size` produced (`RawFilter::probe`), are the crate's only `unsafe`; the crate
-//!   denies `unsafe_code` everywhere else. BENCHMARKS.md §1 has the measured gains. (A path
-//!   that wrote `put_batch`'s batches inside Intel RTM transactions was removed: it helped on
-//!   the one machine of nine that had RTM, which Intel has since disabled on most parts.)
+//! - **Huge pages and prefetches, behind the `hints` feature.** With it, arrays of 2 MiB or
+//!   more are advised onto transparent huge pages (Linux `madvise`), so that `k` random
+//!   probes into a filter of hundreds of megabytes do not each miss the TLB too, and the
+//!   batch operations prefetch the lines they will read. These two hints (`hints.rs`) are the
+//!   crate's only `unsafe`; without the feature the crate is `forbid(unsafe_code)`, and every
+//!   other module is with it. The single-key core the crawl's frontier uses (`raw.rs`,
+//!   `bits.rs`, `filter.rs`, `format.rs`) has no `unsafe` either way. BENCHMARKS.md §1 has
+//!   the measured gains. (A path that wrote `put_batch`'s batches inside Intel RTM
+//!   transactions was removed: it helped on the one machine of nine that had RTM, which
+//!   Intel has since disabled on most parts.)
 //! - **Hostile bytes are errors.** Deserialisation validates the header and allocates only as
 //!   fast as real bytes arrive, so a 6-byte file claiming 16 GiB of words costs nothing.
 //! - **Sizing limits are Guava's**: at most 2^31-1 words (≈1.4·10^11 bits, 16 GiB) because
@@ -75,18 +77,20 @@
 //! assert!(again.might_contain("https://example.com/"));
 //! ```
 
-// Three `unsafe` blocks in the crate: the huge-page and prefetch hints in `words.rs`, and the
-// queries' unchecked read of a word whose index an exact `% bit_size` produced
-// (`RawFilter::probe`, `BitArray::get_unchecked`); everything else is safe.
-#![deny(unsafe_code)]
+// The only `unsafe` is the two hints of `hints.rs`, compiled with the `hints` feature.
+#![cfg_attr(not(feature = "hints"), forbid(unsafe_code))]
+#![cfg_attr(feature = "hints", deny(unsafe_code))]
 
+mod batch;
 mod bits;
 mod counter;
 mod counting;
 mod error;
 mod fastmod;
 mod filter;
+mod format;
 mod funnel;
+mod hints;
 mod raw;
 mod rotating;
 mod scalable;
@@ -94,6 +98,7 @@ mod sizing;
 mod strategy;
 mod words;
 
+pub use batch::BATCH;
 pub use bits::{BitArray, MAX_WORDS};
 pub use counter::StripedCounter;
 pub use counting::CountingBloomFilter;
@@ -103,7 +108,7 @@ pub use funnel::{
     ByteArrayFunnel, Funnel, Hash128, IntegerFunnel, LongFunnel, Sink, StringFunnel,
     UnencodedCharsFunnel,
 };
-pub use raw::{RawFilter, BATCH};
+pub use raw::RawFilter;
 pub use rotating::RotatingBloomFilter;
 pub use scalable::ScalableBloomFilter;
 pub use sizing::{optimal_num_of_bits, optimal_num_of_hash_functions, shape_for};

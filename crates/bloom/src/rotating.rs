@@ -13,6 +13,8 @@
 //! `might_contain`: a query that races with the clearing of the oldest generation can only
 //! lose items that are being forgotten anyway.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -12,6 +12,8 @@
 //! Slices live in a fixed array of `OnceLock`s, so readers and writers never take a lock;
 //! only the thread that fills a slice takes a mutex to create the next one.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -2,6 +2,8 @@
 //! `(expected_insertions, fpp)` gives the same bit count and hash count as
 //! `BloomFilter.create` in Guava 31.1.
 
+#![forbid(unsafe_code)]
+
 use std::f64::consts::LN_2;
 
 use crate::error::Error;

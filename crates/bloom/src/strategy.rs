@@ -8,6 +8,8 @@
 //!   `combined = h1 + i·h2` for i in `1..=k`, bit-inverted when negative, `% bit_size`.
 //!   Kept so that files written by old Java services can be read and queried.
 
+#![forbid(unsafe_code)]
+
 use crate::funnel::Hash128;
 
 /// Which of Guava's `BloomFilterStrategies` maps hashes to bits.

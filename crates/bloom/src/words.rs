@@ -6,19 +6,18 @@
 //! several memory accesses. On 2 MiB pages the same filter is 6 TLB entries. Linux hands out
 //! such pages to a mapping only when asked (`madvise(MADV_HUGEPAGE)`) unless the machine is set
 //! to `always`, which is not the default on most distributions; so arrays of at least
-//! [`HUGE_PAGE`] bytes are advised before their pages are first touched. BENCHMARKS.md §1 has
+//! 2 MiB (a huge page) are advised before their pages are first touched. BENCHMARKS.md §1 has
 //! the measured gain; where the kernel refuses (THP `never`, another OS) nothing changes.
 //!
-//! It also holds [`prefetch`], the hint the batch operations give the processor about words
-//! they will read soon.
-//!
-//! The `unsafe` here: one system call on memory the array owns, and one prefetch
-//! instruction. (The crate's other is in `bits.rs`.)
+//! The advice itself is a hint of `hints.rs` (the crate's only `unsafe`, behind the `hints`
+//! feature); without the feature arrays are allocated the same, on whatever pages the OS
+//! gives.
+
+#![forbid(unsafe_code)]
 
 use std::sync::atomic::AtomicU64;
 
-/// Size of a transparent huge page on x86-64 and most aarch64 kernels.
-const HUGE_PAGE: usize = 2 << 20;
+use crate::hints::{advise, Advice};
 
 /// An all-zero array of `len` words.
 pub(crate) fn zeroed(len: usize) -> Box<[AtomicU64]> {
@@ -41,48 +40,6 @@ pub(crate) fn from_vec(words: Vec<u64>) -> Box<[AtomicU64]> {
     advise(&words, Advice::Collapse);
     words.into_iter().map(AtomicU64::new).collect()
 }
-
-/// What to ask of the kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Advice {
-    /// `MADV_HUGEPAGE`: back this range with huge pages when it is first touched.
-    HugePages,
-    /// `MADV_COLLAPSE` (Linux 6.1+): move what is populated onto huge pages now.
-    Collapse,
-}
-
-/// Gives `advice` for the whole 4 KiB pages inside the array `words`, which the caller owns.
-/// A hint: errors (an old kernel, THP disabled, no huge page free) are ignored; the array
-/// works the same either way.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn advise<T>(words: &[T], advice: Advice) {
-    const PAGE: usize = 4096;
-    /// Not in every libc target's bindings yet; the value is the kernel's ABI.
-    const MADV_COLLAPSE: libc::c_int = 25;
-    let bytes = std::mem::size_of_val(words);
-    if bytes < HUGE_PAGE {
-        return;
-    }
-    let start = words.as_ptr() as usize;
-    let first = start.next_multiple_of(PAGE);
-    let end = (start + bytes) / PAGE * PAGE;
-    if end <= first {
-        return;
-    }
-    let advice = match advice {
-        Advice::HugePages => libc::MADV_HUGEPAGE,
-        Advice::Collapse => MADV_COLLAPSE,
-    };
-    // SAFETY: `first..end` lies inside the allocation behind `words` (rounded inward to page
-    // boundaries), so it is mapped; the callers own that allocation. Neither advice changes
-    // the contents or the validity of the memory, only which pages back it, so nothing that
-    // reads or writes the array (now or concurrently) can observe a difference.
-    let _ = unsafe { libc::madvise(first as *mut libc::c_void, end - first, advice) };
-}
-
-#[cfg(not(target_os = "linux"))]
-fn advise<T>(_words: &[T], _advice: Advice) {}
 
 /// The last-level cache assumed where the OS does not say (one Zen 3 core complex's L3).
 const DEFAULT_LAST_LEVEL_CACHE: usize = 32 << 20;
@@ -144,27 +101,6 @@ fn parse_cache_size(text: &str) -> Option<usize> {
     digits.parse::<usize>().ok()?.checked_mul(scale)
 }
 
-/// Asks the processor to start loading the cache line that holds `word`, without waiting for
-/// it: a later load of the word then finds it cached, or at least already on its way. Unlike a
-/// load, a prefetch retires at once, so a batch can have as many lines in flight as the memory
-/// system allows instead of as many as the out-of-order window holds. A hint only: it changes
-/// no value and never faults. A no-op off x86-64.
-#[inline(always)]
-#[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-pub(crate) fn prefetch(word: &AtomicU64) {
-    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-    // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 processor has (it is part of the
-    // target's baseline). The instruction reads no memory architecturally and cannot fault;
-    // the pointer comes from a live reference anyway.
-    unsafe { _mm_prefetch::<_MM_HINT_T0>(word.as_ptr().cast_const().cast()) }
-}
-
-/// Off x86-64 the batch operations run without the hint (their loads still overlap).
-#[inline(always)]
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) fn prefetch(_word: &AtomicU64) {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,7 +129,8 @@ mod tests {
 
     #[test]
     fn arrays_start_zeroed_and_keep_what_they_are_given() {
-        for len in [1, 100, HUGE_PAGE / 8 + 3] {
+        // Up to just past a 2 MiB huge page.
+        for len in [1, 100, (2 << 20) / 8 + 3] {
             let words = zeroed(len);
             assert_eq!(words.len(), len);
             assert!(words.iter().all(|w| w.load(Ordering::Relaxed) == 0));
