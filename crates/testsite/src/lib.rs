@@ -37,7 +37,7 @@ pub use config::{
 };
 pub use model::{
     mix, Charset, Encoding, Expected, HostId, HostileKind, Html, Link, Resource, RobotsKind, Site,
-    Target, SPECIAL_LINKS,
+    Target,
 };
 pub use render::relative;
 pub use server::{bind, canonical_path, serve, HostStats, Observer, RequestRecord, TestSite};
