@@ -27,6 +27,7 @@
 
 mod config;
 mod model;
+mod observer;
 mod render;
 mod server;
 mod truth;
@@ -39,6 +40,7 @@ pub use model::{
     mix, Charset, Encoding, Expected, HostId, HostileKind, Html, Link, Resource, RobotsKind, Site,
     Target,
 };
+pub use observer::{HostStats, Observer, RequestRecord};
 pub use render::relative;
-pub use server::{bind, canonical_path, serve, HostStats, Observer, RequestRecord, TestSite};
+pub use server::{bind, canonical_path, serve, TestSite};
 pub use truth::GroundTruth;
