@@ -55,32 +55,21 @@ impl Harness for Durable {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn exactly_once_under_concurrent_offers() {
-    contract::exactly_once_under_concurrent_offers(&Durable::new()).await;
+/// One test per check of the suite, each with a harness of its own.
+macro_rules! contract_tests {
+    ($($check:ident),+ $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $check() {
+            contract::$check(&Durable::new()).await;
+        }
+    )+};
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn politeness_delay_and_in_flight_limit() {
-    contract::politeness_delay_and_in_flight_limit(&Durable::new()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn completion_retry_and_backoff() {
-    contract::completion_retry_and_backoff(&Durable::new()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn end_of_crawl_and_close() {
-    contract::end_of_crawl_and_close(&Durable::new()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn budgets() {
-    contract::budgets(&Durable::new()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn restore() {
-    contract::restore(&Durable::new()).await;
-}
+contract_tests!(
+    exactly_once_under_concurrent_offers,
+    politeness_delay_and_in_flight_limit,
+    completion_retry_and_backoff,
+    end_of_crawl_and_close,
+    budgets,
+    restore,
+);
