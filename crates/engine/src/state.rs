@@ -16,27 +16,46 @@ use crate::output::now_unix_ms;
 use crate::robots::RobotsCache;
 use crate::CrawlConfig;
 
-/// Settings whose change would make a stored state wrong: canonicalisation and the filter's
-/// hashing decide fingerprints; scope and dedup decide what was admitted.
+/// How a setting is written into the stored fingerprint (the strings existing states hold:
+/// numbers and booleans as Rust prints them, choices by name, lists in `Debug` form).
+trait Fingerprint {
+    fn fingerprint(&self) -> String;
+}
+
+impl<T: std::fmt::Display> Fingerprint for T {
+    fn fingerprint(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// A list setting (`Vec<String>` prints no `Display`).
+struct List<'a>(&'a [String]);
+
+impl std::fmt::Display for List<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+/// `[frontier]` settings whose change would make a stored state wrong: canonicalisation and
+/// the filter's hashing decide fingerprints; scope and dedup decide what was admitted. Each
+/// is named once: its key is its field's name.
+macro_rules! resume_settings {
+    ($f:ident; $($field:ident),+; lists: $($list:ident),+) => {{
+        let mut map = BTreeMap::new();
+        $(map.insert(concat!("frontier.", stringify!($field)).to_owned(), $f.$field.fingerprint());)+
+        $(map.insert(concat!("frontier.", stringify!($list)).to_owned(), List(&$f.$list).fingerprint());)+
+        map
+    }};
+}
+
+/// The settings a resume must share with the run that wrote the state (see
+/// [`resume_settings!`]).
 pub fn settings(cfg: &CrawlConfig) -> BTreeMap<String, String> {
     let f = &cfg.frontier;
-    let list = |v: &[String]| format!("{v:?}");
-    [
-        ("frontier.expected_urls", f.expected_urls.to_string()),
-        ("frontier.fpp", f.fpp.to_string()),
-        ("frontier.dedup", f.dedup.to_string()),
-        ("frontier.scope", f.scope.to_string()),
-        ("frontier.domains", list(&f.domains)),
-        ("frontier.include", list(&f.include)),
-        ("frontier.exclude", list(&f.exclude)),
-        ("frontier.sort_query", f.sort_query.to_string()),
-        ("frontier.drop_params", list(&f.drop_params)),
-        ("frontier.strip_www", f.strip_www.to_string()),
-        ("frontier.max_url_len", f.max_url_len.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
+    resume_settings!(f;
+        expected_urls, fpp, dedup, scope, sort_query, strip_www, max_url_len;
+        lists: domains, include, exclude, drop_params)
 }
 
 /// The state directory: `crawl.state_dir`, else `<out_dir>/state`.
@@ -250,6 +269,31 @@ impl Pause {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fingerprint of the shipped settings is the one states already on disk hold, so
+    /// they still resume.
+    #[test]
+    fn resume_settings_keep_their_stored_form() {
+        let mut cfg = CrawlConfig::default();
+        cfg.frontier.domains = vec!["a.test".into(), "b.test".into()];
+        let want: BTreeMap<String, String> = [
+            ("frontier.expected_urls", "10000000"),
+            ("frontier.fpp", "0.01"),
+            ("frontier.dedup", "bloom"),
+            ("frontier.scope", "same-domain"),
+            ("frontier.domains", r#"["a.test", "b.test"]"#),
+            ("frontier.include", "[]"),
+            ("frontier.exclude", "[]"),
+            ("frontier.sort_query", "false"),
+            ("frontier.drop_params", "[]"),
+            ("frontier.strip_www", "false"),
+            ("frontier.max_url_len", "2048"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(settings(&cfg), want);
+    }
 
     #[tokio::test]
     async fn fetching_waits_for_checkpoints_that_fall_behind() {
