@@ -10,6 +10,7 @@ use std::fmt;
 
 use crate::config::{Addressing, SiteConfig};
 
+mod hostile;
 mod routes;
 
 /// Index of a virtual host.
