@@ -222,15 +222,14 @@ async fn every_hostile_mode_ends_in_a_clear_record() {
     // The timeouts leave a busy test machine ample time for the honest pages (and for the
     // server to render its 7 MB page) while the slow ones (30 s to the first byte, one byte
     // per 500 ms for 10 minutes) still hit them.
-    let started = std::time::Instant::now();
-    let (_dir, out) = crawl_site(&site, "[crawl]\nconcurrency = 16\nmax_depth = 20\ndrain_secs = 5\n\
+    // A crawl that hung on a hostile page would be stopped by `max_duration_secs` (far beyond
+    // what the timeouts allow) and say so in `stopped_by`: no assertion on the machine's speed.
+    let (_dir, out) = crawl_site(&site, "[crawl]\nconcurrency = 16\nmax_depth = 20\ndrain_secs = 5\nmax_duration_secs = 900\n\
          [fetch]\nfirst_byte_timeout_ms = 6000\ntotal_timeout_ms = 12000\nmax_body_bytes = 2000000\nmax_retries = 0\n\
          [politeness]\ndelay_ms = 0\nmax_per_host = 8\n").await;
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(60),
-        "{:?}",
-        started.elapsed()
-    );
+    let stats: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("stats.json")).unwrap()).unwrap();
+    assert_eq!(stats["stopped_by"], "finished", "{stats}");
     let pages = read_pages(&out);
     let record = |path: &str| {
         let url = format!("{}{path}", site.site().origin(0));
@@ -311,20 +310,25 @@ async fn politeness_seen_from_the_server() {
             .map(|r| r.at_ms)
             .collect();
         // Host 0 announces Crawl-delay: 0.2 (in its robots.txt, which is fetched first).
-        let min_gap = if host == "h0.test" { 200.0 } else { 100.0 };
+        let delay = if host == "h0.test" { 200.0 } else { 100.0 };
         // The first gap is robots.txt → the first page, fetched back to back within one lease;
-        // from that page on, each request waits the host's delay.
-        for w in starts.windows(2).skip(1) {
-            // Gaps are set when fetches start at the crawler; arrival at the server adds a
-            // little jitter (a new connection against a reused one, a busy test machine): 50 ms slack.
-            assert!(
-                w[1] - w[0] >= min_gap - 50.0,
-                "{host}: requests {:.1} ms apart",
-                w[1] - w[0]
-            );
-        }
+        // from that page on, each fetch starts at least `delay` after the one before. The
+        // server sees arrivals, each a little after its start, so single gaps carry the
+        // network's jitter; the span from the first page to the last does not add it up: it
+        // is at least (n − 1) delays less the first page's start-to-arrival time, bounded
+        // here by one delay. (The frontier's contract suite checks every gap exactly.)
+        let pages = &starts[1..];
+        assert!(pages.len() >= 4, "{host}: {} requests", starts.len());
+        let span = pages[pages.len() - 1] - pages[0];
+        let floor = (pages.len() - 2) as f64 * delay;
+        assert!(
+            span >= floor,
+            "{host}: {} page requests in {span:.0} ms, at least {floor:.0} expected",
+            pages.len()
+        );
     }
-    // 503 and 429 with Retry-After: 1 — the retry came at least a second later.
+    // 503 and 429 with Retry-After: 1 — the retry came at least a second later. No slack:
+    // the wait starts when the first answer has come back, after that request arrived.
     for path in ["/busy", "/slow-down"] {
         let times: Vec<f64> = log
             .iter()
@@ -333,7 +337,7 @@ async fn politeness_seen_from_the_server() {
             .collect();
         assert_eq!(times.len(), 2, "{path}: {times:?}");
         assert!(
-            times[1] - times[0] >= 900.0,
+            times[1] - times[0] >= 1000.0,
             "{path}: retried after {:.0} ms",
             times[1] - times[0]
         );
