@@ -82,7 +82,12 @@ for n, line in enumerate(open(f"{work}/pages.jsonl"), 1):
     rec = json.loads(line)
     if rec["url"] in fetched:
         sys.exit(f"smoke: FAILED: {rec['url']} fetched twice (line {n})")
-    fetched[rec["url"]] = "error" if rec["status"] is None else str(rec["status"])
+    if rec["status"] is not None:
+        fetched[rec["url"]] = str(rec["status"])
+    elif (rec["error"] or "").startswith("robots.txt answered 5"):
+        fetched[rec["url"]] = "robots-unavailable"
+    else:
+        fetched[rec["url"]] = "error"
 missing = sorted(set(truth) - set(fetched))
 extra = sorted(set(fetched) - set(truth))
 wrong = sorted(u for u in set(truth) & set(fetched) if truth[u] != fetched[u])

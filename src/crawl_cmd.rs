@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use toml::Value;
 
 use crate::cli::{ConfigCommand, CrawlArgs, ForgetArgs, HealthArgs};
-use crate::exit::{Failure, IO, UNHEALTHY, USAGE};
+use crate::exit::{Failure, IO, UNAVAILABLE, UNHEALTHY, USAGE};
 
 /// The configuration file to read: `--config`, else `$CRAWLER_CONFIG`, else `./crawler.toml`
 /// when it exists.
@@ -170,7 +170,7 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
         };
         match engine::run(cfg, shutdown, opts).await {
             Ok(summary) => {
-                let line = format!(
+                let mut line = format!(
                     "crawl {:?}: {} pages in {:.1} s ({:.0} pages/s), {} disallowed by robots.txt",
                     summary.stopped_by,
                     summary.pages,
@@ -178,6 +178,25 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
                     summary.pages_per_sec,
                     summary.robots_disallowed
                 );
+                if !summary.robots_unreachable.is_empty() {
+                    let hosts: Vec<String> = summary
+                        .robots_unreachable
+                        .iter()
+                        .take(3)
+                        .map(|(origin, why)| format!("{origin} ({why})"))
+                        .collect();
+                    let more = summary.robots_unreachable.len().saturating_sub(3);
+                    line.push_str(&format!(
+                        "; robots.txt unreachable on {} host(s): {}{}",
+                        summary.robots_unreachable.len(),
+                        hosts.join(", "),
+                        if more > 0 {
+                            format!(" and {more} more")
+                        } else {
+                            String::new()
+                        }
+                    ));
+                }
                 if interactive {
                     eprintln!("{line}");
                 } else {
@@ -192,6 +211,20 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
                         "crawler: this crawl's state says everything was fetched already; \
                          run with --fresh to start over"
                     );
+                }
+                let pages_before = summary.state.as_ref().map_or(0, |s| s.pages_before);
+                if summary.stopped_by == engine::StopReason::Finished
+                    && summary.seeds_fetched == 0
+                    && pages_before == 0
+                    && !summary.seed_errors.is_empty()
+                {
+                    return Err(Failure::new(
+                        UNAVAILABLE,
+                        format!(
+                            "not one seed could be fetched: {}",
+                            summary.seed_errors.join("; ")
+                        ),
+                    ));
                 }
                 Ok(())
             }

@@ -11,6 +11,8 @@ pub const USAGE: u8 = 64;
 pub const DATA: u8 = 65;
 /// An input file cannot be opened (EX_NOINPUT).
 pub const NO_INPUT: u8 = 66;
+/// `crawl`: not one seed could be fetched (EX_UNAVAILABLE).
+pub const UNAVAILABLE: u8 = 69;
 /// Output could not be written (EX_IOERR).
 pub const IO: u8 = 74;
 

@@ -102,10 +102,15 @@ async fn crawl_equals_ground_truth() {
         "missing {missing:?}\nextra {extra:?}"
     );
     for (url, expected) in &truth.urls {
-        let Expected::Status(s) = expected else {
-            unreachable!()
-        };
-        assert_eq!(fetched[url], Some(u64::from(*s)), "{url}");
+        match expected {
+            Expected::Status(s) => assert_eq!(fetched[url], Some(u64::from(*s)), "{url}"),
+            Expected::RobotsUnavailable => {
+                let record = pages.iter().find(|p| p["url"] == url.as_str()).unwrap();
+                assert!(record["status"].is_null(), "{record}");
+                assert_eq!(record["error"], "robots.txt answered 500", "{record}");
+            }
+            Expected::Hostile(_) => unreachable!("no hostile modes here"),
+        }
     }
 
     // Seen from the server: nothing disallowed was requested.
@@ -343,4 +348,55 @@ async fn politeness_seen_from_the_server() {
         );
     }
     site.stop().await;
+}
+
+/// A seed whose host refuses connections: its robots.txt cannot be had, so the seed gets a
+/// record saying so, `stats.json` names the host, the summary says why, and with not one
+/// seed fetched the exit code is 69 (EX_UNAVAILABLE). With robots.txt ignored the seed's
+/// own fetch fails, with the same exit code.
+#[test]
+fn a_seed_that_refuses_connections_exits_69_and_says_why() {
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let seed = format!("http://127.0.0.1:{port}/");
+    for ignore_robots in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut cmd = crawler();
+        cmd.args(["crawl", "--seed", &seed, "--out", out.to_str().unwrap()])
+            .env("CRAWLER_FETCH_MAX_RETRIES", "0")
+            .env("RUST_LOG", "info");
+        if ignore_robots {
+            cmd.arg("--ignore-robots");
+        }
+        let output = cmd.output().unwrap();
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(69), "{err}");
+        assert!(err.contains("not one seed could be fetched"), "{err}");
+        assert!(err.to_lowercase().contains("connection refused"), "{err}");
+        let pages = read_pages(&out);
+        assert_eq!(pages.len(), 1, "{pages:?}");
+        assert_eq!(pages[0]["url"], seed.as_str());
+        assert!(pages[0]["status"].is_null());
+        let error = pages[0]["error"].as_str().unwrap().to_lowercase();
+        assert!(error.contains("connection refused"), "{error}");
+        let stats: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("stats.json")).unwrap()).unwrap();
+        assert_eq!(stats["seeds_fetched"], 0);
+        let origin = format!("http://127.0.0.1:{port}");
+        if ignore_robots {
+            assert!(stats["robots_unreachable"].as_object().unwrap().is_empty());
+        } else {
+            assert!(error.starts_with("robots.txt unreachable"), "{error}");
+            let why = stats["robots_unreachable"][origin.as_str()]
+                .as_str()
+                .unwrap();
+            assert!(why.to_lowercase().contains("connection refused"), "{stats}");
+            assert!(err.contains("robots.txt unreachable on 1 host(s)"), "{err}");
+        }
+    }
 }

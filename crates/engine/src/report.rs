@@ -44,6 +44,13 @@ pub struct Summary {
     pub by_status: BTreeMap<String, u64>,
     /// URLs not fetched because robots.txt disallows them.
     pub robots_disallowed: u64,
+    /// Origins whose robots.txt could not be had (unreachable, 5xx), and why: each of their
+    /// URLs has a record with that reason (at most 100 origins listed).
+    pub robots_unreachable: BTreeMap<String, String>,
+    /// Seeds that got a response (0 with no earlier pages: the crawl exits 69).
+    pub seeds_fetched: u64,
+    /// Seeds that got none, and why (at most 100).
+    pub seed_errors: Vec<String>,
     /// Retries made (transient failures re-queued).
     pub retries: u64,
     /// Body bytes read.
@@ -240,6 +247,17 @@ pub(crate) fn summarize(ctx: &Ctx, s: &frontier::Stats, started: Instant) -> Sum
             .unwrap_or_else(|e| e.into_inner())
             .clone(),
         robots_disallowed: c.robots_disallowed.load(Ordering::Relaxed),
+        robots_unreachable: c
+            .robots_unreachable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
+        seeds_fetched: c.seeds_fetched.load(Ordering::Relaxed),
+        seed_errors: c
+            .seed_errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
         retries: c.retries.load(Ordering::Relaxed),
         bytes: c.bytes.load(Ordering::Relaxed),
         duration_secs: secs,

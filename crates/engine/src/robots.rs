@@ -5,7 +5,9 @@
 //!
 //! Status handling follows the RFC: 2xx → the rules; 4xx → everything allowed; 5xx or an
 //! unreachable server → everything disallowed "for a while" (re-fetched after
-//! [`UNREACHABLE_RETRY`]); redirects are followed up to five hops; a file larger than 500 KiB
+//! [`UNREACHABLE_RETRY`]), and the verdict says why (`robots.txt unreachable: Connection
+//! refused`, `robots.txt answered 503`), so each URL skipped for it gets a record with that
+//! reason instead of vanishing as "disallowed"; redirects are followed up to five hops; a file larger than 500 KiB
 //! is cut there; a body that does not parse at all allows everything.
 //!
 //! With the durable state on, every fetched verdict is handed to a persist hook as a small
@@ -48,7 +50,8 @@ pub type PersistHook = Box<dyn Fn(&str, Vec<u8>) + Send + Sync>;
 #[derive(Debug)]
 enum Rules {
     AllowAll,
-    DisallowAll,
+    /// The robots.txt could not be had: everything disallowed, for this reason.
+    Unreachable(Arc<str>),
     Parsed(texting_robots::Robot),
 }
 
@@ -59,7 +62,7 @@ struct Entry {
 }
 
 /// The verdict for one URL.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     /// Whether the URL may be fetched.
     pub allowed: bool,
@@ -67,6 +70,9 @@ pub struct Verdict {
     pub crawl_delay: Option<Duration>,
     /// Whether this call fetched the robots.txt (the host was contacted just now).
     pub fetched: bool,
+    /// Why everything is disallowed, when it is because the robots.txt could not be had
+    /// (unreachable server, 5xx, a redirect loop); `None` when rules decided.
+    pub unreachable: Option<Arc<str>>,
 }
 
 /// Per-origin robots.txt cache.
@@ -117,11 +123,7 @@ impl RobotsCache {
         if left == 0 {
             return false;
         }
-        let rules = match kind {
-            Kind::AllowAll => Rules::AllowAll,
-            Kind::DisallowAll => Rules::DisallowAll,
-            Kind::Parsed => self.parse(body),
-        };
+        let rules = self.rules(kind, body);
         let left = Duration::from_millis(left).min(RULES_TTL);
         let cell = OnceCell::new_with(Some(Entry {
             rules,
@@ -129,6 +131,19 @@ impl RobotsCache {
         }));
         self.entries.insert(origin.to_owned(), Arc::new(cell));
         true
+    }
+
+    /// The rules a verdict's kind and body stand for (for `DisallowAll`, the body is the
+    /// reason; records of earlier versions have none).
+    fn rules(&self, kind: Kind, body: &[u8]) -> Rules {
+        match kind {
+            Kind::AllowAll => Rules::AllowAll,
+            Kind::DisallowAll if body.is_empty() => {
+                Rules::Unreachable(Arc::from("robots.txt unreachable (an earlier run found)"))
+            }
+            Kind::DisallowAll => Rules::Unreachable(Arc::from(String::from_utf8_lossy(body))),
+            Kind::Parsed => self.parse(body),
+        }
     }
 
     fn parse(&self, body: &[u8]) -> Rules {
@@ -153,11 +168,7 @@ impl RobotsCache {
                             .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
                         persist(&origin, encode(kind, expires, &body));
                     }
-                    let rules = match kind {
-                        Kind::AllowAll => Rules::AllowAll,
-                        Kind::DisallowAll => Rules::DisallowAll,
-                        Kind::Parsed => self.parse(&body),
-                    };
+                    let rules = self.rules(kind, &body);
                     Entry {
                         rules,
                         expires: Instant::now() + ttl,
@@ -175,11 +186,13 @@ impl RobotsCache {
                     allowed: true,
                     crawl_delay: None,
                     fetched,
+                    unreachable: None,
                 },
-                Rules::DisallowAll => Verdict {
+                Rules::Unreachable(why) => Verdict {
                     allowed: false,
                     crawl_delay: None,
                     fetched,
+                    unreachable: Some(Arc::clone(why)),
                 },
                 Rules::Parsed(robot) => Verdict {
                     allowed: robot.allowed(url.as_str()),
@@ -188,15 +201,17 @@ impl RobotsCache {
                         .filter(|d| d.is_finite() && *d > 0.0)
                         .map(|d| Duration::from_secs_f32(d.min(86_400.0))),
                     fetched,
+                    unreachable: None,
                 },
             };
         }
     }
 
-    /// Fetches an origin's robots.txt: the verdict's kind, the body (for `Parsed`) and how
-    /// long it holds.
+    /// Fetches an origin's robots.txt: the verdict's kind, the body (for `Parsed`; the reason
+    /// for `DisallowAll`) and how long it holds.
     async fn fetch_rules(&self, fetcher: &Fetcher, origin: &str) -> (Kind, Vec<u8>, Duration) {
         let mut target = format!("{origin}/robots.txt");
+        let mut why = String::from("robots.txt: more than 5 redirects");
         for _ in 0..=5 {
             let got = fetcher.fetch(&target, Keep::Always).await;
             match got.status {
@@ -211,15 +226,37 @@ impl RobotsCache {
                         .and_then(|l| Url::parse(&target).ok()?.join(&l).ok());
                     match next {
                         Some(u) => target = u.to_string(),
-                        None => break,
+                        None => {
+                            why = "robots.txt: a redirect without a usable Location".into();
+                            break;
+                        }
                     }
                 }
                 Some(400..=499) => return (Kind::AllowAll, Vec::new(), RULES_TTL),
-                _ => break,
+                Some(status) => {
+                    why = format!("robots.txt answered {status}");
+                    break;
+                }
+                None => {
+                    why = format!(
+                        "robots.txt unreachable: {}",
+                        root_cause(got.error.as_deref())
+                    );
+                    break;
+                }
             }
         }
-        tracing::debug!(%origin, "robots.txt unreachable or failing: host disallowed for now");
-        (Kind::DisallowAll, Vec::new(), UNREACHABLE_RETRY)
+        tracing::debug!(%origin, reason = %why, "host disallowed for now");
+        (Kind::DisallowAll, why.into_bytes(), UNREACHABLE_RETRY)
+    }
+}
+
+/// The innermost cause of a fetch error (`… tcp connect error: Connection refused (os error
+/// 111)` → `Connection refused (os error 111)`): what a person needs to read.
+fn root_cause(error: Option<&str>) -> &str {
+    match error {
+        Some(e) => e.rsplit(": ").next().unwrap_or(e),
+        None => "no response",
     }
 }
 
@@ -260,7 +297,7 @@ mod tests {
         let url = Url::parse(&format!("{origin}{path}")).ok()?;
         Some(match &entry.rules {
             Rules::AllowAll => true,
-            Rules::DisallowAll => false,
+            Rules::Unreachable(_) => false,
             Rules::Parsed(r) => r.allowed(url.as_str()),
         })
     }

@@ -23,6 +23,19 @@ pub(crate) struct Counters {
     pub(crate) retries: AtomicU64,
     pub(crate) bytes: AtomicU64,
     pub(crate) by_status: Mutex<BTreeMap<String, u64>>,
+    /// Origins whose robots.txt could not be had, and why (at most [`MAX_LISTED`]).
+    pub(crate) robots_unreachable: Mutex<BTreeMap<String, String>>,
+    /// Seeds (depth 0, no parent) that got a response.
+    pub(crate) seeds_fetched: AtomicU64,
+    /// Why seeds got none (at most [`MAX_LISTED`]).
+    pub(crate) seed_errors: Mutex<Vec<String>>,
+}
+
+/// Most entries kept in the summary's lists of unreachable hosts and seed errors.
+pub(crate) const MAX_LISTED: usize = 100;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Everything the workers share.
@@ -134,6 +147,36 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             ctx.with_frontier("host_contacted", |f| f.host_contacted(host))
                 .await;
         }
+        if let Some(why) = verdict.unreachable {
+            // Not the rules' verdict but a failure: the URL gets a record saying so.
+            {
+                let origin = url.origin().ascii_serialization();
+                let mut hosts = lock(&ctx.counters.robots_unreachable);
+                if hosts.len() < MAX_LISTED || hosts.contains_key(&origin) {
+                    hosts.insert(origin, why.to_string());
+                }
+            }
+            let record = PageRecord {
+                url: entry.url.clone(),
+                final_url: entry.url.clone(),
+                status: None,
+                depth: entry.depth,
+                parent: entry.parent.clone(),
+                content_type: None,
+                bytes: 0,
+                links_found: 0,
+                links_new: 0,
+                fetch_ms: 0,
+                fetched_at: output::now_rfc3339(),
+                attempts: 0,
+                truncated: false,
+                error: Some(why.to_string()),
+            };
+            return match write_record(ctx, entry, record).await {
+                true => Outcome::Done,
+                false => Outcome::Retry { after: None },
+            };
+        }
         if !verdict.allowed {
             ctx.counters
                 .robots_disallowed
@@ -201,45 +244,29 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             .count() as u64;
     }
 
-    let status_key = fetched
-        .status
-        .map_or_else(|| "error".to_owned(), |s| s.to_string());
-    *ctx.counters
-        .by_status
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(status_key)
-        .or_default() += 1;
     ctx.counters
         .bytes
         .fetch_add(fetched.bytes, Ordering::Relaxed);
     tracing::debug!(%url, status = fetched.status, bytes = fetched.bytes, links_found, links_new, "fetched");
-    let written = ctx
-        .output
-        .record(PageRecord {
-            url: entry.url.clone(),
-            final_url,
-            status: fetched.status,
-            depth: entry.depth,
-            parent: entry.parent.clone(),
-            content_type: fetched.content_type.clone(),
-            bytes: fetched.bytes,
-            links_found,
-            links_new,
-            fetch_ms: fetched.elapsed.as_millis() as u64,
-            fetched_at: output::now_rfc3339(),
-            attempts,
-            truncated: fetched.truncated,
-            error,
-        })
-        .await;
-    if !written {
-        // Not done: a resume fetches it again.
-        tracing::error!(%url, "pages.jsonl cannot be written; stopping");
-        ctx.stop(StopReason::OutputError);
+    let record = PageRecord {
+        url: entry.url.clone(),
+        final_url,
+        status: fetched.status,
+        depth: entry.depth,
+        parent: entry.parent.clone(),
+        content_type: fetched.content_type.clone(),
+        bytes: fetched.bytes,
+        links_found,
+        links_new,
+        fetch_ms: fetched.elapsed.as_millis() as u64,
+        fetched_at: output::now_rfc3339(),
+        attempts,
+        truncated: fetched.truncated,
+        error,
+    };
+    if !write_record(ctx, entry, record).await {
         return Outcome::Retry { after: None };
     }
-    ctx.counters.pages.fetch_add(1, Ordering::Relaxed);
     if fetched.transient {
         Outcome::HostError {
             retry_after: fetched.retry_after,
@@ -247,6 +274,37 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
     } else {
         Outcome::Done
     }
+}
+
+/// Writes `record` and counts it (by status; a seed's response or its error). `false`: the
+/// output failed — the crawl stops and the URL is not done (a resume fetches it again).
+async fn write_record(ctx: &Ctx, entry: &frontier::Entry, record: PageRecord) -> bool {
+    let status_key = record
+        .status
+        .map_or_else(|| "error".to_owned(), |s| s.to_string());
+    *lock(&ctx.counters.by_status).entry(status_key).or_default() += 1;
+    if entry.depth == 0 && entry.parent.is_none() {
+        match (&record.status, &record.error) {
+            (Some(_), _) => {
+                ctx.counters.seeds_fetched.fetch_add(1, Ordering::Relaxed);
+            }
+            (None, error) => {
+                let mut errors = lock(&ctx.counters.seed_errors);
+                if errors.len() < MAX_LISTED {
+                    let why = error.as_deref().unwrap_or("no response");
+                    errors.push(format!("{}: {why}", record.url));
+                }
+            }
+        }
+    }
+    let url = record.url.clone();
+    if !ctx.output.record(record).await {
+        tracing::error!(%url, "pages.jsonl cannot be written; stopping");
+        ctx.stop(StopReason::OutputError);
+        return false;
+    }
+    ctx.counters.pages.fetch_add(1, Ordering::Relaxed);
+    true
 }
 
 /// `base · 2^attempt`, with ±50% jitter derived from the URL and attempt (no RNG needed, and

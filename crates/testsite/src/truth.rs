@@ -2,7 +2,9 @@
 //! outcome each must get — computed from the model by a breadth-first walk, not by HTTP.
 //!
 //! "Correct" means: starts at host 0's root; canonicalises links; never fetches a URL twice;
-//! honours robots.txt (404 and garbage allow everything, 500 forbids the whole host);
+//! honours robots.txt (404 and garbage allow everything, 500 forbids the whole host, whose
+//! URLs the crawler still reaches are listed as `robots-unavailable`: recorded with the
+//! reason, not fetched);
 //! follows redirects through the frontier (each hop is one fetch, a loop ends at the first
 //! repeat); retries transient 5xx/429 until they succeed; parses only what is served as HTML;
 //! honours `rel=nofollow` and `<meta name=robots content=nofollow>`; stops at spider traps
@@ -11,13 +13,15 @@
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
-use crate::model::{Expected, HostId, Html, Resource, Site, Target};
+use crate::model::{Expected, HostId, Html, Resource, RobotsKind, Site, Target};
 
 /// The walk's node: numeric pages as numbers (so 10^8 of them fit), the rest as targets.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Node {
     Page(u64),
     Other(Target),
+    /// A URL on a host whose robots.txt answers 5xx: recorded, not fetched, not expanded.
+    Blocked(Target),
 }
 
 /// The complete ground truth of a (small enough) site.
@@ -42,25 +46,35 @@ impl Site {
         let mut queue: VecDeque<Node> = VecDeque::new();
 
         let mut visit = |node: Node, queue: &mut VecDeque<Node>| match node {
-            Node::Page(p) => {
-                let (word, bit) = ((p / 64) as usize, 1u64 << (p % 64));
-                if seen_pages[word] & bit == 0 && !self.page_disallowed(p) {
-                    seen_pages[word] |= bit;
-                    queue.push_back(Node::Page(p));
-                }
-            }
+            Node::Page(p) => visit_page(&mut seen_pages, self, p, queue),
             Node::Other(t) => {
                 if let Some(p) = self.page_at(t.host, &t.path) {
                     return visit_page(&mut seen_pages, self, p, queue);
                 }
-                if !self.is_disallowed(t.host, &t.path) && seen_other.insert(t.clone()) {
-                    queue.push_back(Node::Other(t));
+                let blocked = self.robots_kind(t.host) == RobotsKind::ServerError;
+                if (blocked || !self.is_disallowed(t.host, &t.path)) && seen_other.insert(t.clone())
+                {
+                    queue.push_back(if blocked {
+                        Node::Blocked(t)
+                    } else {
+                        Node::Other(t)
+                    });
                 }
             }
+            Node::Blocked(_) => unreachable!("only queued by visit"),
         };
+        /// A numeric page: queued once, unless robots.txt disallows it by its rules; on a host
+        /// whose robots.txt fails, queued to be recorded as such.
         fn visit_page(seen: &mut [u64], site: &Site, p: u64, queue: &mut VecDeque<Node>) {
             let (word, bit) = ((p / 64) as usize, 1u64 << (p % 64));
-            if seen[word] & bit == 0 && !site.page_disallowed(p) {
+            if seen[word] & bit != 0 {
+                return;
+            }
+            let host = site.page_host(p);
+            if site.robots_kind(host) == RobotsKind::ServerError {
+                seen[word] |= bit;
+                queue.push_back(Node::Blocked(site.page_target(p)));
+            } else if !site.page_disallowed(p) {
                 seen[word] |= bit;
                 queue.push_back(Node::Page(p));
             }
@@ -83,6 +97,7 @@ impl Site {
                         }
                     }
                 }
+                Node::Blocked(t) => record(&self.url(&t), Expected::RobotsUnavailable),
                 Node::Other(t) => {
                     let (expected, next) = self.outcome(t.host, &t.path);
                     if let Some(expected) = expected {
@@ -176,13 +191,18 @@ mod tests {
             .collect();
         let get = |u: &str| urls.iter().find(|(x, _)| *x == u).map(|(_, e)| e.as_str());
         // Numeric pages: 0 (h0 root), 1 (h1 root), 3 (h0), 4 (h1). Host 2 (robots 500)
-        // is fully disallowed: pages 2 and 5 are never fetched.
+        // is fully disallowed: pages 2 and 5 are never fetched; page 2 (linked from page 0)
+        // is reached and recorded with the reason, page 5 (linked only from 2) is not.
         assert_eq!(get("http://h0.test:8080/"), Some("200"));
         assert_eq!(get("http://h1.test:8080/"), Some("200"));
         assert_eq!(get("http://h0.test:8080/~u3/p3.html"), Some("200"));
         assert_eq!(get("http://h1.test:8080/s4/d4/p4.html"), Some("200"));
-        assert_eq!(get("http://h2.test:8080/"), None);
-        assert_eq!(get("http://h2.test:8080/s5/d5/p5.html"), None);
+        assert_eq!(get("http://h2.test:8080/"), Some("robots-unavailable"));
+        assert_eq!(
+            get("http://h2.test:8080/s5/d5/p5.html"),
+            None,
+            "only page 2, never fetched, links it"
+        );
         // Specials of host 0.
         assert_eq!(get("http://h0.test:8080/redirect/301"), Some("301"));
         assert_eq!(get("http://h0.test:8080/redirect/loop-a"), Some("301"));

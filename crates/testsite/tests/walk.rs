@@ -220,6 +220,11 @@ fn walk(seed: &str, connect: impl Fn(&Url) -> SocketAddr) -> BTreeMap<String, u1
             Some(q) => format!("{}?{q}", url.path()),
             None => url.path().to_owned(),
         };
+        if matches!(rules, Robots::DisallowAll) {
+            // The robots.txt failed: not fetched, but reported (as status 0 here).
+            fetched.insert(url_text.clone(), 0);
+            continue;
+        }
         if !allowed(&rules, &path_query) {
             continue;
         }
@@ -279,6 +284,7 @@ fn expected_statuses(site: &testsite::Site) -> BTreeMap<String, u16> {
         .map(|(u, e)| match e {
             Expected::Status(s) => (u, s),
             Expected::Hostile(_) => panic!("no hostile modes in this test"),
+            Expected::RobotsUnavailable => (u, 0),
         })
         .collect()
 }

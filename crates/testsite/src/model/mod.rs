@@ -185,6 +185,9 @@ pub enum Expected {
     Status(u16),
     /// A hostile behaviour: the record must exist and say what went wrong (or was cut).
     Hostile(HostileKind),
+    /// Not fetched, because the host's robots.txt answers 5xx: the record has no status and
+    /// says so in its error.
+    RobotsUnavailable,
 }
 
 impl fmt::Display for Expected {
@@ -192,6 +195,7 @@ impl fmt::Display for Expected {
         match self {
             Expected::Status(s) => write!(f, "{s}"),
             Expected::Hostile(k) => write!(f, "hostile:{}", k.name()),
+            Expected::RobotsUnavailable => f.write_str("robots-unavailable"),
         }
     }
 }
