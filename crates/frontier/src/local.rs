@@ -418,10 +418,15 @@ impl LocalFrontier {
         let recorded = outcome.is_recorded();
         let wake = {
             let mut sched = self.sched();
+            let was_full = self.budget_left(&sched) == Some(0);
             let (wake, changed) = sched.complete(lease, outcome, Instant::now());
             if recorded {
                 self.pages.fetch_add(1, Ordering::Relaxed);
             }
+            // Consumers wait on the page budget only while it is full: wake them when this
+            // completion freed a lease (not recorded) or spent the budget with nothing out.
+            let budget_changed = was_full
+                && (self.budget_left(&sched) != Some(0) || sched.counts().in_flight == 0);
             if let Some(journal) = &self.journal {
                 if let Some(change) = changed {
                     journal.host_backoff(&change);
@@ -430,8 +435,7 @@ impl LocalFrontier {
                     journal.done(id, recorded);
                 }
             }
-            // Under a page budget every completion may free a lease or end the crawl.
-            wake || self.cfg.max_pages.is_some()
+            wake || budget_changed
         };
         if wake {
             self.notify.notify_waiters();
