@@ -425,8 +425,8 @@ impl LocalFrontier {
             }
             // Consumers wait on the page budget only while it is full: wake them when this
             // completion freed a lease (not recorded) or spent the budget with nothing out.
-            let budget_changed = was_full
-                && (self.budget_left(&sched) != Some(0) || sched.counts().in_flight == 0);
+            let budget_changed =
+                was_full && (self.budget_left(&sched) != Some(0) || sched.counts().in_flight == 0);
             if let Some(journal) = &self.journal {
                 if let Some(change) = changed {
                     journal.host_backoff(&change);
