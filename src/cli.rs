@@ -16,6 +16,9 @@ pub struct Cli {
 pub enum Command {
     /// Crawl from seed URLs, writing pages.jsonl and stats.json.
     Crawl(CrawlArgs),
+    /// Run the crawl as a service: the same crawl, plus an HTTP API, /metrics and a dashboard
+    /// on service.listen; it waits for new seeds when the frontier runs dry.
+    Serve(ServeArgs),
     /// Check a configuration file, or print the default one.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -150,6 +153,22 @@ pub struct CrawlArgs {
     /// Start over: delete the crawl state and empty pages.jsonl instead of resuming.
     #[arg(long)]
     pub fresh: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The API token comes from service.api_token or CRAWLER_SERVICE_API_TOKEN \
+                  (never a flag: flags show in the process list). Exit codes: 0 stopped, 64 bad \
+                  usage or configuration (a public address without a token), 69 the address \
+                  cannot be bound, 74 output cannot be written."
+)]
+pub struct ServeArgs {
+    /// Every `crawler crawl` flag.
+    #[command(flatten)]
+    pub crawl: CrawlArgs,
+    /// Address and port to listen on (service.listen).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
 }
 
 #[derive(Debug, Args)]

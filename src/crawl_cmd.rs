@@ -57,7 +57,15 @@ fn build(loader: Loader) -> Result<CrawlConfig, Failure> {
         .map_err(|e| Failure::new(USAGE, e.to_string().trim_end()))
 }
 
-fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
+pub(crate) fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
+    load_with(args, |l| l)
+}
+
+/// The configuration of `args`, with `extra` flags layered last.
+pub(crate) fn load_with(
+    args: &CrawlArgs,
+    extra: impl FnOnce(Loader) -> Loader,
+) -> Result<CrawlConfig, Failure> {
     let mut loader = file_and_env(args.config.as_deref())?;
     let mut seeds: Vec<String> = args.seeds.clone();
     if let Some(file) = &args.seeds_file {
@@ -131,7 +139,7 @@ fn load(args: &CrawlArgs) -> Result<CrawlConfig, Failure> {
         }
         loader = loader.flag("--resolve", "fetch", "resolve", Value::Table(table));
     }
-    build(loader)
+    build(extra(loader))
 }
 
 pub fn config(cmd: ConfigCommand) -> Result<(), Failure> {
@@ -167,6 +175,7 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
         let opts = engine::RunOptions {
             progress,
             fresh: args.fresh,
+            serve: false,
         };
         match engine::run(cfg, shutdown, opts).await {
             Ok(summary) => {
@@ -228,19 +237,25 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
                 }
                 Ok(())
             }
-            Err(engine::EngineError::Output(dir, e)) => Err(Failure::new(
-                IO,
-                format!("output in {}: {e}", dir.display()),
-            )),
-            Err(e @ engine::EngineError::State(store::StoreError::Incompatible { .. })) => {
-                Err(Failure::new(USAGE, e))
-            }
-            Err(e @ (engine::EngineError::State(_) | engine::EngineError::Threads(_))) => {
-                Err(Failure::new(IO, e))
-            }
-            Err(e) => Err(Failure::new(USAGE, e)),
+            Err(e) => Err(engine_failure(e)),
         }
     })
+}
+
+/// The exit code and message of an engine error.
+pub(crate) fn engine_failure(e: engine::EngineError) -> Failure {
+    match e {
+        engine::EngineError::Output(dir, e) => {
+            Failure::new(IO, format!("output in {}: {e}", dir.display()))
+        }
+        e @ engine::EngineError::State(store::StoreError::Incompatible { .. }) => {
+            Failure::new(USAGE, e)
+        }
+        e @ (engine::EngineError::State(_) | engine::EngineError::Threads(_)) => {
+            Failure::new(IO, e)
+        }
+        e => Failure::new(USAGE, e),
+    }
 }
 
 /// `crawler forget`: canonicalise like the crawl does, then queue the URLs again in its state.
@@ -322,7 +337,10 @@ fn judge(
         "{} pages, {} queued, {} in flight, heartbeat {age} s ago",
         status.pages, status.queued, status.in_flight
     );
-    if status.state != "running" {
+    if !matches!(
+        status.state.as_str(),
+        "running" | "paused" | "idle" | "draining"
+    ) {
         Ok(format!("ok: crawl ended ({}): {what}", status.state))
     } else if age > max_age {
         Err(format!(
@@ -341,7 +359,7 @@ fn judge(
 }
 
 /// First SIGINT/SIGTERM: graceful stop (drain, flush, exit 0). Second: exit at once.
-async fn watch_signals(shutdown: CancellationToken) {
+pub(crate) async fn watch_signals(shutdown: CancellationToken) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut int), Ok(mut term)) = (
         signal(SignalKind::interrupt()),
@@ -378,6 +396,7 @@ mod tests {
             state_backlog: 0,
             paused: false,
             paused_secs: 0,
+            ..Default::default()
         }
     }
 

@@ -8,6 +8,7 @@ mod bloom_cmd;
 mod cli;
 mod crawl_cmd;
 mod exit;
+mod serve_cmd;
 mod telemetry;
 
 use std::process::ExitCode;
@@ -29,6 +30,7 @@ fn main() -> ExitCode {
     exit::report(match cli.command {
         cli::Command::Bloom(cmd) => bloom_cmd::run(cmd),
         cli::Command::Crawl(args) => crawl_cmd::crawl(args),
+        cli::Command::Serve(args) => serve_cmd::serve(args),
         cli::Command::Config(cmd) => crawl_cmd::config(cmd),
         cli::Command::Health(args) => crawl_cmd::health(args),
         cli::Command::Forget(args) => crawl_cmd::forget(args),

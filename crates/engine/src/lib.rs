@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod control;
 pub mod extract;
 pub mod fetch;
 pub mod output;
@@ -27,6 +28,8 @@ pub mod parse_pool;
 pub mod robots;
 pub mod state;
 
+mod leases;
+mod metrics;
 mod report;
 mod worker;
 
@@ -42,9 +45,13 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 pub use config::{
-    ConfigError, CrawlConfig, DedupMode, Loader, LogFormat, QueueOrder, ScopeKind, DEFAULT_TOML,
+    ConfigError, CrawlConfig, DedupMode, Loader, LogFormat, QueueOrder, ScopeKind, Workers,
+    DEFAULT_TOML,
 };
+pub use control::{Control, HostView, MetricsSnapshot, SeedResult};
 use fetch::Fetcher;
+pub use leases::{Completed, Completion, Leased};
+pub use metrics::{HistogramSnapshot, LATENCY_BUCKETS};
 use output::Output;
 use report::{
     frontier_stats, spawn_bar, spawn_progress, spawn_status, state_name, status, summarize,
@@ -81,6 +88,9 @@ pub enum EngineError {
     /// The seeds could not be offered to the frontier.
     #[error("cannot offer the seeds: {0}")]
     SeedOffer(FrontierError),
+    /// `crawl.workers = 0` outside `crawler serve`: nothing would fetch.
+    #[error("crawl.workers = 0 leaves the crawling to external fetchers: use `crawler serve`")]
+    NoWorkers,
 }
 
 /// Builds the frontier configuration from the crawl configuration.
@@ -122,6 +132,7 @@ pub fn frontier_config(cfg: &CrawlConfig) -> FrontierConfig {
         max_pages: (cfg.crawl.max_pages > 0).then_some(cfg.crawl.max_pages),
         max_pages_per_host: (f.max_pages_per_host > 0).then_some(f.max_pages_per_host),
         max_redirects: cfg.fetch.max_redirects,
+        keep_open: false,
         politeness: Politeness {
             delay: Duration::from_millis(cfg.politeness.delay_ms),
             max_per_host: cfg.politeness.max_per_host,
@@ -147,6 +158,9 @@ pub struct RunOptions {
     pub progress: ProgressMode,
     /// Delete an existing crawl state (and empty `pages.jsonl`) instead of resuming.
     pub fresh: bool,
+    /// Run as a service: the crawl does not end when the frontier runs dry (it waits for
+    /// seeds), only on shutdown; it may start without seeds.
+    pub serve: bool,
 }
 
 /// Runs a crawl to its end (or until `shutdown` is cancelled), writing `pages.jsonl` and
@@ -156,10 +170,28 @@ pub async fn run(
     shutdown: CancellationToken,
     opts: RunOptions,
 ) -> Result<Summary, EngineError> {
-    let progress = opts.progress;
-    let started = Instant::now();
-    let seeds: Vec<Url> = cfg
-        .crawl
+    start(cfg, opts).await?.finish(shutdown).await
+}
+
+/// A crawl that has started: its workers run; [`control`](Running::control) is the handle
+/// a service uses, [`finish`](Running::finish) waits for the end and writes the output.
+#[derive(Debug)]
+pub struct Running {
+    ctx: Arc<Ctx>,
+    control: Control,
+    workers: tokio::task::JoinSet<()>,
+    progress: tokio::task::JoinHandle<()>,
+    heartbeat: tokio::task::JoinHandle<()>,
+    reaper: tokio::task::JoinHandle<()>,
+    reaper_stop: CancellationToken,
+    writer: tokio::task::JoinHandle<std::io::Result<u64>>,
+    store: Option<Arc<store::Store>>,
+    state_summary: Option<state::StateSummary>,
+    out_dir: PathBuf,
+}
+
+fn parse_seeds(cfg: &CrawlConfig) -> Result<Vec<Url>, EngineError> {
+    cfg.crawl
         .seeds
         .iter()
         .map(|s| {
@@ -174,12 +206,27 @@ pub async fn run(
                 ))
             }
         })
-        .collect::<Result<_, _>>()?;
-    if seeds.is_empty() {
+        .collect()
+}
+
+/// Opens the state and the output, offers the seeds and starts the workers.
+pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, EngineError> {
+    let started = Instant::now();
+    let seeds = parse_seeds(&cfg)?;
+    if seeds.is_empty() && !opts.serve {
         return Err(EngineError::NoSeeds);
     }
+    let workers_wanted = cfg.crawl.workers.count(cfg.crawl.concurrency);
+    if workers_wanted == 0 && !opts.serve {
+        return Err(EngineError::NoWorkers);
+    }
     let seed_strs: Vec<&str> = seeds.iter().map(Url::as_str).collect();
-    let local = LocalFrontier::new(frontier_config(&cfg), &seed_strs)?;
+    let fcfg = FrontierConfig {
+        keep_open: opts.serve,
+        ..frontier_config(&cfg)
+    };
+    let canon = Arc::new(frontier::Canonicalizer::new(fcfg.canon.clone()));
+    let local = LocalFrontier::new(fcfg, &seed_strs)?;
     let fetcher = Fetcher::new(&cfg.fetch, &cfg.crawl.user_agent)?;
     let out_dir = cfg.crawl.out_dir.clone();
     let (local, store, mut state_summary) = if cfg.crawl.persist {
@@ -196,11 +243,13 @@ pub async fn run(
     if let Some(s) = &store {
         s.set_before_commit(move || sync.sync_data());
     }
-    let seed_links = seeds.iter().map(|u| Link::new(u.clone(), 0)).collect();
-    frontier
-        .offer(None, seed_links)
-        .await
-        .map_err(EngineError::SeedOffer)?;
+    if !seeds.is_empty() {
+        let seed_links = seeds.iter().map(|u| Link::new(u.clone(), 0)).collect();
+        frontier
+            .offer(None, seed_links)
+            .await
+            .map_err(EngineError::SeedOffer)?;
+    }
     let robots = match (&store, state_summary.as_mut()) {
         (Some(store), Some(summary)) => state::robots_cache(&cfg.crawl.user_agent, store, summary)?,
         _ => RobotsCache::new(&cfg.crawl.user_agent),
@@ -218,96 +267,157 @@ pub async fn run(
         stop: Mutex::new(None),
         store: store.clone(),
         pause: state::Pause::default(),
+        held: tokio::sync::watch::Sender::new(false),
+        events: tokio::sync::broadcast::channel(1024).0,
+        leases: leases::Leases::default(),
+        started_at: output::now_rfc3339(),
+        started,
+        serving: opts.serve,
     });
 
     let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..ctx.cfg.crawl.concurrency {
+    for _ in 0..workers_wanted {
         workers.spawn(worker(Arc::clone(&ctx)));
     }
-
-    // Stop conditions other than "finished": the duration limit and the shutdown signal.
-    let deadline = (ctx.cfg.crawl.max_duration_secs > 0).then(|| {
-        tokio::time::Instant::now() + Duration::from_secs(ctx.cfg.crawl.max_duration_secs)
-    });
-    let progress = match progress {
+    let progress = match opts.progress {
         ProgressMode::Bar => spawn_bar(Arc::clone(&ctx), started),
         ProgressMode::Log => spawn_progress(Arc::clone(&ctx), started),
     };
     let heartbeat = spawn_status(Arc::clone(&ctx), started);
-    let stop_signal = async {
-        tokio::select! {
-            _ = shutdown.cancelled() => StopReason::Shutdown,
-            _ = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            } => StopReason::MaxDuration,
-        }
-    };
-    tokio::select! {
-        _ = join_all(&mut workers) => {}
-        reason = stop_signal => ctx.stop(reason),
-    }
-    // Let in-flight fetches finish (their records are written), but not forever.
-    let drain = Duration::from_secs(ctx.cfg.crawl.drain_secs);
-    if tokio::time::timeout(drain, join_all(&mut workers))
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            secs = drain.as_secs(),
-            "in-flight fetches did not finish in time; abandoning them"
-        );
-        workers.abort_all();
-        join_all(&mut workers).await;
-    }
-    progress.abort();
-    let _ = progress.await;
-    heartbeat.abort();
-    let _ = heartbeat.await;
+    let reaper_stop = CancellationToken::new();
+    let reaper = tokio::spawn(leases::reap(
+        Arc::clone(&ctx),
+        Duration::from_millis(250),
+        reaper_stop.clone(),
+    ));
+    Ok(Running {
+        control: Control {
+            ctx: Arc::clone(&ctx),
+            canon,
+        },
+        ctx,
+        workers,
+        progress,
+        heartbeat,
+        reaper,
+        reaper_stop,
+        writer,
+        store,
+        state_summary,
+        out_dir,
+    })
+}
 
-    let stats = frontier_stats(&ctx).await;
-    let mut summary = summarize(&ctx, &stats, started);
-    let final_status = status(&ctx, &stats, started, state_name(summary.stopped_by));
-    let exact = ctx.cfg.frontier.dedup == DedupMode::Exact;
-    // Every worker is gone, so this drops the last sender: the writer drains its queue,
-    // writes every record and ends.
-    drop(ctx);
-    let written = match tokio::time::timeout(Duration::from_secs(30), writer).await {
-        Ok(Ok(Ok(_))) => Ok(()),
-        Ok(Ok(Err(e))) => Err(e),
-        Ok(Err(e)) => Err(std::io::Error::other(e)),
-        Err(_) => Err(std::io::Error::other("the output writer did not finish")),
-    };
-    if let Err(e) = written {
-        // Still commit what was written and acknowledged, so a resume repeats little.
-        if let Some(store) = &store {
-            let _ = store.close();
-        }
-        return Err(EngineError::Output(out_dir, e));
+impl Running {
+    /// The handle a service uses on this crawl.
+    pub fn control(&self) -> Control {
+        self.control.clone()
     }
-    // Every record is written and reported done: the final checkpoint makes it all durable
-    // (a resume after a graceful stop fetches nothing twice).
-    if let Some(store) = &store {
-        store.close()?;
-        if let Some(s) = state_summary.as_mut() {
-            let stats = store.stats();
-            s.checkpoints = stats.checkpoints;
-            if exact {
-                s.exact_index = Some(state::ExactIndexSummary {
-                    fingerprints: stats.indexed,
-                    bytes: stats.index_bytes,
-                    complete: stats.index_complete,
-                });
+
+    /// Waits for the end of the crawl (finished, a budget, `max_duration_secs`, or
+    /// `shutdown`; a service ends only on the last two), drains, and writes the output.
+    pub async fn finish(self, shutdown: CancellationToken) -> Result<Summary, EngineError> {
+        let Running {
+            ctx,
+            control,
+            mut workers,
+            progress,
+            heartbeat,
+            reaper,
+            reaper_stop,
+            writer,
+            store,
+            mut state_summary,
+            out_dir,
+        } = self;
+        drop(control);
+        let started = ctx.started;
+        let serving = ctx.serving;
+        // Stop conditions other than "finished": the duration limit and the shutdown signal.
+        let deadline = (ctx.cfg.crawl.max_duration_secs > 0).then(|| {
+            tokio::time::Instant::now() + Duration::from_secs(ctx.cfg.crawl.max_duration_secs)
+        });
+        let stop_signal = async {
+            tokio::select! {
+                _ = shutdown.cancelled() => StopReason::Shutdown,
+                _ = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d).await,
+                        None => std::future::pending().await,
+                    }
+                } => StopReason::MaxDuration,
+            }
+        };
+        tokio::select! {
+            // A service's workers may end (a budget) while the service goes on.
+            _ = join_all(&mut workers), if !serving => {}
+            reason = stop_signal => ctx.stop(reason),
+        }
+        // Let in-flight fetches finish (their records are written), but not forever.
+        let drain = Duration::from_secs(ctx.cfg.crawl.drain_secs);
+        if tokio::time::timeout(drain, join_all(&mut workers))
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                secs = drain.as_secs(),
+                "in-flight fetches did not finish in time; abandoning them"
+            );
+            workers.abort_all();
+            join_all(&mut workers).await;
+        }
+        // External leases still out go back to the queue (a resume serves them).
+        reaper_stop.cancel();
+        let _ = reaper.await;
+        progress.abort();
+        let _ = progress.await;
+        heartbeat.abort();
+        let _ = heartbeat.await;
+
+        let stats = frontier_stats(&ctx).await;
+        let mut summary = summarize(&ctx, &stats, started);
+        let final_status = status(&ctx, &stats, started, state_name(summary.stopped_by));
+        let exact = ctx.cfg.frontier.dedup == DedupMode::Exact;
+        // Every worker is gone: the writer writes every record sent and ends (a service's
+        // handles may still be alive; their records are refused from now on).
+        ctx.output.close().await;
+        drop(ctx);
+        let written = match tokio::time::timeout(Duration::from_secs(30), writer).await {
+            Ok(Ok(Ok(_))) => Ok(()),
+            Ok(Ok(Err(e))) => Err(e),
+            Ok(Err(e)) => Err(std::io::Error::other(e)),
+            Err(_) => Err(std::io::Error::other("the output writer did not finish")),
+        };
+        if let Err(e) = written {
+            // Still commit what was written and acknowledged, so a resume repeats little.
+            if let Some(store) = &store {
+                let _ = store.close();
+            }
+            return Err(EngineError::Output(out_dir, e));
+        }
+        // Every record is written and reported done: the final checkpoint makes it all
+        // durable (a resume after a graceful stop fetches nothing twice).
+        if let Some(store) = &store {
+            store.close()?;
+            if let Some(s) = state_summary.as_mut() {
+                let stats = store.stats();
+                s.checkpoints = stats.checkpoints;
+                if exact {
+                    s.exact_index = Some(state::ExactIndexSummary {
+                        fingerprints: stats.indexed,
+                        bytes: stats.index_bytes,
+                        complete: stats.index_complete,
+                    });
+                }
             }
         }
+        summary.state = state_summary;
+        output::write_stats(&out_dir, &summary)
+            .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
+        output::write_status(&out_dir, &final_status)
+            .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
+        Ok(summary)
     }
-    summary.state = state_summary;
-    output::write_stats(&out_dir, &summary).map_err(|e| EngineError::Output(out_dir.clone(), e))?;
-    output::write_status(&out_dir, &final_status)
-        .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
-    Ok(summary)
 }
 
 async fn join_all(set: &mut tokio::task::JoinSet<()>) {

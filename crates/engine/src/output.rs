@@ -42,8 +42,9 @@ pub struct PageRecord {
     pub error: Option<String>,
 }
 
-/// A record on its way to the writer, and who to tell once its line is written.
-type Queued = (PageRecord, oneshot::Sender<()>);
+/// A record on its way to the writer, and who to tell once its line is written; `None`
+/// closes the file (see [`Output::close`]).
+type Queued = Option<(PageRecord, oneshot::Sender<()>)>;
 
 /// Sends records to the writer task, which appends them to `pages.jsonl`.
 #[derive(Debug, Clone)]
@@ -77,7 +78,13 @@ impl Output {
     /// `false`: the writer failed and the line was not written.
     pub async fn record(&self, r: PageRecord) -> bool {
         let (ack, written) = oneshot::channel();
-        self.tx.send((r, ack)).await.is_ok() && written.await.is_ok()
+        self.tx.send(Some((r, ack))).await.is_ok() && written.await.is_ok()
+    }
+
+    /// Ends the writer once the records sent before are written, even while other handles
+    /// (a service's) are still alive: records sent after it are refused.
+    pub async fn close(&self) {
+        let _ = self.tx.send(None).await;
     }
 }
 
@@ -119,9 +126,10 @@ fn write_lines(mut file: File, mut rx: mpsc::Receiver<Queued>) -> io::Result<u64
     let mut lines = 0;
     let mut batch = Vec::with_capacity(1 << 16);
     let mut acks = Vec::new();
-    while let Some(first) = rx.blocking_recv() {
+    let mut closed = false;
+    while let Some(Some(first)) = rx.blocking_recv() {
         batch.clear();
-        let mut push = |(r, ack): Queued, batch: &mut Vec<u8>| {
+        let mut push = |(r, ack): (PageRecord, oneshot::Sender<()>), batch: &mut Vec<u8>| {
             serde_json::to_writer(&mut *batch, &r).expect("records serialize");
             batch.push(b'\n');
             acks.push(ack);
@@ -130,9 +138,13 @@ fn write_lines(mut file: File, mut rx: mpsc::Receiver<Queued>) -> io::Result<u64
         lines += 1;
         while batch.len() < (1 << 16) {
             match rx.try_recv() {
-                Ok(r) => {
+                Ok(Some(r)) => {
                     push(r, &mut batch);
                     lines += 1;
+                }
+                Ok(None) => {
+                    closed = true;
+                    break;
                 }
                 Err(_) => break,
             }
@@ -140,6 +152,9 @@ fn write_lines(mut file: File, mut rx: mpsc::Receiver<Queued>) -> io::Result<u64
         file.write_all(&batch)?;
         for ack in acks.drain(..) {
             let _ = ack.send(());
+        }
+        if closed {
+            break;
         }
     }
     file.sync_data()?;
@@ -158,9 +173,10 @@ pub fn write_stats(dir: &Path, value: &impl Serialize) -> io::Result<()> {
 
 /// What `status.json` holds: a heartbeat rewritten every `crawl.status_secs` while the crawl
 /// runs, and once more when it ends. `crawler health` reads it.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Default)]
 pub struct Status {
-    /// `running`, or how the crawl ended (`finished`, `max_pages`, `max_duration`, `shutdown`).
+    /// `running`, `paused`, `idle` or `draining` while the crawl runs, or how it ended
+    /// (`finished`, `max_pages`, `max_duration`, `shutdown`).
     pub state: String,
     /// Process id of the crawler that wrote it.
     pub pid: u32,
@@ -193,6 +209,24 @@ pub struct Status {
     /// Seconds fetching has been paused so far (0 when not paused).
     #[serde(default)]
     pub paused_secs: u64,
+    /// When the crawl started (RFC 3339, UTC).
+    #[serde(default)]
+    pub started_at: String,
+    /// Of `queued`, held in memory.
+    #[serde(default)]
+    pub queued_memory: u64,
+    /// Of `queued`, waiting on disk.
+    #[serde(default)]
+    pub queued_disk: u64,
+    /// Records by HTTP status (`"error"`: no response).
+    #[serde(default)]
+    pub by_status: std::collections::BTreeMap<String, u64>,
+    /// Body bytes read.
+    #[serde(default)]
+    pub bytes: u64,
+    /// External fetchers' leases out.
+    #[serde(default)]
+    pub leases_out: u64,
 }
 
 /// Writes `status` as `dir/status.json` (via a temporary file and a rename, so a reader never

@@ -109,6 +109,26 @@ pub(crate) async fn frontier_stats(ctx: &Ctx) -> frontier::Stats {
     })
 }
 
+/// The state of a crawl still running: `draining` once it stops, `paused` by an operator,
+/// `idle` with nothing queued and nothing in flight (a service waiting for seeds), else
+/// `running`.
+pub(crate) fn live_state(ctx: &Ctx, s: &frontier::Stats) -> &'static str {
+    if ctx.stopped() {
+        "draining"
+    } else if ctx.held() {
+        "paused"
+    } else if s.queued == 0 && s.in_flight == 0 {
+        "idle"
+    } else {
+        "running"
+    }
+}
+
+/// `status.json` of a running crawl.
+pub(crate) fn live_status(ctx: &Ctx, s: &frontier::Stats) -> output::Status {
+    status(ctx, s, ctx.started, live_state(ctx, s))
+}
+
 pub(crate) fn status(
     ctx: &Ctx,
     s: &frontier::Stats,
@@ -118,6 +138,12 @@ pub(crate) fn status(
     let pages = ctx.counters.pages.load(Ordering::Relaxed);
     output::Status {
         state: state.to_owned(),
+        started_at: ctx.started_at.clone(),
+        queued_memory: s.extra("queued_memory"),
+        queued_disk: s.extra("queued_disk"),
+        by_status: crate::worker::lock(&ctx.counters.by_status).clone(),
+        bytes: ctx.counters.bytes.load(Ordering::Relaxed),
+        leases_out: ctx.leases.out(),
         pid: std::process::id(),
         updated_at: output::now_rfc3339(),
         updated_unix_ms: output::now_unix_ms(),
@@ -157,7 +183,8 @@ pub(crate) fn spawn_status(ctx: Arc<Ctx>, started: Instant) -> tokio::task::Join
                 }
             }
             let stats = frontier_stats(&ctx).await;
-            let st = status(&ctx, &stats, started, "running");
+            let _ = started;
+            let st = live_status(&ctx, &stats);
             let dir = ctx.cfg.crawl.out_dir.clone();
             match tokio::task::spawn_blocking(move || output::write_status(&dir, &st)).await {
                 Ok(Ok(())) => {}

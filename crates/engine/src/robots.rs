@@ -153,6 +153,33 @@ impl RobotsCache {
         }
     }
 
+    /// What is known of a host's robots.txt (`host` as a politeness key, `host[:port]`):
+    /// `"unknown"` (not fetched yet), `"fetching"`, `"allow_all"` (none, or a 4xx),
+    /// `"rules"`, or `"unreachable"`; with the rules' `Crawl-delay`.
+    pub fn state_of(&self, host: &str) -> (&'static str, Option<Duration>) {
+        for scheme in ["http", "https"] {
+            let origin = format!("{scheme}://{host}");
+            let Some(cell) = self.entries.get(&origin).map(|c| Arc::clone(c.value())) else {
+                continue;
+            };
+            return match cell.get() {
+                None => ("fetching", None),
+                Some(e) => match &e.rules {
+                    Rules::AllowAll => ("allow_all", None),
+                    Rules::Unreachable(_) => ("unreachable", None),
+                    Rules::Parsed(robot) => (
+                        "rules",
+                        robot
+                            .delay
+                            .filter(|d| d.is_finite() && *d > 0.0)
+                            .map(|d| Duration::from_secs_f32(d.min(86_400.0))),
+                    ),
+                },
+            };
+        }
+        ("unknown", None)
+    }
+
     /// Whether `url` may be fetched, fetching its origin's robots.txt on first use.
     pub async fn check(&self, fetcher: &Fetcher, url: &Url) -> Verdict {
         let origin = url.origin().ascii_serialization();

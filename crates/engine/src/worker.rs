@@ -2,16 +2,22 @@
 //! leads to (one frontier call per page), write its record, complete the lease with the
 //! outcome. The frontier decides what the outcome means (done, retried, budget); a frontier
 //! call that fails is retried with back-off until it succeeds or the crawl stops.
+//!
+//! The steps around the fetch — the robots.txt gate, the retry decision and [`finish`]
+//! (offer, record, outcome) — are shared with external fetchers' leases (`leases.rs`), so a
+//! URL fetched by another program is treated exactly as one fetched here.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use frontier::{Admission, End, Frontier, FrontierError, Lease, Link, Next, Outcome};
 use url::Url;
 
 use crate::fetch::{Fetcher, Keep};
+use crate::leases::Leases;
+use crate::metrics::LatencyHistogram;
 use crate::output::{self, Output, PageRecord};
 use crate::robots::RobotsCache;
 use crate::{extract, parse_pool, state, CrawlConfig, StopReason};
@@ -29,12 +35,14 @@ pub(crate) struct Counters {
     pub(crate) seeds_fetched: AtomicU64,
     /// Why seeds got none (at most [`MAX_LISTED`]).
     pub(crate) seed_errors: Mutex<Vec<String>>,
+    /// Fetch durations (built-in and external fetchers).
+    pub(crate) latency: LatencyHistogram,
 }
 
 /// Most entries kept in the summary's lists of unreachable hosts and seed errors.
 pub(crate) const MAX_LISTED: usize = 100;
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -52,6 +60,17 @@ pub(crate) struct Ctx {
     pub(crate) store: Option<Arc<store::Store>>,
     /// Workers waiting for the state's checkpoints.
     pub(crate) pause: state::Pause,
+    /// An operator's pause (`POST /api/v1/pause`): no new fetch starts while it is `true`.
+    pub(crate) held: tokio::sync::watch::Sender<bool>,
+    /// Every record written, as its JSON line, for `GET /api/v1/events`.
+    pub(crate) events: tokio::sync::broadcast::Sender<Arc<str>>,
+    /// External fetchers' leases.
+    pub(crate) leases: Leases,
+    /// When the crawl started (RFC 3339) and its clock.
+    pub(crate) started_at: String,
+    pub(crate) started: Instant,
+    /// Run as a service (`crawler serve`).
+    pub(crate) serving: bool,
 }
 
 impl Ctx {
@@ -64,6 +83,23 @@ impl Ctx {
         self.frontier.close();
     }
 
+    /// Whether an operator paused the crawl.
+    pub(crate) fn held(&self) -> bool {
+        *self.held.borrow()
+    }
+
+    /// Waits while an operator has the crawl paused (or until it stops).
+    pub(crate) async fn wait_while_held(&self) {
+        let mut rx = self.held.subscribe();
+        while *rx.borrow_and_update() && !self.stopped() {
+            tokio::select! {
+                changed = rx.changed() => if changed.is_err() { return },
+                // A stop does not change the watch: look again now and then.
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+        }
+    }
+
     pub(crate) fn stopped(&self) -> bool {
         self.stop
             .lock()
@@ -73,7 +109,7 @@ impl Ctx {
 
     /// Runs a frontier call until it succeeds, waiting with back-off (50 ms doubling to 5 s)
     /// between failures; `None` once the crawl is stopping and the call still fails.
-    async fn with_frontier<'a, T>(
+    pub(crate) async fn with_frontier<'a, T>(
         &'a self,
         what: &str,
         mut call: impl FnMut(&'a dyn Frontier) -> frontier::BoxFuture<'a, Result<T, FrontierError>>,
@@ -103,18 +139,26 @@ pub(crate) async fn worker(ctx: Arc<Ctx>) {
                 .wait(store, state::BACKLOG_LIMIT, || ctx.stopped())
                 .await;
         }
+        ctx.wait_while_held().await;
         let Some(next) = ctx.with_frontier("next", |f| f.next()).await else {
             break;
         };
         let lease = match next {
             Next::Lease(lease) => lease,
             Next::End(End::Budget) => {
-                ctx.stop(StopReason::MaxPages);
+                if !ctx.serving {
+                    ctx.stop(StopReason::MaxPages);
+                }
                 break;
             }
             Next::End(End::Finished | End::Closed) => break,
         };
-        let outcome = process(&ctx, &lease).await;
+        // Paused while this worker waited for a URL: give it back untouched.
+        let outcome = if ctx.held() {
+            Outcome::Released
+        } else {
+            process(&ctx, &lease).await
+        };
         // Retried with a copy: a remote call that failed may not have taken the lease.
         let completed = ctx
             .with_frontier("complete", |f| f.complete(lease.clone(), outcome.clone()))
@@ -134,84 +178,25 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
         // must not come back on every resume.
         return Outcome::Skipped;
     };
-    if ctx.cfg.crawl.respect_robots {
-        let verdict = ctx.robots.check(&ctx.fetcher, &url).await;
-        let host = lease.host();
-        if let Some(delay) = verdict.crawl_delay {
-            ctx.with_frontier("set_crawl_delay", |f| f.set_crawl_delay(host, delay))
-                .await;
-        }
-        if verdict.fetched {
-            // The robots.txt request took this lease's turn: the host's next fetch waits its
-            // delay from the page request that follows now, not from when the lease began.
-            ctx.with_frontier("host_contacted", |f| f.host_contacted(host))
-                .await;
-        }
-        if let Some(why) = verdict.unreachable {
-            // Not the rules' verdict but a failure: the URL gets a record saying so.
-            {
-                let origin = url.origin().ascii_serialization();
-                let mut hosts = lock(&ctx.counters.robots_unreachable);
-                if hosts.len() < MAX_LISTED || hosts.contains_key(&origin) {
-                    hosts.insert(origin, why.to_string());
-                }
-            }
-            let record = PageRecord {
-                url: entry.url.clone(),
-                final_url: entry.url.clone(),
-                status: None,
-                depth: entry.depth,
-                parent: entry.parent.clone(),
-                content_type: None,
-                bytes: 0,
-                links_found: 0,
-                links_new: 0,
-                fetch_ms: 0,
-                fetched_at: output::now_rfc3339(),
-                attempts: 0,
-                truncated: false,
-                error: Some(why.to_string()),
-            };
-            return match write_record(ctx, entry, record).await {
-                true => Outcome::Done,
-                false => Outcome::Retry { after: None },
-            };
-        }
-        if !verdict.allowed {
-            ctx.counters
-                .robots_disallowed
-                .fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(%url, "disallowed by robots.txt");
-            return Outcome::Skipped;
-        }
+    if let Some(outcome) = robots_gate(ctx, lease, &url).await {
+        return outcome;
     }
     let mut fetched = ctx.fetcher.fetch(url.as_str(), Keep::Html).await;
-    let attempts = u32::from(entry.attempt) + 1;
-    if fetched.transient && entry.attempt < ctx.cfg.fetch.max_retries {
-        ctx.counters.retries.fetch_add(1, Ordering::Relaxed);
-        let backoff = retry_delay(ctx.cfg.fetch.retry_base_ms, entry.attempt, &entry.url);
-        let after = fetched.retry_after.map_or(backoff, |r| r.max(backoff));
-        tracing::debug!(%url, attempt = attempts, status = fetched.status, error = fetched.error.as_deref(), ?after, "retrying later");
-        return Outcome::Retry { after: Some(after) };
+    ctx.counters.latency.observe(fetched.elapsed);
+    if let Some(retry) = retry(ctx, entry, fetched.transient, fetched.retry_after) {
+        tracing::debug!(%url, status = fetched.status, error = fetched.error.as_deref(), "retrying later");
+        return retry;
     }
-
-    let mut links_found = 0;
-    let mut links_new = 0;
-    let mut final_url = entry.url.clone();
     let mut error = fetched.error.clone();
     let mut offers = Vec::new();
+    let mut final_url = entry.url.clone();
     match fetched.status {
-        Some(300..=399) => match fetched.location.as_deref().map(|l| url.join(l.trim())) {
-            Some(Ok(target)) => {
-                final_url = target.to_string();
-                offers.push(Link {
-                    url: target,
-                    depth: entry.depth,
-                    hops: entry.hops.saturating_add(1),
-                });
+        Some(300..=399) => match redirect(entry, &url, fetched.location.as_deref()) {
+            Ok(link) => {
+                final_url = link.url.to_string();
+                offers.push(link);
             }
-            Some(Err(e)) => error = Some(format!("bad Location header: {e}")),
-            None => error = Some("redirect without a Location header".into()),
+            Err(why) => error = Some(why),
         },
         Some(200) if !fetched.body.is_empty() => {
             // Moved, not copied: a body may be up to `max_body_bytes`.
@@ -220,8 +205,7 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             let page = url.clone();
             let respect = ctx.cfg.crawl.respect_nofollow;
             let job = move || extract::extract(&body, ct.as_deref(), &page, respect);
-            let extracted = ctx.parse.run(job).await;
-            match extracted {
+            match ctx.parse.run(job).await {
                 Ok(e) => {
                     let depth = entry.depth + 1;
                     offers = e.links.into_iter().map(|u| Link::new(u, depth)).collect();
@@ -231,8 +215,139 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
         }
         _ => {}
     }
+    let response = Response {
+        status: fetched.status,
+        final_url,
+        content_type: fetched.content_type.clone(),
+        bytes: fetched.bytes,
+        fetch_ms: fetched.elapsed.as_millis() as u64,
+        truncated: fetched.truncated,
+        error,
+        transient: fetched.transient,
+        retry_after: fetched.retry_after,
+    };
+    finish(ctx, entry, response, offers).await
+}
+
+/// robots.txt for a leased URL: `None` when it may be fetched; otherwise the outcome (a
+/// disallowed URL is skipped; one whose robots.txt cannot be had gets a record saying why).
+pub(crate) async fn robots_gate(ctx: &Ctx, lease: &Lease, url: &Url) -> Option<Outcome> {
+    if !ctx.cfg.crawl.respect_robots {
+        return None;
+    }
+    let entry = lease.entry();
+    let verdict = ctx.robots.check(&ctx.fetcher, url).await;
+    let host = lease.host();
+    if let Some(delay) = verdict.crawl_delay {
+        ctx.with_frontier("set_crawl_delay", |f| f.set_crawl_delay(host, delay))
+            .await;
+    }
+    if verdict.fetched {
+        // The robots.txt request took this lease's turn: the host's next fetch waits its
+        // delay from the page request that follows now, not from when the lease began.
+        ctx.with_frontier("host_contacted", |f| f.host_contacted(host))
+            .await;
+    }
+    if let Some(why) = verdict.unreachable {
+        // Not the rules' verdict but a failure: the URL gets a record saying so.
+        {
+            let origin = url.origin().ascii_serialization();
+            let mut hosts = lock(&ctx.counters.robots_unreachable);
+            if hosts.len() < MAX_LISTED || hosts.contains_key(&origin) {
+                hosts.insert(origin, why.to_string());
+            }
+        }
+        let record = PageRecord {
+            url: entry.url.clone(),
+            final_url: entry.url.clone(),
+            status: None,
+            depth: entry.depth,
+            parent: entry.parent.clone(),
+            content_type: None,
+            bytes: 0,
+            links_found: 0,
+            links_new: 0,
+            fetch_ms: 0,
+            fetched_at: output::now_rfc3339(),
+            attempts: 0,
+            truncated: false,
+            error: Some(why.to_string()),
+        };
+        return Some(match write_record(ctx, entry, record).await {
+            true => Outcome::Done,
+            false => Outcome::Retry { after: None },
+        });
+    }
+    if !verdict.allowed {
+        ctx.counters
+            .robots_disallowed
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(%url, "disallowed by robots.txt");
+        return Some(Outcome::Skipped);
+    }
+    None
+}
+
+/// A transient failure with retries left: fetch the URL again later (after the per-URL
+/// delay, or the server's `Retry-After` when longer).
+pub(crate) fn retry(
+    ctx: &Ctx,
+    entry: &frontier::Entry,
+    transient: bool,
+    retry_after: Option<Duration>,
+) -> Option<Outcome> {
+    if !transient || entry.attempt >= ctx.cfg.fetch.max_retries {
+        return None;
+    }
+    ctx.counters.retries.fetch_add(1, Ordering::Relaxed);
+    let backoff = retry_delay(ctx.cfg.fetch.retry_base_ms, entry.attempt, &entry.url);
+    let after = retry_after.map_or(backoff, |r| r.max(backoff));
+    Some(Outcome::Retry { after: Some(after) })
+}
+
+/// The redirect target of a 3xx, as a link one hop further at the same depth.
+pub(crate) fn redirect(
+    entry: &frontier::Entry,
+    page: &Url,
+    location: Option<&str>,
+) -> Result<Link, String> {
+    match location.map(|l| page.join(l.trim())) {
+        Some(Ok(target)) => Ok(Link {
+            url: target,
+            depth: entry.depth,
+            hops: entry.hops.saturating_add(1),
+        }),
+        Some(Err(e)) => Err(format!("bad Location header: {e}")),
+        None => Err("redirect without a Location header".into()),
+    }
+}
+
+/// How a fetch ended, whoever fetched.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Response {
+    pub(crate) status: Option<u16>,
+    pub(crate) final_url: String,
+    pub(crate) content_type: Option<String>,
+    pub(crate) bytes: u64,
+    pub(crate) fetch_ms: u64,
+    pub(crate) truncated: bool,
+    pub(crate) error: Option<String>,
+    /// The host is struggling (5xx, 429, no response): it backs off.
+    pub(crate) transient: bool,
+    pub(crate) retry_after: Option<Duration>,
+}
+
+/// Offers what a fetched page leads to (one frontier call), writes its record and returns
+/// the outcome: the end of every fetch, built-in or external.
+pub(crate) async fn finish(
+    ctx: &Ctx,
+    entry: &frontier::Entry,
+    r: Response,
+    offers: Vec<Link>,
+) -> Outcome {
+    let links_found = offers.len() as u64;
+    let mut links_new = 0;
     if !offers.is_empty() {
-        links_found = offers.len() as u64;
         // Retried with a copy of the links: a remote call that failed took them.
         let admissions = ctx
             .with_frontier("offer", |f| f.offer(Some(&entry.url), offers.clone()))
@@ -243,33 +358,30 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             .filter(|a| **a == Admission::Admitted)
             .count() as u64;
     }
-
-    ctx.counters
-        .bytes
-        .fetch_add(fetched.bytes, Ordering::Relaxed);
-    tracing::debug!(%url, status = fetched.status, bytes = fetched.bytes, links_found, links_new, "fetched");
+    ctx.counters.bytes.fetch_add(r.bytes, Ordering::Relaxed);
+    tracing::debug!(url = %entry.url, status = r.status, bytes = r.bytes, links_found, links_new, "fetched");
     let record = PageRecord {
         url: entry.url.clone(),
-        final_url,
-        status: fetched.status,
+        final_url: r.final_url,
+        status: r.status,
         depth: entry.depth,
         parent: entry.parent.clone(),
-        content_type: fetched.content_type.clone(),
-        bytes: fetched.bytes,
+        content_type: r.content_type,
+        bytes: r.bytes,
         links_found,
         links_new,
-        fetch_ms: fetched.elapsed.as_millis() as u64,
+        fetch_ms: r.fetch_ms,
         fetched_at: output::now_rfc3339(),
-        attempts,
-        truncated: fetched.truncated,
-        error,
+        attempts: u32::from(entry.attempt) + 1,
+        truncated: r.truncated,
+        error: r.error,
     };
     if !write_record(ctx, entry, record).await {
         return Outcome::Retry { after: None };
     }
-    if fetched.transient {
+    if r.transient {
         Outcome::HostError {
-            retry_after: fetched.retry_after,
+            retry_after: r.retry_after,
         }
     } else {
         Outcome::Done
@@ -298,12 +410,18 @@ async fn write_record(ctx: &Ctx, entry: &frontier::Entry, record: PageRecord) ->
         }
     }
     let url = record.url.clone();
+    let event = (ctx.events.receiver_count() > 0)
+        .then(|| serde_json::to_string(&record).ok())
+        .flatten();
     if !ctx.output.record(record).await {
         tracing::error!(%url, "pages.jsonl cannot be written; stopping");
         ctx.stop(StopReason::OutputError);
         return false;
     }
     ctx.counters.pages.fetch_add(1, Ordering::Relaxed);
+    if let Some(line) = event {
+        let _ = ctx.events.send(Arc::from(line));
+    }
     true
 }
 

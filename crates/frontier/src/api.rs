@@ -28,6 +28,7 @@ use std::time::Duration;
 use url::Url;
 
 use crate::entry::Entry;
+use crate::hosts::{HostControls, HostPage, HostQuery};
 use crate::scope::OutOfScope;
 
 /// A boxed, sendable future: what the [`Frontier`] trait's async calls return.
@@ -137,12 +138,16 @@ pub enum Outcome {
         /// The server's `Retry-After`, if any.
         after: Option<Duration>,
     },
+    /// The URL was not fetched (an external fetcher's lease expired, or the crawl was paused
+    /// after the lease was taken): it goes back to the front of its host's queue as it was,
+    /// with no back-off and no attempt counted.
+    Released,
 }
 
 impl Outcome {
     /// Whether the URL is finished (not to be fetched again).
     pub fn is_final(&self) -> bool {
-        !matches!(self, Outcome::Retry { .. })
+        !matches!(self, Outcome::Retry { .. } | Outcome::Released)
     }
 
     /// Whether a record was written for it (it counts against the page budget).
@@ -219,7 +224,8 @@ impl Stats {
 /// - `offer` admits each canonical URL at most once, whatever the concurrency;
 /// - `next` hands out a URL only when its host's delay has passed and the host has fewer than
 ///   `max_per_host` leases out; it waits while URLs may still come, and ends with
-///   [`End::Finished`] exactly when nothing is queued and nothing is leased;
+///   [`End::Finished`] exactly when nothing is queued and nothing is leased (unless the
+///   frontier is kept open for a service: then it waits for new seeds);
 /// - offer a page's links *before* completing its lease, or other workers may see the crawl
 ///   as finished;
 /// - `complete` after the page's record is written: a durable implementation marks the URL
@@ -233,8 +239,16 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
         links: Vec<Link>,
     ) -> BoxFuture<'a, Result<Vec<Admission>, FrontierError>>;
 
+    /// Offers seeds given by the operator (at start or while the crawl runs): their hosts
+    /// and domains widen the host scope first, as the start seeds' do; then as `offer`.
+    fn seed(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<Admission>, FrontierError>>;
+
     /// The next URL to fetch, waiting until one's host is ready.
     fn next(&self) -> BoxFuture<'_, Result<Next, FrontierError>>;
+
+    /// A URL whose host is ready now, without waiting (`None`: none is due, or the crawl
+    /// ended): what an external fetcher's lease call takes, under the same politeness.
+    fn try_next(&self) -> BoxFuture<'_, Result<Option<Lease>, FrontierError>>;
 
     /// Gives a lease back with its outcome (politeness, retries, the budget and the URL's
     /// done mark follow from it).
@@ -251,6 +265,16 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
     /// A leased fetch of `host` starts later than its lease did (its robots.txt was fetched
     /// first): the host's next fetch waits its delay from now.
     fn host_contacted<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<(), FrontierError>>;
+
+    /// A page of hosts with their queues, limits and state.
+    fn hosts(&self, query: HostQuery) -> BoxFuture<'_, Result<HostPage, FrontierError>>;
+
+    /// Changes one host's limits at run time; `Ok(false)`: the frontier knows no such host.
+    fn set_host<'a>(
+        &'a self,
+        host: &'a str,
+        controls: HostControls,
+    ) -> BoxFuture<'a, Result<bool, FrontierError>>;
 
     /// Stops handing out URLs in this process: `next` ends with [`End::Closed`] from now on.
     fn close(&self);

@@ -32,6 +32,7 @@ mod api;
 mod canon;
 pub mod contract;
 mod entry;
+mod hosts;
 mod local;
 mod scheduler;
 mod scope;
@@ -42,6 +43,7 @@ pub use api::{
 };
 pub use canon::{CanonConfig, Canonicalizer, Invalid, DEFAULT_MAX_URL_LEN};
 pub use entry::Entry;
+pub use hosts::{paginate, HostControls, HostInfo, HostPage, HostQuery, HostSort};
 pub use local::{
     fingerprint, host_key, BuildError, Dedup, FrontierConfig, Journal, LocalFrontier,
     DEFAULT_EXPECTED_URLS, DEFAULT_FPP, DEFAULT_MAX_REDIRECTS, DEFAULT_MEMORY_CAPACITY,

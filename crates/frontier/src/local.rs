@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 use bloom::{Hash128, ScalableBloomFilter, StringFunnel, StripedCounter};
@@ -22,6 +22,7 @@ use crate::api::{
 };
 use crate::canon::{CanonConfig, Canonicalizer, Invalid};
 use crate::entry::Entry;
+use crate::hosts::{paginate, HostControls, HostPage, HostQuery};
 use crate::scheduler::{HostBackoff, Order, Politeness, Scheduler, Wait};
 use crate::scope::{OutOfScope, PatternError, Scope, ScopeConfig};
 use crate::spill::Spill;
@@ -109,6 +110,9 @@ pub struct FrontierConfig {
     pub politeness: Politeness,
     /// Bloom-only or exact (needs a [`Journal`]) deduplication.
     pub dedup: Dedup,
+    /// A service's frontier: when nothing is queued and nothing is in flight, `next` waits
+    /// for new seeds instead of ending the crawl.
+    pub keep_open: bool,
 }
 
 impl Default for FrontierConfig {
@@ -126,6 +130,7 @@ impl Default for FrontierConfig {
             max_redirects: DEFAULT_MAX_REDIRECTS,
             politeness: Politeness::default(),
             dedup: Dedup::default(),
+            keep_open: false,
         }
     }
 }
@@ -157,7 +162,8 @@ struct Counters {
 #[derive(Debug)]
 pub struct LocalFrontier {
     canon: Canonicalizer,
-    scope: Scope,
+    /// Written only when seeds widen it (rarely); read by every offer.
+    scope: RwLock<Scope>,
     filter: ScalableBloomFilter<str, StringFunnel>,
     sched: Mutex<Scheduler>,
     /// Wakes consumers waiting in `next` when a host becomes ready or the crawl ends.
@@ -166,8 +172,11 @@ pub struct LocalFrontier {
     /// Recorded completions, earlier runs included, for `max_pages` (changed and checked
     /// under the scheduler lock, so a lease is never handed out past the budget).
     pages: AtomicU64,
-    /// Admissions per host, for `max_pages_per_host`.
+    /// Admissions per host, for `max_pages_per_host` and the host listing.
     per_host: DashMap<Arc<str>, u64>,
+    /// Admission budgets an operator set for single hosts (they replace
+    /// `max_pages_per_host`).
+    host_budgets: DashMap<Arc<str>, u64>,
     closed: AtomicBool,
     /// Serialises admissions of equal URLs (see `offer_hops`).
     admit_locks: Box<[Mutex<()>]>,
@@ -199,13 +208,14 @@ impl LocalFrontier {
         );
         Ok(Self {
             canon,
-            scope,
+            scope: RwLock::new(scope),
             filter,
             sched: Mutex::new(sched),
             notify: Notify::new(),
             counters: Counters::default(),
             pages: AtomicU64::new(0),
             per_host: DashMap::new(),
+            host_budgets: DashMap::new(),
             closed: AtomicBool::new(false),
             admit_locks: (0..ADMIT_STRIPES).map(|_| Mutex::new(())).collect(),
             journal: None,
@@ -305,7 +315,12 @@ impl LocalFrontier {
         if hops > self.cfg.max_redirects {
             return reject(OutOfScope::Redirects);
         }
-        if let Err(reason) = self.scope.check(&canonical, depth) {
+        let in_scope = self
+            .scope
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .check(&canonical, depth);
+        if let Err(reason) = in_scope {
             return reject(reason);
         }
         // The filter is lock-free, and like Guava's two concurrent `put`s of one new URL may
@@ -332,9 +347,13 @@ impl LocalFrontier {
         // Budgets count admissions, so they are checked after the filter: a duplicate never
         // uses budget. A URL refused for budget stays in the filter (it stays refused).
         let host = host_key(&canonical).to_owned();
-        if let Some(max) = self.cfg.max_pages_per_host {
+        {
+            let budget = match self.host_budgets.get(host.as_str()) {
+                Some(b) => Some(*b),
+                None => self.cfg.max_pages_per_host,
+            };
             let mut n = self.per_host.entry(Arc::from(host.as_str())).or_insert(0);
-            if *n >= max {
+            if budget.is_some_and(|max| *n >= max) {
                 return reject(OutOfScope::HostBudget);
             }
             *n += 1;
@@ -383,6 +402,7 @@ impl LocalFrontier {
             };
             match wait {
                 Ok(lease) => return Next::Lease(lease),
+                Err(Wait::Finished) if self.cfg.keep_open => notified.await,
                 Err(Wait::Finished) => {
                     self.notify.notify_waiters();
                     return Next::End(End::Finished);
@@ -400,6 +420,61 @@ impl LocalFrontier {
                 Err(Wait::Idle) => notified.await,
             }
         }
+    }
+
+    /// Seeds from the operator: their hosts and domains join the host scope, then they are
+    /// offered (parent none, depth 0).
+    pub fn seed_links(&self, links: Vec<Link>) -> Vec<Admission> {
+        let canonical: Vec<Url> = links
+            .iter()
+            .filter_map(|l| self.canon.canonicalize(l.url.as_str(), None).ok())
+            .collect();
+        if !canonical.is_empty() {
+            let mut scope = self.scope.write().unwrap_or_else(|e| e.into_inner());
+            for u in &canonical {
+                scope.add_seed(u);
+            }
+        }
+        self.offer_links(None, links)
+    }
+
+    /// A lease whose host is ready now, without waiting; `None` when none is due, the page
+    /// budget is spent or the frontier is closed.
+    pub fn try_lease(&self) -> Option<Lease> {
+        if self.closed.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut sched = self.sched();
+        if self.budget_left(&sched) == Some(0) {
+            return None;
+        }
+        sched.next_ready(Instant::now()).ok()
+    }
+
+    /// A page of hosts (see [`HostQuery`]).
+    pub fn host_page(&self, query: &HostQuery) -> HostPage {
+        let mut all = self.sched().host_infos(Instant::now());
+        for h in &mut all {
+            h.admitted = self.per_host.get(h.host.as_str()).map_or(0, |n| *n);
+            h.max_pages = match self.host_budgets.get(h.host.as_str()) {
+                Some(b) => Some(*b),
+                None => self.cfg.max_pages_per_host,
+            };
+        }
+        paginate(all, query)
+    }
+
+    /// Applies an operator's controls to `host`; `false` if no URL of it was ever queued.
+    pub fn control_host(&self, host: &str, controls: &HostControls) -> bool {
+        let known = self.sched().control(host, controls, Instant::now());
+        if !known {
+            return false;
+        }
+        if let Some(max) = controls.max_pages {
+            self.host_budgets.insert(Arc::from(host), max);
+        }
+        self.notify.notify_waiters();
+        true
     }
 
     /// Leases that may still be handed out under `max_pages` (leases out count as pages),
@@ -534,8 +609,28 @@ impl Frontier for LocalFrontier {
         Box::pin(std::future::ready(Ok(self.offer_links(parent, links))))
     }
 
+    fn seed(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<Admission>, FrontierError>> {
+        Box::pin(std::future::ready(Ok(self.seed_links(links))))
+    }
+
     fn next(&self) -> BoxFuture<'_, Result<Next, FrontierError>> {
         Box::pin(async move { Ok(self.next_or_end().await) })
+    }
+
+    fn try_next(&self) -> BoxFuture<'_, Result<Option<Lease>, FrontierError>> {
+        Box::pin(std::future::ready(Ok(self.try_lease())))
+    }
+
+    fn hosts(&self, query: HostQuery) -> BoxFuture<'_, Result<HostPage, FrontierError>> {
+        Box::pin(std::future::ready(Ok(self.host_page(&query))))
+    }
+
+    fn set_host<'a>(
+        &'a self,
+        host: &'a str,
+        controls: HostControls,
+    ) -> BoxFuture<'a, Result<bool, FrontierError>> {
+        Box::pin(std::future::ready(Ok(self.control_host(host, &controls))))
     }
 
     fn complete(&self, lease: Lease, outcome: Outcome) -> BoxFuture<'_, Result<(), FrontierError>> {

@@ -178,7 +178,7 @@ impl Loader {
                 continue; // names the file, handled by the caller
             }
             let lower = rest.to_ascii_lowercase();
-            let Some((section, key)) = ["crawl", "fetch", "politeness", "frontier"]
+            let Some((section, key)) = ["crawl", "fetch", "politeness", "frontier", "service"]
                 .iter()
                 .find_map(|s| {
                     lower
@@ -246,6 +246,16 @@ impl Loader {
                     key: "frontier.domains".into(),
                     origin: origin("frontier.domains"),
                     message: "scope = \"domains\" needs at least one domain".into(),
+                });
+            }
+            if c.service.listen.parse::<std::net::SocketAddr>().is_err() {
+                problems.push(Problem {
+                    key: "service.listen".into(),
+                    origin: origin("service.listen"),
+                    message: format!(
+                        "`{}` is not an IP address and port (e.g. 127.0.0.1:8700)",
+                        c.service.listen
+                    ),
                 });
             }
             for (pattern, target) in &c.fetch.resolve {

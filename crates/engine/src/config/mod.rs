@@ -105,6 +105,8 @@ pub struct CrawlConfig {
     pub politeness: PolitenessSection,
     /// `[frontier]`
     pub frontier: FrontierSection,
+    /// `[service]`
+    pub service: ServiceSection,
 }
 
 /// `[crawl]`: what to crawl, how much, and where the output goes.
@@ -123,6 +125,9 @@ pub struct CrawlSection {
     pub max_duration_secs: u64,
     /// Fetches in flight at once.
     pub concurrency: u32,
+    /// Built-in fetch workers: as many as `concurrency`, or a number (0 under `crawler serve`:
+    /// only external fetchers crawl, through the lease API).
+    pub workers: Workers,
     /// `User-Agent` header, also matched against robots.txt groups.
     pub user_agent: String,
     /// Obey robots.txt.
@@ -228,6 +233,63 @@ pub struct FrontierSection {
     pub dedup: DedupMode,
     /// Exact mode: MiB of memory for the exact set's index (0: every lookup reads the state).
     pub exact_index_mb: u64,
+}
+
+/// `[service]`: `crawler serve`'s HTTP API.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceSection {
+    /// Address and port to listen on (a non-loopback address needs `api_token`).
+    pub listen: String,
+    /// Bearer token every `/api` call must present ("" = none; allowed on loopback only).
+    pub api_token: String,
+    /// `/metrics` needs the token too (when one is set).
+    pub protect_metrics: bool,
+    /// Largest request body accepted.
+    pub max_body_bytes: u64,
+    /// Most URLs (seeds, forgets, leases, completions) in one call.
+    pub max_urls_per_call: u64,
+    /// Lease time of an external fetcher's URLs when its call names none.
+    pub lease_secs: u64,
+}
+
+/// `crawl.workers`: how many built-in fetch workers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "WorkersRepr")]
+pub enum Workers {
+    /// As many as `crawl.concurrency` (the default).
+    Concurrency,
+    /// This many (0: none).
+    Count(u32),
+}
+
+impl Workers {
+    /// The number of workers for a crawl of `concurrency`.
+    pub fn count(self, concurrency: u32) -> u32 {
+        match self {
+            Workers::Concurrency => concurrency,
+            Workers::Count(n) => n,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum WorkersRepr {
+    Count(u32),
+    Word(String),
+}
+
+impl TryFrom<WorkersRepr> for Workers {
+    type Error = String;
+
+    fn try_from(r: WorkersRepr) -> Result<Self, String> {
+        match r {
+            WorkersRepr::Count(n) => Ok(Workers::Count(n)),
+            WorkersRepr::Word(w) if w == "concurrency" => Ok(Workers::Concurrency),
+            WorkersRepr::Word(w) => Err(format!("`{w}`: expected a number or \"concurrency\"")),
+        }
+    }
 }
 
 /// The default configuration file, every key commented with its default. Parsed as the

@@ -8,12 +8,23 @@ use super::{DedupMode, LogFormat, QueueOrder, ScopeKind};
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Kind {
     Bool,
-    UInt { min: u64, max: u64 },
-    Float { min: f64, max: f64 },
+    UInt {
+        min: u64,
+        max: u64,
+    },
+    Float {
+        min: f64,
+        max: f64,
+    },
     Str,
     Choice(&'static [&'static str]),
     StrList,
     StrMap,
+    /// A count in `0..=max`, or the word standing for a default taken from another key.
+    CountOr {
+        word: &'static str,
+        max: u64,
+    },
 }
 
 /// The schema: every key, its type and its range.
@@ -49,6 +60,14 @@ pub(super) const SCHEMA: &[(&str, &str, Kind)] = &[
         "concurrency",
         Kind::UInt {
             min: 1,
+            max: 100_000,
+        },
+    ),
+    (
+        "crawl",
+        "workers",
+        Kind::CountOr {
+            word: "concurrency",
             max: 100_000,
         },
     ),
@@ -227,6 +246,33 @@ pub(super) const SCHEMA: &[(&str, &str, Kind)] = &[
             max: 1 << 20,
         },
     ),
+    ("service", "listen", Kind::Str),
+    ("service", "api_token", Kind::Str),
+    ("service", "protect_metrics", Kind::Bool),
+    (
+        "service",
+        "max_body_bytes",
+        Kind::UInt {
+            min: 1024,
+            max: 1 << 30,
+        },
+    ),
+    (
+        "service",
+        "max_urls_per_call",
+        Kind::UInt {
+            min: 1,
+            max: 1_000_000,
+        },
+    ),
+    (
+        "service",
+        "lease_secs",
+        Kind::UInt {
+            min: 1,
+            max: 86_400,
+        },
+    ),
 ];
 
 pub(super) fn kind_of(section: &str, key: &str) -> Option<Kind> {
@@ -275,6 +321,14 @@ pub(super) fn check(kind: Kind, v: &Value) -> Result<(), String> {
             )),
             None => Ok(()),
         },
+        (Kind::CountOr { max, .. }, Value::Integer(i)) => {
+            if *i < 0 || (*i as u64) > max {
+                Err(format!("{i} is out of range 0..={max}"))
+            } else {
+                Ok(())
+            }
+        }
+        (Kind::CountOr { word, .. }, Value::String(s)) if s == word => Ok(()),
         (kind, _) => Err(format!("expected {}, found {type_name}", kind_name(kind))),
     }
 }
@@ -287,5 +341,6 @@ pub(super) fn kind_name(kind: Kind) -> &'static str {
         Kind::Str | Kind::Choice(_) => "a string",
         Kind::StrList => "a list of strings",
         Kind::StrMap => "a table of strings",
+        Kind::CountOr { .. } => "a non-negative integer or \"concurrency\"",
     }
 }

@@ -25,6 +25,8 @@ use crate::api::{Lease, Outcome};
 use crate::entry::Entry;
 use crate::spill::{ChunkRef, Spill};
 
+mod hosts;
+
 /// Serving order within a host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Order {
@@ -90,11 +92,33 @@ struct HostQueue {
     crawl_delay: Duration,
     backoff: Duration,
     in_heap: bool,
+    /// URLs finished (final outcomes).
+    done: u64,
+    /// Host errors and retries.
+    errors: u64,
+    /// An operator's delay for this host, replacing `politeness.delay`.
+    delay_override: Option<Duration>,
+    /// An operator's in-flight limit for this host, replacing `politeness.max_per_host`.
+    max_in_flight: Option<u32>,
+    /// An operator's block: nothing of this host is handed out before then.
+    blocked_until: Option<Instant>,
 }
 
 impl HostQueue {
     fn len(&self) -> u64 {
         self.head.len() as u64 + self.tail.len() as u64 + self.spilled
+    }
+
+    /// When the host may be fetched next: its politeness time, or an operator's block.
+    fn ready_at(&self) -> Instant {
+        match self.blocked_until {
+            Some(b) => b.max(self.next_allowed),
+            None => self.next_allowed,
+        }
+    }
+
+    fn limit(&self, politeness: &Politeness) -> u32 {
+        self.max_in_flight.unwrap_or(politeness.max_per_host)
     }
 }
 
@@ -193,6 +217,11 @@ impl Scheduler {
             crawl_delay: Duration::ZERO,
             backoff: Duration::ZERO,
             in_heap: false,
+            done: 0,
+            errors: 0,
+            delay_override: None,
+            max_in_flight: None,
+            blocked_until: None,
         });
         id
     }
@@ -308,11 +337,11 @@ impl Scheduler {
     /// was added.
     fn schedule(&mut self, id: u32) -> bool {
         let q = &mut self.hosts[id as usize];
-        if q.in_heap || q.len() == 0 || q.in_flight >= self.politeness.max_per_host {
+        if q.in_heap || q.len() == 0 || q.in_flight >= q.limit(&self.politeness) {
             return false;
         }
         q.in_heap = true;
-        self.ready.push(Reverse((q.next_allowed, id)));
+        self.ready.push(Reverse((q.ready_at(), id)));
         true
     }
 
@@ -397,16 +426,20 @@ impl Scheduler {
     /// The next lease whose host may be fetched at `now`, or why there is none.
     pub(crate) fn next_ready(&mut self, now: Instant) -> Result<Lease, Wait> {
         while let Some(&Reverse((at, id))) = self.ready.peek() {
-            if at > now {
+            let q = &self.hosts[id as usize];
+            // A host with nothing to hand out leaves the heap whatever its time (an
+            // operator's control may have left a later entry of it behind).
+            let idle = q.len() == 0 || q.in_flight >= q.limit(&self.politeness);
+            if at > now && !idle {
                 return Err(Wait::Until(at));
             }
             self.ready.pop();
             self.hosts[id as usize].in_heap = false;
-            let q = &self.hosts[id as usize];
-            if q.len() == 0 || q.in_flight >= self.politeness.max_per_host {
+            if idle {
                 continue;
             }
-            if q.next_allowed > now {
+            let q = &self.hosts[id as usize];
+            if q.ready_at() > now {
                 self.schedule(id);
                 continue;
             }
@@ -430,7 +463,10 @@ impl Scheduler {
 
     fn delay_of(&self, id: u32) -> Duration {
         let q = &self.hosts[id as usize];
-        self.politeness.delay.max(q.crawl_delay).max(q.backoff)
+        q.delay_override
+            .unwrap_or(self.politeness.delay)
+            .max(q.crawl_delay)
+            .max(q.backoff)
     }
 
     /// Gives a lease back. Returns whether consumers should be woken (a host became
@@ -458,29 +494,44 @@ impl Scheduler {
             let wait = q.backoff.max(hint.unwrap_or_default().min(max_backoff));
             q.next_allowed = q.next_allowed.max(now + wait);
         };
-        match outcome {
-            Outcome::Done | Outcome::Skipped => q.backoff = Duration::ZERO,
-            Outcome::HostError { retry_after } => back_off(q, retry_after),
+        let requeue = match outcome {
+            Outcome::Done | Outcome::Skipped => {
+                q.backoff = Duration::ZERO;
+                q.done += 1;
+                None
+            }
+            Outcome::HostError { retry_after } => {
+                back_off(q, retry_after);
+                q.done += 1;
+                q.errors += 1;
+                None
+            }
             Outcome::Retry { after } => {
                 back_off(q, after);
+                q.errors += 1;
                 let mut entry = lease.into_entry();
                 entry.attempt = entry.attempt.saturating_add(1);
-                match self.order {
-                    Order::BreadthFirst => {
-                        q.head.push_front(entry);
-                        self.heads += 1;
-                    }
-                    Order::DepthFirst => {
-                        if q.tail.is_empty() {
-                            self.tail_hosts.push(id);
-                        }
-                        q.tail.push(entry);
-                        self.tails += 1;
-                    }
-                }
-                self.queued += 1;
-                self.enforce_capacity(id);
+                Some(entry)
             }
+            Outcome::Released => Some(lease.into_entry()),
+        };
+        if let Some(entry) = requeue {
+            let q = &mut self.hosts[id as usize];
+            match self.order {
+                Order::BreadthFirst => {
+                    q.head.push_front(entry);
+                    self.heads += 1;
+                }
+                Order::DepthFirst => {
+                    if q.tail.is_empty() {
+                        self.tail_hosts.push(id);
+                    }
+                    q.tail.push(entry);
+                    self.tails += 1;
+                }
+            }
+            self.queued += 1;
+            self.enforce_capacity(id);
         }
         let q = &self.hosts[id as usize];
         let changed = (q.backoff != backoff_before).then(|| HostBackoff {

@@ -1,0 +1,221 @@
+//! [`Control`]: what a running crawl offers its service — status, seeds, pause and resume,
+//! hosts and their controls, external leases, the event stream and the figures `/metrics`
+//! shows. The HTTP layer (`crates/service`) only translates; every rule lives here or in the
+//! frontier, so a call over HTTP does exactly what the command line or a worker would.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use frontier::{Admission, Canonicalizer, HostControls, HostInfo, HostPage, HostQuery, Link};
+use tokio::sync::broadcast;
+use url::Url;
+
+use crate::leases::{self, Completed, Completion, Leased};
+use crate::metrics::HistogramSnapshot;
+use crate::output::Status;
+use crate::report::{frontier_stats, live_status};
+use crate::worker::{lock, Ctx};
+
+/// What became of one seed given to a running crawl.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeedResult {
+    /// New and in scope: queued.
+    Admitted,
+    /// The crawl has seen it.
+    Duplicate,
+    /// Refused by a scope rule (its name).
+    OutOfScope(&'static str),
+    /// Not a crawlable URL, and why.
+    Invalid(String),
+}
+
+/// One host as the service shows it: the frontier's view and the robots.txt verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostView {
+    /// The frontier's figures.
+    pub info: HostInfo,
+    /// `unknown`, `fetching`, `allow_all`, `rules` or `unreachable`.
+    pub robots: &'static str,
+}
+
+/// Everything `/metrics` shows, read at once.
+#[derive(Debug, Clone)]
+pub struct MetricsSnapshot {
+    /// Records by status class (`1xx` … `5xx`, `error` for no response).
+    pub fetches_by_class: BTreeMap<String, u64>,
+    /// Fetch durations.
+    pub latency: HistogramSnapshot,
+    /// Body bytes read.
+    pub bytes: u64,
+    /// Retries scheduled.
+    pub retries: u64,
+    /// URLs robots.txt disallowed.
+    pub robots_disallowed: u64,
+    /// The frontier's counters.
+    pub frontier: frontier::Stats,
+    /// Uncommitted state events.
+    pub state_backlog: u64,
+    /// Checkpoints committed.
+    pub checkpoints: u64,
+    /// External leases out.
+    pub leases_out: u64,
+    /// External leases that expired.
+    pub leases_expired: u64,
+    /// Records written.
+    pub pages: u64,
+}
+
+/// The handle a service holds on a running crawl.
+#[derive(Debug, Clone)]
+pub struct Control {
+    pub(crate) ctx: Arc<Ctx>,
+    pub(crate) canon: Arc<Canonicalizer>,
+}
+
+impl Control {
+    /// `status.json`'s content, now.
+    pub async fn status(&self) -> Status {
+        let stats = frontier_stats(&self.ctx).await;
+        live_status(&self.ctx, &stats)
+    }
+
+    /// Offers seeds as the command line's are (canonicalised, widening the scope); says
+    /// what became of each.
+    pub async fn add_seeds(&self, urls: &[String]) -> Vec<SeedResult> {
+        let mut results: Vec<Option<SeedResult>> = Vec::with_capacity(urls.len());
+        let mut links = Vec::new();
+        for raw in urls {
+            match self.check_seed(raw) {
+                Ok(url) => {
+                    links.push(Link::new(url, 0));
+                    results.push(None);
+                }
+                Err(why) => results.push(Some(SeedResult::Invalid(why))),
+            }
+        }
+        let admissions = if links.is_empty() {
+            Vec::new()
+        } else {
+            self.ctx
+                .with_frontier("seed", |f| f.seed(links.clone()))
+                .await
+                .unwrap_or_default()
+        };
+        let mut admissions = admissions.into_iter();
+        results
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| match admissions.next() {
+                    Some(Admission::Admitted) => SeedResult::Admitted,
+                    Some(Admission::Duplicate) => SeedResult::Duplicate,
+                    Some(Admission::OutOfScope(frontier::OutOfScope::Invalid)) => {
+                        SeedResult::Invalid("not a crawlable URL".into())
+                    }
+                    Some(Admission::OutOfScope(rule)) => SeedResult::OutOfScope(rule.name()),
+                    None => SeedResult::Invalid("the crawl is stopping".into()),
+                })
+            })
+            .collect()
+    }
+
+    fn check_seed(&self, raw: &str) -> Result<Url, String> {
+        let url = Url::parse(raw.trim()).map_err(|e| e.to_string())?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err("only http and https are crawled".into());
+        }
+        self.canon
+            .canonicalize(url.as_str(), None)
+            .map_err(|e| e.to_string())?;
+        Ok(url)
+    }
+
+    /// No new fetch starts until [`resume`](Self::resume); fetches in flight finish.
+    pub fn pause(&self) {
+        self.ctx.held.send_replace(true);
+        tracing::info!("paused by the operator");
+    }
+
+    /// Fetching starts again.
+    pub fn resume(&self) {
+        self.ctx.held.send_replace(false);
+        tracing::info!("resumed by the operator");
+    }
+
+    /// A page of hosts with their robots.txt state.
+    pub async fn hosts(&self, query: HostQuery) -> Option<(Vec<HostView>, HostPage)> {
+        let mut page = self
+            .ctx
+            .with_frontier("hosts", |f| f.hosts(query.clone()))
+            .await?;
+        let views = std::mem::take(&mut page.hosts)
+            .into_iter()
+            .map(|info| {
+                let (robots, _) = self.ctx.robots.state_of(&info.host);
+                HostView { info, robots }
+            })
+            .collect();
+        Some((views, page))
+    }
+
+    /// Changes a host's limits; `false` if the crawl knows no such host.
+    pub async fn set_host(&self, host: &str, controls: HostControls) -> bool {
+        self.ctx
+            .with_frontier("set_host", |f| f.set_host(host, controls.clone()))
+            .await
+            .unwrap_or(false)
+    }
+
+    /// Leases up to `max` due URLs to an external fetcher for `lease_secs` (the service's
+    /// default when `None`).
+    pub async fn lease(&self, max: usize, lease_secs: Option<u64>) -> Vec<Leased> {
+        let secs = lease_secs.unwrap_or(self.ctx.cfg.service.lease_secs);
+        leases::lease(&self.ctx, max, secs.clamp(1, 86_400)).await
+    }
+
+    /// Takes an external fetcher's results.
+    pub async fn complete(&self, completions: Vec<Completion>) -> Vec<Completed> {
+        let mut out = Vec::with_capacity(completions.len());
+        for c in completions {
+            out.push(leases::complete(&self.ctx, c).await);
+        }
+        out
+    }
+
+    /// Every record written from now on, as its `pages.jsonl` line.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<str>> {
+        self.ctx.events.subscribe()
+    }
+
+    /// Whether the crawl is stopping (the service should stop too).
+    pub fn stopping(&self) -> bool {
+        self.ctx.stopped()
+    }
+
+    /// The figures `/metrics` shows; no per-host work.
+    pub async fn metrics(&self) -> MetricsSnapshot {
+        let c = &self.ctx.counters;
+        let mut fetches_by_class: BTreeMap<String, u64> = BTreeMap::new();
+        for (status, n) in lock(&c.by_status).iter() {
+            let class = match status.as_bytes().first() {
+                Some(d @ b'1'..=b'5') if status.len() == 3 => format!("{}xx", *d as char),
+                _ => "error".to_owned(),
+            };
+            *fetches_by_class.entry(class).or_default() += n;
+        }
+        let store = self.ctx.store.as_ref().map(|s| s.stats());
+        MetricsSnapshot {
+            fetches_by_class,
+            latency: c.latency.snapshot(),
+            bytes: c.bytes.load(Ordering::Relaxed),
+            retries: c.retries.load(Ordering::Relaxed),
+            robots_disallowed: c.robots_disallowed.load(Ordering::Relaxed),
+            frontier: frontier_stats(&self.ctx).await,
+            state_backlog: self.ctx.store.as_ref().map_or(0, |s| s.backlog()),
+            checkpoints: store.map_or(0, |s| s.checkpoints),
+            leases_out: self.ctx.leases.out(),
+            leases_expired: self.ctx.leases.expired.load(Ordering::Relaxed),
+            pages: c.pages.load(Ordering::Relaxed),
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! What a frontier tells about its hosts, and the run-time controls an operator has over one
+//! (url-frontier's `ListQueues`, `SetDelay` and `BlockQueueUntil`, Heritrix's per-queue view).
+//!
+//! Times are durations *from now* rather than instants: an implementation in another process
+//! (Redis) has its own clock, and the service turns them into wall-clock times for people.
+//! Listing is paginated with an opaque cursor so that a crawl of 10^5 hosts never answers
+//! with all of them at once.
+
+use std::time::Duration;
+
+/// The order of [`HostQuery`]: descending by the figure, ties by host name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HostSort {
+    /// URLs waiting (memory and disk).
+    #[default]
+    Queued,
+    /// URLs finished.
+    Done,
+    /// Failed fetches (host errors and retries).
+    Errors,
+}
+
+impl HostSort {
+    /// The name used in the API (`sort=queued|done|errors`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostSort::Queued => "queued",
+            HostSort::Done => "done",
+            HostSort::Errors => "errors",
+        }
+    }
+
+    /// The figure of `h` this order sorts by.
+    pub fn key(self, h: &HostInfo) -> u64 {
+        match self {
+            HostSort::Queued => h.queued,
+            HostSort::Done => h.done,
+            HostSort::Errors => h.errors,
+        }
+    }
+}
+
+/// One page of hosts to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostQuery {
+    /// The order.
+    pub sort: HostSort,
+    /// Most hosts in the page.
+    pub limit: usize,
+    /// The `next` cursor of the page before (`None`: the first page).
+    pub after: Option<String>,
+}
+
+/// One host's queue, as a frontier sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostInfo {
+    /// The politeness key (`host`, or `host:port`).
+    pub host: String,
+    /// URLs waiting.
+    pub queued: u64,
+    /// Leases out.
+    pub in_flight: u32,
+    /// URLs finished (records written, or skipped).
+    pub done: u64,
+    /// Failed fetches (host errors and retries).
+    pub errors: u64,
+    /// URLs admitted for this host (what `max_pages` counts).
+    pub admitted: u64,
+    /// The gap between two fetch starts now in force: the larger of the delay, the robots.txt
+    /// `Crawl-delay` and the back-off.
+    pub delay: Duration,
+    /// The robots.txt `Crawl-delay` (zero: none).
+    pub crawl_delay: Duration,
+    /// The back-off after errors (zero: healthy).
+    pub backoff: Duration,
+    /// Time until the host may be fetched again (zero: now).
+    pub ready_in: Duration,
+    /// Time the host stays blocked by an operator (`None`: not blocked).
+    pub blocked_for: Option<Duration>,
+    /// Most leases out at once.
+    pub max_in_flight: u32,
+    /// The host's admission budget (`None`: no limit).
+    pub max_pages: Option<u64>,
+}
+
+/// A page of [`HostInfo`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostPage {
+    /// The hosts, in the query's order.
+    pub hosts: Vec<HostInfo>,
+    /// The cursor of the next page (`None`: this was the last).
+    pub next: Option<String>,
+    /// Hosts known in all.
+    pub total: u64,
+}
+
+/// Run-time controls of one host; `None` leaves a setting as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostControls {
+    /// The gap between fetch starts (replaces `politeness.delay_ms` for this host; a
+    /// `Crawl-delay` or back-off still wins when longer).
+    pub delay: Option<Duration>,
+    /// Most leases out at once (at least 1).
+    pub max_in_flight: Option<u32>,
+    /// Hand out nothing of this host for this long from now (zero: unblock).
+    pub block_for: Option<Duration>,
+    /// Most URLs admitted for this host.
+    pub max_pages: Option<u64>,
+}
+
+/// The cursor after `h` in `sort` order: the figure, a dot, the host name.
+pub fn cursor(sort: HostSort, h: &HostInfo) -> String {
+    format!("{}.{}", sort.key(h), h.host)
+}
+
+/// Whether `h` comes after `cursor` in `sort` order (descending figure, ascending name). A
+/// cursor that does not parse starts from the beginning.
+pub fn is_after(sort: HostSort, h: &HostInfo, cursor: &str) -> bool {
+    let Some((key, host)) = cursor
+        .split_once('.')
+        .and_then(|(k, h)| Some((k.parse::<u64>().ok()?, h)))
+    else {
+        return true;
+    };
+    let mine = sort.key(h);
+    mine < key || (mine == key && h.host.as_str() > host)
+}
+
+/// Sorts `all` in `query` order and cuts out the page it asks for.
+pub fn paginate(mut all: Vec<HostInfo>, query: &HostQuery) -> HostPage {
+    let total = all.len() as u64;
+    let sort = query.sort;
+    if let Some(after) = &query.after {
+        all.retain(|h| is_after(sort, h, after));
+    }
+    let limit = query.limit.max(1);
+    let order =
+        |a: &HostInfo, b: &HostInfo| sort.key(b).cmp(&sort.key(a)).then(a.host.cmp(&b.host));
+    // Only the page is sorted in full: a partial selection first keeps 10^5 hosts cheap.
+    if all.len() > limit {
+        all.select_nth_unstable_by(limit - 1, order);
+        all.truncate(limit);
+        all.sort_unstable_by(order);
+        let next = all.last().map(|h| cursor(sort, h));
+        HostPage {
+            hosts: all,
+            next,
+            total,
+        }
+    } else {
+        all.sort_unstable_by(order);
+        HostPage {
+            hosts: all,
+            next: None,
+            total,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(name: &str, queued: u64) -> HostInfo {
+        HostInfo {
+            host: name.into(),
+            queued,
+            ..HostInfo::default()
+        }
+    }
+
+    #[test]
+    fn pages_follow_each_other_without_gaps_or_repeats() {
+        let all: Vec<HostInfo> = (0..25)
+            .map(|i| host(&format!("h{i}.test"), (i % 4) as u64))
+            .collect();
+        let mut seen = Vec::new();
+        let mut after = None;
+        loop {
+            let q = HostQuery {
+                sort: HostSort::Queued,
+                limit: 7,
+                after: after.clone(),
+            };
+            let page = paginate(all.clone(), &q);
+            assert_eq!(page.total, 25);
+            assert!(page.hosts.len() <= 7);
+            seen.extend(page.hosts.iter().map(|h| (h.queued, h.host.clone())));
+            match page.next {
+                Some(c) => after = Some(c),
+                None => break,
+            }
+        }
+        let mut want: Vec<(u64, String)> = all.iter().map(|h| (h.queued, h.host.clone())).collect();
+        want.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        assert_eq!(seen, want);
+    }
+
+    #[test]
+    fn a_bad_cursor_starts_over() {
+        let all = vec![host("a", 1), host("b", 2)];
+        let q = HostQuery {
+            sort: HostSort::Queued,
+            limit: 10,
+            after: Some("nonsense".into()),
+        };
+        assert_eq!(paginate(all, &q).hosts.len(), 2);
+    }
+}

@@ -1,0 +1,80 @@
+//! The scheduler's per-host view (for listing hosts) and an operator's run-time controls of
+//! one host. Listing walks every host once (no index to keep up to date on the hot path);
+//! the frontier sorts and pages the result.
+
+use std::cmp::Reverse;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::Scheduler;
+use crate::hosts::{HostControls, HostInfo};
+
+/// The longest an operator may block a host or set its delay: a year (an `Instant` far in
+/// the future may overflow).
+const MAX_CONTROL: Duration = Duration::from_secs(365 * 24 * 3600);
+
+impl Scheduler {
+    /// Every host's queue and limits at `now` (`admitted` and `max_pages` are the
+    /// frontier's, left at their defaults here).
+    pub(crate) fn host_infos(&self, now: Instant) -> Vec<HostInfo> {
+        self.hosts
+            .iter()
+            .enumerate()
+            .map(|(id, q)| HostInfo {
+                host: q.name.to_string(),
+                queued: q.len(),
+                in_flight: q.in_flight,
+                done: q.done,
+                errors: q.errors,
+                admitted: 0,
+                delay: self.delay_of(id as u32),
+                crawl_delay: q.crawl_delay,
+                backoff: q.backoff,
+                ready_in: q.ready_at().saturating_duration_since(now),
+                blocked_for: q
+                    .blocked_until
+                    .filter(|b| *b > now)
+                    .map(|b| b.saturating_duration_since(now)),
+                max_in_flight: q.limit(&self.politeness),
+                max_pages: None,
+            })
+            .collect()
+    }
+
+    /// Applies an operator's controls to a known host; `false` if it is unknown. Returns
+    /// whether consumers should be woken (the host may be ready sooner, or take more).
+    pub(crate) fn control(&mut self, host: &str, c: &HostControls, now: Instant) -> bool {
+        let Some(&id) = self.ids.get(host) else {
+            return false;
+        };
+        if let Some(delay) = c.delay {
+            self.hosts[id as usize].delay_override = Some(delay.min(MAX_CONTROL));
+            let gap = self.delay_of(id);
+            let q = &mut self.hosts[id as usize];
+            // The new delay counts from the last fetch's start, shorter or longer; a host
+            // backing off keeps waiting (its wait may come from a `Retry-After`).
+            let from = q.last_start.unwrap_or(now);
+            q.next_allowed = if q.backoff.is_zero() {
+                from + gap
+            } else {
+                q.next_allowed.max(from + gap)
+            };
+        }
+        let q = &mut self.hosts[id as usize];
+        if let Some(n) = c.max_in_flight {
+            q.max_in_flight = Some(n.max(1));
+        }
+        if let Some(block) = c.block_for {
+            q.blocked_until = (!block.is_zero()).then(|| now + block.min(MAX_CONTROL));
+        }
+        // The host's place in the ready heap may be earlier now: put it in again (a stale
+        // entry is harmless; `next_ready` checks the host's own times).
+        let q = &mut self.hosts[id as usize];
+        if q.len() > 0 && q.in_flight < q.limit(&self.politeness) {
+            q.in_heap = true;
+            self.ready.push(Reverse((q.ready_at(), id)));
+        }
+        true
+    }
+}

@@ -1,0 +1,403 @@
+//! The `/api/v1` handlers: each turns its request into one [`Control`] call and the answer
+//! into JSON. Limits (URLs per call, lease sizes) are checked here, before any work.
+
+use std::convert::Infallible;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use engine::{Completed, Completion, SeedResult};
+use frontier::{HostControls, HostQuery, HostSort};
+use futures_util::Stream;
+use serde::Deserialize;
+
+use crate::types::*;
+use crate::AppState;
+
+/// An API error: a status and a JSON body naming the reason (and the field).
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    body: ErrorBody,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, error: impl Into<String>) -> Self {
+        Self {
+            status,
+            body: ErrorBody {
+                error: error.into(),
+                field: None,
+            },
+        }
+    }
+
+    fn field(mut self, field: &str) -> Self {
+        self.body.field = Some(field.to_owned());
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        // 413 for a body over the limit, 415 without a JSON content type, 400 otherwise.
+        let status = match r.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        let field = (status == StatusCode::PAYLOAD_TOO_LARGE).then_some("body");
+        let e = ApiError::new(status, r.body_text());
+        match field {
+            Some(f) => e.field(f),
+            None => e,
+        }
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, r.body_text())
+    }
+}
+
+type ApiResult<T> = Result<Json<T>, ApiError>;
+
+fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+    b.map(|Json(t)| t).map_err(ApiError::from)
+}
+
+fn check_count(n: usize, max: u64, field: &str) -> Result<(), ApiError> {
+    if n as u64 > max {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("{n} items in one call; at most {max} (service.max_urls_per_call)"),
+        )
+        .field(field));
+    }
+    Ok(())
+}
+
+fn unix_ms_in(d: Duration) -> u64 {
+    let t = SystemTime::now() + d;
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+pub(crate) async fn status_body(state: &AppState) -> StatusBody {
+    let s = state.control.status().await;
+    StatusBody {
+        state: s.state,
+        started_at: s.started_at,
+        pages: s.pages,
+        pages_per_sec: s.pages_per_sec,
+        queued_memory: s.queued_memory,
+        queued_disk: s.queued_disk,
+        in_flight: s.in_flight,
+        leases_out: s.leases_out,
+        hosts: s.hosts,
+        by_status: s.by_status,
+        bytes: s.bytes,
+        filter_fill: s.filter_fill,
+        filter_fpp: s.filter_fpp,
+        state_backlog: s.state_backlog,
+        state_paused: s.paused,
+    }
+}
+
+/// The crawl's status.
+#[utoipa::path(get, path = "/api/v1/status", responses((status = 200, body = StatusBody)))]
+pub(crate) async fn status(State(state): State<AppState>) -> Json<StatusBody> {
+    Json(status_body(&state).await)
+}
+
+/// Adds seeds to the running crawl; they widen the scope like command-line seeds.
+#[utoipa::path(post, path = "/api/v1/seeds", request_body = UrlsRequest,
+    responses((status = 200, body = SeedsResponse), (status = 400, body = ErrorBody),
+              (status = 413, body = ErrorBody)))]
+pub(crate) async fn seeds(
+    State(state): State<AppState>,
+    req: Result<Json<UrlsRequest>, JsonRejection>,
+) -> ApiResult<SeedsResponse> {
+    let req = body(req)?;
+    check_count(req.urls.len(), state.limits.max_urls, "urls")?;
+    let results = state.control.add_seeds(&req.urls).await;
+    let results = req
+        .urls
+        .into_iter()
+        .zip(results)
+        .map(|(url, r)| {
+            let (result, reason) = match r {
+                SeedResult::Admitted => ("admitted", None),
+                SeedResult::Duplicate => ("duplicate", None),
+                SeedResult::OutOfScope(rule) => ("out_of_scope", Some(rule.to_owned())),
+                SeedResult::Invalid(why) => ("invalid", Some(why)),
+            };
+            SeedOutcome {
+                url,
+                result: result.to_owned(),
+                reason,
+            }
+        })
+        .collect();
+    Ok(Json(SeedsResponse { results }))
+}
+
+/// Pauses the crawl: no new fetch starts; fetches in flight finish.
+#[utoipa::path(post, path = "/api/v1/pause", responses((status = 200, body = StateResponse)))]
+pub(crate) async fn pause(State(state): State<AppState>) -> Json<StateResponse> {
+    state.control.pause();
+    Json(StateResponse {
+        state: state.control.status().await.state,
+    })
+}
+
+/// Resumes a paused crawl.
+#[utoipa::path(post, path = "/api/v1/resume", responses((status = 200, body = StateResponse)))]
+pub(crate) async fn resume(State(state): State<AppState>) -> Json<StateResponse> {
+    state.control.resume();
+    Json(StateResponse {
+        state: state.control.status().await.state,
+    })
+}
+
+/// `GET /api/v1/hosts` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HostsParams {
+    /// `queued` (default), `done` or `errors`: descending.
+    sort: Option<String>,
+    /// Hosts per page (1..=1000, default 100).
+    limit: Option<u64>,
+    /// The `next` cursor of the page before.
+    after: Option<String>,
+}
+
+/// Lists hosts, a page at a time.
+#[utoipa::path(get, path = "/api/v1/hosts", params(HostsParams),
+    responses((status = 200, body = HostsResponse), (status = 400, body = ErrorBody)))]
+pub(crate) async fn hosts(
+    State(state): State<AppState>,
+    params: Result<Query<HostsParams>, QueryRejection>,
+) -> ApiResult<HostsResponse> {
+    let Query(p) = params?;
+    let sort = match p.sort.as_deref() {
+        None | Some("queued") => HostSort::Queued,
+        Some("done") => HostSort::Done,
+        Some("errors") => HostSort::Errors,
+        Some(other) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("sort `{other}`: expected queued, done or errors"),
+            )
+            .field("sort"))
+        }
+    };
+    let limit = p.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(
+            ApiError::new(StatusCode::BAD_REQUEST, "limit must be 1..=1000").field("limit"),
+        );
+    }
+    let query = HostQuery {
+        sort,
+        limit: limit as usize,
+        after: p.after,
+    };
+    let Some((views, page)) = state.control.hosts(query).await else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the frontier is not answering",
+        ));
+    };
+    let hosts = views
+        .into_iter()
+        .map(|v| {
+            let h = v.info;
+            HostBody {
+                host: h.host,
+                queued: h.queued,
+                in_flight: h.in_flight,
+                done: h.done,
+                errors: h.errors,
+                admitted: h.admitted,
+                delay_ms: h.delay.as_millis() as u64,
+                crawl_delay_ms: h.crawl_delay.as_millis() as u64,
+                backoff_ms: h.backoff.as_millis() as u64,
+                ready_at_unix_ms: unix_ms_in(h.ready_in),
+                blocked_until_unix_ms: h.blocked_for.map(unix_ms_in),
+                max_in_flight: h.max_in_flight,
+                max_pages: h.max_pages,
+                robots: v.robots.to_owned(),
+            }
+        })
+        .collect();
+    Ok(Json(HostsResponse {
+        hosts,
+        next: page.next,
+        total: page.total,
+    }))
+}
+
+/// Changes one host's limits while the crawl runs.
+#[utoipa::path(put, path = "/api/v1/hosts/{host}", request_body = HostUpdate,
+    params(("host" = String, Path, description = "`host` or `host:port`")),
+    responses((status = 200, body = HostsResponse), (status = 400, body = ErrorBody),
+              (status = 404, body = ErrorBody)))]
+pub(crate) async fn put_host(
+    State(state): State<AppState>,
+    Path(host): Path<String>,
+    req: Result<Json<HostUpdate>, JsonRejection>,
+) -> Result<Json<StateResponse>, ApiError> {
+    let u = body(req)?;
+    if u.max_in_flight == Some(0) {
+        return Err(
+            ApiError::new(StatusCode::BAD_REQUEST, "max_in_flight must be at least 1")
+                .field("max_in_flight"),
+        );
+    }
+    let now_ms = unix_ms_in(Duration::ZERO);
+    let controls = HostControls {
+        delay: u.delay_ms.map(Duration::from_millis),
+        max_in_flight: u.max_in_flight,
+        block_for: u
+            .blocked_until_unix_ms
+            .map(|t| Duration::from_millis(t.saturating_sub(now_ms))),
+        max_pages: u.max_pages,
+    };
+    if !state.control.set_host(&host, controls).await {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no host `{host}` in this crawl"),
+        ));
+    }
+    Ok(Json(StateResponse {
+        state: "updated".into(),
+    }))
+}
+
+/// Leases due URLs to an external fetcher.
+#[utoipa::path(post, path = "/api/v1/leases", request_body = LeaseRequest,
+    responses((status = 200, body = LeasesResponse), (status = 400, body = ErrorBody),
+              (status = 413, body = ErrorBody)))]
+pub(crate) async fn leases(
+    State(state): State<AppState>,
+    req: Result<Json<LeaseRequest>, JsonRejection>,
+) -> ApiResult<LeasesResponse> {
+    let req = body(req)?;
+    check_count(req.max as usize, state.limits.max_urls, "max")?;
+    if req.lease_secs == Some(0) || req.lease_secs.is_some_and(|s| s > 86_400) {
+        return Err(
+            ApiError::new(StatusCode::BAD_REQUEST, "lease_secs must be 1..=86400")
+                .field("lease_secs"),
+        );
+    }
+    let leased = state.control.lease(req.max as usize, req.lease_secs).await;
+    Ok(Json(LeasesResponse {
+        leases: leased
+            .into_iter()
+            .map(|l| LeaseBody {
+                lease_id: l.id.to_string(),
+                url: l.url,
+                depth: l.depth,
+                parent: l.parent,
+                lease_secs: l.lease_secs,
+            })
+            .collect(),
+    }))
+}
+
+/// Takes external fetchers' results.
+#[utoipa::path(post, path = "/api/v1/leases/complete", request_body = CompleteRequest,
+    responses((status = 200, body = CompleteResponse), (status = 400, body = ErrorBody),
+              (status = 413, body = ErrorBody)))]
+pub(crate) async fn complete(
+    State(state): State<AppState>,
+    req: Result<Json<CompleteRequest>, JsonRejection>,
+) -> ApiResult<CompleteResponse> {
+    let req = body(req)?;
+    check_count(req.results.len(), state.limits.max_urls, "results")?;
+    let links: usize = req.results.iter().map(|r| r.links.len()).sum();
+    // A page's links are bounded by the body limit already; this bounds a whole call.
+    check_count(links, state.limits.max_urls.saturating_mul(100), "links")?;
+    let mut ids = Vec::with_capacity(req.results.len());
+    let mut completions = Vec::with_capacity(req.results.len());
+    for r in req.results {
+        // An id that is not a number cannot be a lease of ours: it is answered unknown.
+        let id = r.lease_id.parse::<u64>().unwrap_or(0);
+        ids.push(r.lease_id);
+        completions.push(Completion {
+            id,
+            status: r.status,
+            final_url: r.final_url,
+            content_type: r.content_type,
+            bytes: r.bytes,
+            fetch_ms: r.fetch_ms,
+            links: r.links,
+            error: r.error,
+            retry_after_secs: r.retry_after_secs,
+        });
+    }
+    let done = state.control.complete(completions).await;
+    Ok(Json(CompleteResponse {
+        results: ids
+            .into_iter()
+            .zip(done)
+            .map(|(lease_id, c)| CompletedBody {
+                lease_id,
+                result: match c {
+                    Completed::Recorded => "recorded",
+                    Completed::Retried => "retried",
+                    Completed::UnknownLease => "unknown_lease",
+                }
+                .to_owned(),
+            })
+            .collect(),
+    }))
+}
+
+/// Server-sent events: `page` (a `pages.jsonl` record, as written) and `status` (every
+/// second).
+#[utoipa::path(get, path = "/api/v1/events",
+    responses((status = 200, description = "text/event-stream of `page` and `status` events")))]
+pub(crate) async fn events(
+    State(state): State<AppState>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let rx = state.control.subscribe();
+    let tick = tokio::time::interval(Duration::from_secs(1));
+    let stream =
+        futures_util::stream::unfold((rx, tick, state), |(mut rx, mut tick, state)| async move {
+            let event = tokio::select! {
+                _ = state.shutdown.cancelled() => return None,
+                _ = tick.tick() => {
+                    let s = status_body(&state).await;
+                    Event::default().event("status").json_data(s).ok()?
+                }
+                got = rx.recv() => match got {
+                    Ok(line) => Event::default().event("page").data(&*line),
+                    // A slow reader missed records: say how many, and go on.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        Event::default().event("lagged").data(n.to_string())
+                    }
+                    Err(_) => return None,
+                },
+            };
+            Some((Ok(event), (rx, tick, state)))
+        });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// A route that does not exist.
+pub(crate) async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "no such route")
+}

@@ -1,0 +1,176 @@
+//! `GET /metrics`: Prometheus' text format (OpenMetrics) through `prometheus-client`.
+//!
+//! A scrape takes one [`MetricsSnapshot`] (counters the crawl keeps anyway, no per-host
+//! work) and encodes it into a registry made for that scrape: nothing is registered twice,
+//! and the figures all come from the same instant. Counters get their `_total` suffix and
+//! the duration histogram its `_seconds` unit from the encoder, per Prometheus' conventions.
+
+use std::sync::atomic::AtomicU64;
+
+use engine::{HistogramSnapshot, MetricsSnapshot};
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+/// The content type of the OpenMetrics text format.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Debug)]
+struct Histogram(HistogramSnapshot);
+
+impl EncodeMetric for Histogram {
+    fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        // The encoder sums the buckets itself: hand it per-bucket counts, `+Inf` as f64::MAX.
+        let mut prev = 0;
+        let buckets: Vec<(f64, u64)> = self
+            .0
+            .buckets
+            .iter()
+            .map(|&(upper, cumulative)| {
+                let n = cumulative - prev;
+                prev = cumulative;
+                (if upper.is_finite() { upper } else { f64::MAX }, n)
+            })
+            .collect();
+        encoder.encode_histogram::<NoLabelSet>(self.0.sum, self.0.count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+fn counter(n: u64) -> Counter {
+    let c = Counter::default();
+    c.inc_by(n);
+    c
+}
+
+fn gauge(n: u64) -> Gauge {
+    let g = Gauge::default();
+    g.set(i64::try_from(n).unwrap_or(i64::MAX));
+    g
+}
+
+fn gauge_f(x: f64) -> Gauge<f64, AtomicU64> {
+    let g = Gauge::<f64, AtomicU64>::default();
+    g.set(x);
+    g
+}
+
+type Labels = Vec<(String, String)>;
+
+fn family(rows: impl IntoIterator<Item = (&'static str, String, u64)>) -> Family<Labels, Counter> {
+    let f = Family::<Labels, Counter>::default();
+    for (label, value, n) in rows {
+        f.get_or_create(&vec![(label.to_owned(), value)]).inc_by(n);
+    }
+    f
+}
+
+/// Encodes `m` as the OpenMetrics text.
+pub fn encode(m: MetricsSnapshot) -> String {
+    let mut r = Registry::with_prefix("crawler");
+    let s = &m.frontier;
+    r.register(
+        "fetches",
+        "Fetches recorded, by HTTP status class (error: no response)",
+        family(m.fetches_by_class.into_iter().map(|(c, n)| ("class", c, n))),
+    );
+    r.register_with_unit(
+        "fetch_duration",
+        "Fetch time, request to last byte",
+        Unit::Seconds,
+        Histogram(m.latency),
+    );
+    r.register_with_unit("body", "Body bytes read", Unit::Bytes, counter(m.bytes));
+    r.register(
+        "retries",
+        "Fetches scheduled again after a transient failure",
+        counter(m.retries),
+    );
+    r.register(
+        "robots_disallowed",
+        "URLs robots.txt disallowed",
+        counter(m.robots_disallowed),
+    );
+    r.register(
+        "links_offered",
+        "Links offered to the frontier",
+        counter(s.offered),
+    );
+    r.register(
+        "links_admitted",
+        "Links admitted as new",
+        counter(s.admitted),
+    );
+    r.register(
+        "links_duplicate",
+        "Links the visited set had seen",
+        counter(s.duplicates),
+    );
+    r.register(
+        "links_out_of_scope",
+        "Links refused, by scope rule",
+        family(
+            s.out_of_scope
+                .iter()
+                .map(|(rule, n)| ("rule", rule.name().to_owned(), *n)),
+        ),
+    );
+    let queued = Family::<Labels, Gauge>::default();
+    for (place, n) in [
+        ("memory", s.extra("queued_memory")),
+        ("disk", s.extra("queued_disk")),
+    ] {
+        queued
+            .get_or_create(&vec![("place".to_owned(), place.to_owned())])
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+    r.register("queue_depth", "URLs queued, in memory and on disk", queued);
+    r.register(
+        "in_flight",
+        "Fetches in flight (external leases included)",
+        gauge(s.in_flight),
+    );
+    r.register("hosts", "Hosts known to the frontier", gauge(s.hosts));
+    r.register("pages", "Records written", counter(m.pages));
+    r.register_with_unit(
+        "filter_fill",
+        "Fraction of the visited-set filter's bits set",
+        Unit::Ratios,
+        gauge_f(s.filter_fill()),
+    );
+    r.register(
+        "filter_fpp",
+        "The visited-set filter's estimated false-positive probability",
+        gauge_f(s.filter_fpp),
+    );
+    r.register(
+        "state_backlog",
+        "Admissions and completions not yet committed to the crawl state",
+        gauge(m.state_backlog),
+    );
+    r.register(
+        "checkpoints",
+        "Checkpoints of the crawl state committed",
+        counter(m.checkpoints),
+    );
+    r.register(
+        "leases_out",
+        "External fetchers' leases out",
+        gauge(m.leases_out),
+    );
+    r.register(
+        "leases_expired",
+        "External leases that expired and were served again",
+        counter(m.leases_expired),
+    );
+    let mut text = String::new();
+    // Writing to a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut text, &r);
+    text
+}

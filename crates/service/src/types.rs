@@ -1,0 +1,229 @@
+//! The API's request and response bodies. Their `ToSchema` derives are the OpenAPI
+//! document's schemas, so the document and the handlers cannot drift apart.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// An error: always JSON, with the reason and, where one is to blame, the field.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: String,
+    /// The request field at fault, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+/// `GET /api/v1/status`: what `status.json` holds.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatusBody {
+    /// `running`, `paused`, `idle` (nothing queued, nothing in flight) or `draining`.
+    pub state: String,
+    /// When the crawl started (RFC 3339).
+    pub started_at: String,
+    /// Records written.
+    pub pages: u64,
+    /// Records per second since the start.
+    pub pages_per_sec: f64,
+    /// URLs queued in memory.
+    pub queued_memory: u64,
+    /// URLs queued on disk.
+    pub queued_disk: u64,
+    /// Fetches in flight (external leases included).
+    pub in_flight: u64,
+    /// External fetchers' leases out.
+    pub leases_out: u64,
+    /// Hosts known.
+    pub hosts: u64,
+    /// Records by HTTP status (`error`: no response).
+    pub by_status: BTreeMap<String, u64>,
+    /// Body bytes read.
+    pub bytes: u64,
+    /// Fraction of the visited-set filter's bits set.
+    pub filter_fill: f64,
+    /// The filter's estimated false-positive probability.
+    pub filter_fpp: f64,
+    /// State events not yet committed.
+    pub state_backlog: u64,
+    /// Fetching waits for the crawl state's checkpoints.
+    pub state_paused: bool,
+}
+
+/// A list of URLs (`POST /api/v1/seeds`, `POST /api/v1/forget`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UrlsRequest {
+    /// Absolute http(s) URLs.
+    pub urls: Vec<String>,
+}
+
+/// What became of one seed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SeedOutcome {
+    /// The URL as given.
+    pub url: String,
+    /// `admitted`, `duplicate`, `out_of_scope` or `invalid`.
+    pub result: String,
+    /// The scope rule (`out_of_scope`) or the reason (`invalid`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `POST /api/v1/seeds`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SeedsResponse {
+    /// One per URL, in order.
+    pub results: Vec<SeedOutcome>,
+}
+
+/// `POST /api/v1/pause` and `/resume`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StateResponse {
+    /// The crawl's state after the call.
+    pub state: String,
+}
+
+/// One host in `GET /api/v1/hosts`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HostBody {
+    /// `host` or `host:port`.
+    pub host: String,
+    /// URLs queued.
+    pub queued: u64,
+    /// Fetches in flight.
+    pub in_flight: u32,
+    /// URLs finished.
+    pub done: u64,
+    /// Failed fetches (host errors and retries).
+    pub errors: u64,
+    /// URLs admitted.
+    pub admitted: u64,
+    /// The gap between fetch starts now in force, in milliseconds.
+    pub delay_ms: u64,
+    /// robots.txt `Crawl-delay`, in milliseconds (0: none).
+    pub crawl_delay_ms: u64,
+    /// Back-off after errors, in milliseconds (0: healthy).
+    pub backoff_ms: u64,
+    /// Unix time (ms) before which the host is not fetched (politeness, back-off or a block).
+    pub ready_at_unix_ms: u64,
+    /// Unix time (ms) until which an operator blocked the host, if blocked.
+    pub blocked_until_unix_ms: Option<u64>,
+    /// Most fetches in flight at once.
+    pub max_in_flight: u32,
+    /// The host's admission budget, if any.
+    pub max_pages: Option<u64>,
+    /// robots.txt: `unknown`, `fetching`, `allow_all`, `rules` or `unreachable`.
+    pub robots: String,
+}
+
+/// `GET /api/v1/hosts`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HostsResponse {
+    /// The page of hosts.
+    pub hosts: Vec<HostBody>,
+    /// Cursor of the next page (`after=`), absent on the last.
+    pub next: Option<String>,
+    /// Hosts known in all.
+    pub total: u64,
+}
+
+/// `PUT /api/v1/hosts/{host}`: settings to change; absent ones stay.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HostUpdate {
+    /// Gap between fetch starts, in milliseconds (a `Crawl-delay` or back-off still wins).
+    pub delay_ms: Option<u64>,
+    /// Most fetches in flight at once (≥ 1).
+    pub max_in_flight: Option<u32>,
+    /// Unix time in milliseconds until which nothing of the host is fetched (0 or a past
+    /// time: unblock).
+    pub blocked_until_unix_ms: Option<u64>,
+    /// Most URLs admitted for the host.
+    pub max_pages: Option<u64>,
+}
+
+/// `POST /api/v1/leases`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseRequest {
+    /// Most URLs wanted.
+    pub max: u64,
+    /// Seconds to hold them (default: `service.lease_secs`); unreturned, they are served again.
+    pub lease_secs: Option<u64>,
+}
+
+/// One leased URL.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LeaseBody {
+    /// Give it back with this id.
+    pub lease_id: String,
+    /// The URL to fetch.
+    pub url: String,
+    /// Link depth.
+    pub depth: u32,
+    /// The page that linked here.
+    pub parent: Option<String>,
+    /// Seconds the lease holds.
+    pub lease_secs: u64,
+}
+
+/// `POST /api/v1/leases`'s answer (empty when nothing is due, or the crawl is paused).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LeasesResponse {
+    /// The leases.
+    pub leases: Vec<LeaseBody>,
+}
+
+/// One fetch result.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompletionBody {
+    /// The lease id.
+    pub lease_id: String,
+    /// HTTP status (absent: no response; say why in `error`).
+    pub status: Option<u16>,
+    /// A redirect's `Location`, or where the fetch ended.
+    pub final_url: Option<String>,
+    /// `Content-Type` received.
+    pub content_type: Option<String>,
+    /// Body bytes read.
+    #[serde(default)]
+    pub bytes: u64,
+    /// Fetch time, in milliseconds.
+    #[serde(default)]
+    pub fetch_ms: u64,
+    /// Links found on the page (absolute, or relative to the URL).
+    #[serde(default)]
+    pub links: Vec<String>,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// The server's `Retry-After`, in seconds.
+    pub retry_after_secs: Option<u64>,
+}
+
+/// `POST /api/v1/leases/complete`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteRequest {
+    /// Results, one per lease.
+    pub results: Vec<CompletionBody>,
+}
+
+/// What became of one result.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CompletedBody {
+    /// The lease id.
+    pub lease_id: String,
+    /// `recorded` (a `pages.jsonl` line), `retried` (served again later) or `unknown_lease`
+    /// (expired or completed already: nothing changed).
+    pub result: String,
+}
+
+/// `POST /api/v1/leases/complete`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CompleteResponse {
+    /// One per result, in order.
+    pub results: Vec<CompletedBody>,
+}

@@ -1,0 +1,556 @@
+//! The service on a real server on `127.0.0.1:0` against the local test site: seeds given
+//! over the API crawl the site to its ground truth; pause holds new fetches (seen from the
+//! site's request log); host controls, errors and the token answer as documented; and with
+//! `crawl.workers = 0` an external fetcher using only the lease calls crawls the site to its
+//! ground truth, with abandoned leases served again.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use testsite::{Expected, SiteConfig, TestSite};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+/// One HTTP/1.1 request with `Connection: close`; the status and the body.
+async fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    host: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if let Some(b) = body {
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            b.len()
+        ));
+    }
+    req.push_str("\r\n");
+    if let Some(b) = body {
+        req.push_str(b);
+    }
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), s.read_to_end(&mut raw))
+        .await
+        .expect("response in time")
+        .unwrap();
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a head");
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.lines();
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    if headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"))
+    {
+        body = dechunk(&body);
+    }
+    (status, headers, body)
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = b.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&b[..eol]).unwrap().trim(), 16).unwrap_or(0);
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&b[eol + 2..eol + 2 + size]);
+        b = &b[eol + 4 + size..];
+    }
+}
+
+struct Api {
+    addr: SocketAddr,
+    token: Option<String>,
+}
+
+impl Api {
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut headers = Vec::new();
+        if let Some(a) = &auth {
+            headers.push(("Authorization", a.as_str()));
+        }
+        let text = body.map(|b| b.to_string());
+        let (status, _, body) = http(
+            self.addr,
+            method,
+            path,
+            "127.0.0.1",
+            &headers,
+            text.as_deref(),
+        )
+        .await;
+        let v = serde_json::from_slice(&body)
+            .unwrap_or(Value::String(String::from_utf8_lossy(&body).into_owned()));
+        (status, v)
+    }
+
+    async fn status(&self) -> Value {
+        self.call("GET", "/api/v1/status", None).await.1
+    }
+
+    /// Waits until the crawl is idle with at least `pages` records.
+    async fn idle_with(&self, pages: u64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let s = self.status().await;
+            if s["state"] == "idle" && s["pages"].as_u64().unwrap() >= pages {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "not idle in time: {s}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn config(out: &std::path::Path, site: &TestSite, workers: Option<u32>) -> engine::CrawlConfig {
+    let mut cfg = engine::CrawlConfig::default();
+    cfg.crawl.out_dir = out.to_path_buf();
+    cfg.crawl.concurrency = 8;
+    if let Some(n) = workers {
+        cfg.crawl.workers = engine::Workers::Count(n);
+    }
+    cfg.crawl.progress_secs = 3600;
+    cfg.fetch.retry_base_ms = 20;
+    cfg.fetch.resolve = [("*.test".to_owned(), "127.0.0.1".to_owned())].into();
+    cfg.politeness.delay_ms = 0;
+    cfg.politeness.max_per_host = 4;
+    cfg.politeness.backoff_base_ms = 20;
+    cfg.frontier.scope = engine::ScopeKind::Domains;
+    cfg.frontier.domains = vec!["test".into()];
+    let _ = site;
+    cfg
+}
+
+struct Service {
+    api: Api,
+    running: Option<engine::Running>,
+    shutdown: CancellationToken,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    _dir: tempfile::TempDir,
+    out: std::path::PathBuf,
+}
+
+async fn start(site: &TestSite, workers: Option<u32>, token: &str) -> Service {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut cfg = config(&out, site, workers);
+    cfg.service.api_token = token.into();
+    let settings = service::Settings::from_config(&cfg);
+    let opts = engine::RunOptions {
+        progress: engine::ProgressMode::Log,
+        fresh: false,
+        serve: true,
+    };
+    let running = engine::start(cfg, opts).await.expect("engine starts");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(service::serve(
+        listener,
+        running.control(),
+        settings,
+        shutdown.clone(),
+    ));
+    Service {
+        api: Api {
+            addr,
+            token: (!token.is_empty()).then(|| token.to_owned()),
+        },
+        running: Some(running),
+        shutdown,
+        server,
+        _dir: dir,
+        out,
+    }
+}
+
+impl Service {
+    async fn stop(mut self) -> (engine::Summary, Vec<Value>) {
+        self.shutdown.cancel();
+        let summary = self
+            .running
+            .take()
+            .unwrap()
+            .finish(self.shutdown.clone())
+            .await
+            .expect("the crawl ends cleanly");
+        self.server.await.unwrap().unwrap();
+        let pages = std::fs::read_to_string(self.out.join("pages.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (summary, pages)
+    }
+}
+
+/// Each ground-truth URL exactly once, with its expected outcome.
+fn assert_ground_truth(site: &TestSite, pages: &[Value]) {
+    let mut fetched: BTreeMap<String, Option<u64>> = BTreeMap::new();
+    for p in pages {
+        let url = p["url"].as_str().unwrap().to_owned();
+        assert!(
+            fetched.insert(url.clone(), p["status"].as_u64()).is_none(),
+            "{url} recorded twice"
+        );
+    }
+    let truth = site.site().ground_truth();
+    let missing: Vec<_> = truth
+        .urls
+        .keys()
+        .filter(|u| !fetched.contains_key(*u))
+        .collect();
+    let extra: Vec<_> = fetched
+        .keys()
+        .filter(|u| !truth.urls.contains_key(*u))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing {missing:?}\nextra {extra:?}"
+    );
+    for (url, expected) in &truth.urls {
+        if let Expected::Status(s) = expected {
+            assert_eq!(fetched[url], Some(u64::from(*s)), "{url}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeds_over_the_api_crawl_the_site_and_controls_hold() {
+    let site = TestSite::start(SiteConfig {
+        pages: 300,
+        hosts: 3,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let svc = start(&site, None, "").await;
+    let api = &svc.api;
+    assert_eq!(api.status().await["state"], "idle", "no seeds yet");
+
+    // Paused before the seed: nothing is requested from the site until resumed.
+    assert_eq!(
+        api.call("POST", "/api/v1/pause", None).await.1["state"],
+        "paused"
+    );
+    let seed = site.site().seed_url();
+    let (code, answer) = api
+        .call(
+            "POST",
+            "/api/v1/seeds",
+            Some(json!({"urls": [seed, "ftp://h0.test/", "not a url"]})),
+        )
+        .await;
+    assert_eq!(code, 200, "{answer}");
+    let results: Vec<&str> = answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["admitted", "invalid", "invalid"], "{answer}");
+    assert_eq!(
+        answer["results"][1]["reason"], "only http and https are crawled",
+        "{answer}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(site.observer().log().is_empty(), "a request while paused");
+    assert_eq!(api.status().await["state"], "paused");
+    api.call("POST", "/api/v1/resume", None).await;
+
+    let status = api.idle_with(1).await;
+    let (_, again) = api
+        .call("POST", "/api/v1/seeds", Some(json!({"urls": [seed]})))
+        .await;
+    assert_eq!(again["results"][0]["result"], "duplicate");
+
+    // Hosts: listed with what was done; an unknown one is 404; controls are taken.
+    let (code, hosts) = api
+        .call("GET", "/api/v1/hosts?sort=done&limit=2", None)
+        .await;
+    assert_eq!(code, 200, "{hosts}");
+    assert_eq!(hosts["hosts"].as_array().unwrap().len(), 2);
+    assert!(hosts["hosts"][0]["done"].as_u64().unwrap() > 0, "{hosts}");
+    assert!(hosts["next"].is_string(), "{hosts}");
+    let first = hosts["hosts"][0]["host"].as_str().unwrap().to_owned();
+    let (code, _) = api
+        .call(
+            "PUT",
+            &format!("/api/v1/hosts/{first}"),
+            Some(json!({"delay_ms": 5, "max_in_flight": 1})),
+        )
+        .await;
+    assert_eq!(code, 200);
+    let (code, err) = api
+        .call(
+            "PUT",
+            "/api/v1/hosts/nowhere.test",
+            Some(json!({"delay_ms": 5})),
+        )
+        .await;
+    assert_eq!((code, err["error"].is_string()), (404, true), "{err}");
+    let (code, err) = api
+        .call(
+            "PUT",
+            &format!("/api/v1/hosts/{first}"),
+            Some(json!({"max_in_flight": 0})),
+        )
+        .await;
+    assert_eq!(
+        (code, err["field"].as_str()),
+        (400, Some("max_in_flight")),
+        "{err}"
+    );
+
+    // Bad requests: JSON errors, no panic.
+    let (code, _, body) = http(
+        api.addr,
+        "POST",
+        "/api/v1/seeds",
+        "127.0.0.1",
+        &[],
+        Some("{\"urls\": [1,"),
+    )
+    .await;
+    let err: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(code, 400, "{err}");
+    assert!(err["error"].is_string());
+    let (code, err) = api.call("GET", "/api/v1/hosts?sort=size", None).await;
+    assert_eq!((code, err["field"].as_str()), (400, Some("sort")));
+    let many: Vec<String> = (0..10_001).map(|i| format!("http://h0.test/{i}")).collect();
+    let (code, err) = api
+        .call("POST", "/api/v1/seeds", Some(json!({ "urls": many })))
+        .await;
+    assert_eq!((code, err["field"].as_str()), (413, Some("urls")), "{err}");
+
+    // Metrics: parseable lines whose counters equal the status.
+    let (code, headers, metrics) = http(api.addr, "GET", "/metrics", "127.0.0.1", &[], None).await;
+    assert_eq!(code, 200);
+    assert!(headers
+        .iter()
+        .any(|(k, v)| k == "content-type" && v.contains("openmetrics")));
+    let metrics = String::from_utf8(metrics).unwrap();
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+            .unwrap_or_else(|| panic!("{name} missing in\n{metrics}"))
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let pages = status["pages"].as_u64().unwrap() as f64;
+    assert!(value("crawler_pages_total") >= pages);
+    assert!(value("crawler_fetch_duration_seconds_count") > 0.0);
+    assert!(value("crawler_links_offered_total") > 0.0);
+    assert!(
+        metrics.contains("crawler_fetches_total{class=\"2xx\"}"),
+        "{metrics}"
+    );
+    assert!(metrics.trim_end().ends_with("# EOF"));
+
+    // The OpenAPI document and the dashboard are served.
+    let (code, doc) = api.call("GET", "/openapi.json", None).await;
+    assert_eq!(code, 200);
+    assert!(doc["paths"]["/api/v1/leases"].is_object());
+    let (code, _, page) = http(api.addr, "GET", "/", "127.0.0.1", &[], None).await;
+    assert_eq!(code, 200);
+    assert!(String::from_utf8_lossy(&page).contains("/api/v1/status"));
+
+    let (summary, pages) = svc.stop().await;
+    assert_eq!(summary.stopped_by, engine::StopReason::Shutdown);
+    assert_ground_truth(&site, &pages);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_guards_the_api() {
+    let site = TestSite::start(SiteConfig {
+        pages: 10,
+        hosts: 1,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let svc = start(&site, None, "s3cret").await;
+    let (code, _) = svc.api.call("GET", "/api/v1/status", None).await;
+    assert_eq!(code, 200, "with the token");
+    let anon = Api {
+        addr: svc.api.addr,
+        token: None,
+    };
+    let (code, err) = anon.call("GET", "/api/v1/status", None).await;
+    assert_eq!(code, 401, "{err}");
+    let wrong = Api {
+        addr: svc.api.addr,
+        token: Some("s3creX".into()),
+    };
+    assert_eq!(wrong.call("POST", "/api/v1/pause", None).await.0, 401);
+    assert_eq!(anon.call("GET", "/metrics", None).await.0, 401);
+    assert_eq!(svc.api.call("GET", "/metrics", None).await.0, 200);
+    svc.stop().await;
+}
+
+/// An external fetcher in this test: leases, fetches from the site itself, extracts links
+/// with the engine's extractor, completes. The first batch it takes is abandoned with a
+/// one-second lease: those URLs must come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn external_fetchers_alone_crawl_the_site_and_lost_leases_come_back() {
+    let site = TestSite::start(SiteConfig {
+        pages: 1000,
+        hosts: 3,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let svc = start(&site, Some(0), "").await;
+    let api = &svc.api;
+    let seed = site.site().seed_url();
+    api.call("POST", "/api/v1/seeds", Some(json!({"urls": [seed]})))
+        .await;
+    let (_, first) = api
+        .call(
+            "POST",
+            "/api/v1/leases",
+            Some(json!({"max": 5, "lease_secs": 1})),
+        )
+        .await;
+    let abandoned: Vec<String> = first["leases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["url"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!abandoned.is_empty(), "{first}");
+    let site_addr = site.addr();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        let (code, got) = api
+            .call("POST", "/api/v1/leases", Some(json!({"max": 50})))
+            .await;
+        assert_eq!(code, 200, "{got}");
+        let leases = got["leases"].as_array().unwrap().clone();
+        if leases.is_empty() {
+            let s = api.status().await;
+            if s["state"] == "idle" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "not done in time: {s}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        let mut results = Vec::new();
+        for l in leases {
+            let url = url::Url::parse(l["url"].as_str().unwrap()).unwrap();
+            let host = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(80));
+            let started = Instant::now();
+            let (status, headers, body) = http(
+                site_addr,
+                "GET",
+                &url[url::Position::BeforePath..],
+                &host,
+                &[],
+                None,
+            )
+            .await;
+            let header = |name: &str| {
+                headers
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            };
+            let ct = header("content-type");
+            // As a crawler should: only HTML is parsed for links.
+            let html = ct.as_deref().is_some_and(|c| {
+                c.starts_with("text/html") || c.starts_with("application/xhtml+xml")
+            });
+            let links: Vec<String> = if status == 200 && html {
+                engine::extract::extract(&body, ct.as_deref(), &url, true)
+                    .links
+                    .into_iter()
+                    .map(String::from)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            results.push(json!({
+                "lease_id": l["lease_id"],
+                "status": status,
+                "final_url": header("location"),
+                "content_type": ct,
+                "bytes": body.len(),
+                "fetch_ms": started.elapsed().as_millis() as u64,
+                "links": links,
+                "retry_after_secs": header("retry-after").and_then(|v| v.parse::<u64>().ok()),
+            }));
+        }
+        let (code, done) = api
+            .call(
+                "POST",
+                "/api/v1/leases/complete",
+                Some(json!({ "results": results })),
+            )
+            .await;
+        assert_eq!(code, 200, "{done}");
+        assert!(done["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["result"] != "unknown_lease"));
+    }
+    // A completion of an expired lease changes nothing.
+    let late = json!({"results": [{"lease_id": first["leases"][0]["lease_id"], "status": 200}]});
+    let (_, answer) = api
+        .call("POST", "/api/v1/leases/complete", Some(late))
+        .await;
+    assert_eq!(answer["results"][0]["result"], "unknown_lease");
+    let (_, metrics, body) = http(api.addr, "GET", "/metrics", "127.0.0.1", &[], None).await;
+    let _ = metrics;
+    let text = String::from_utf8(body).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("crawler_leases_expired_total ")
+                && l.split(' ').nth(1).unwrap().parse::<u64>().unwrap() >= abandoned.len() as u64),
+        "{text}"
+    );
+    let (_, pages) = svc.stop().await;
+    for url in &abandoned {
+        assert!(
+            pages.iter().any(|p| p["url"] == url.as_str()),
+            "abandoned {url} never recorded"
+        );
+    }
+    assert_ground_truth(&site, &pages);
+}
