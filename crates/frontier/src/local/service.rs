@@ -1,0 +1,134 @@
+//! `LocalFrontier` behind the [`Frontier`] trait, and the calls a running service makes:
+//! seeds that widen the scope, leases without waiting (external fetchers), the host listing
+//! and an operator's host controls.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use url::Url;
+
+use super::LocalFrontier;
+use crate::api::{
+    Admission, BoxFuture, Frontier, FrontierError, Lease, Link, Next, Outcome, Stats,
+};
+use crate::hosts::{paginate, HostControls, HostPage, HostQuery};
+
+impl LocalFrontier {
+    /// Seeds from the operator: their hosts and domains join the host scope, then they are
+    /// offered (parent none, depth 0).
+    pub fn seed_links(&self, links: Vec<Link>) -> Vec<Admission> {
+        let canonical: Vec<Url> = links
+            .iter()
+            .filter_map(|l| self.canon.canonicalize(l.url.as_str(), None).ok())
+            .collect();
+        if !canonical.is_empty() {
+            let mut scope = self.scope.write().unwrap_or_else(|e| e.into_inner());
+            for u in &canonical {
+                scope.add_seed(u);
+            }
+        }
+        self.offer_links(None, links)
+    }
+
+    /// A lease whose host is ready now, without waiting; `None` when none is due, the page
+    /// budget is spent or the frontier is closed.
+    pub fn try_lease(&self) -> Option<Lease> {
+        if self.closed.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut sched = self.sched();
+        if self.budget_left(&sched) == Some(0) {
+            return None;
+        }
+        sched.next_ready(Instant::now()).ok()
+    }
+
+    /// A page of hosts (see [`HostQuery`]).
+    pub fn host_page(&self, query: &HostQuery) -> HostPage {
+        let mut all = self.sched().host_infos(Instant::now());
+        for h in &mut all {
+            h.admitted = self.per_host.get(h.host.as_str()).map_or(0, |n| *n);
+            h.max_pages = match self.host_budgets.get(h.host.as_str()) {
+                Some(b) => Some(*b),
+                None => self.cfg.max_pages_per_host,
+            };
+        }
+        paginate(all, query)
+    }
+
+    /// Applies an operator's controls to `host`; `false` if no URL of it was ever queued.
+    pub fn control_host(&self, host: &str, controls: &HostControls) -> bool {
+        let known = self.sched().control(host, controls, Instant::now());
+        if !known {
+            return false;
+        }
+        if let Some(max) = controls.max_pages {
+            self.host_budgets.insert(Arc::from(host), max);
+        }
+        self.notify.notify_waiters();
+        true
+    }
+}
+
+impl Frontier for LocalFrontier {
+    fn offer<'a>(
+        &'a self,
+        parent: Option<&'a str>,
+        links: Vec<Link>,
+    ) -> BoxFuture<'a, Result<Vec<Admission>, FrontierError>> {
+        Box::pin(std::future::ready(Ok(self.offer_links(parent, links))))
+    }
+
+    fn seed(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<Admission>, FrontierError>> {
+        Box::pin(std::future::ready(Ok(self.seed_links(links))))
+    }
+
+    fn next(&self) -> BoxFuture<'_, Result<Next, FrontierError>> {
+        Box::pin(async move { Ok(self.next_or_end().await) })
+    }
+
+    fn try_next(&self) -> BoxFuture<'_, Result<Option<Lease>, FrontierError>> {
+        Box::pin(std::future::ready(Ok(self.try_lease())))
+    }
+
+    fn hosts(&self, query: HostQuery) -> BoxFuture<'_, Result<HostPage, FrontierError>> {
+        Box::pin(std::future::ready(Ok(self.host_page(&query))))
+    }
+
+    fn set_host<'a>(
+        &'a self,
+        host: &'a str,
+        controls: HostControls,
+    ) -> BoxFuture<'a, Result<bool, FrontierError>> {
+        Box::pin(std::future::ready(Ok(self.control_host(host, &controls))))
+    }
+
+    fn complete(&self, lease: Lease, outcome: Outcome) -> BoxFuture<'_, Result<(), FrontierError>> {
+        LocalFrontier::complete(self, lease, outcome);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn set_crawl_delay<'a>(
+        &'a self,
+        host: &'a str,
+        delay: Duration,
+    ) -> BoxFuture<'a, Result<(), FrontierError>> {
+        LocalFrontier::set_crawl_delay(self, host, delay);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn host_contacted<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<(), FrontierError>> {
+        LocalFrontier::host_contacted(self, host);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn close(&self) {
+        LocalFrontier::close(self);
+    }
+
+    fn stats(&self) -> BoxFuture<'_, Result<Stats, FrontierError>> {
+        Box::pin(std::future::ready(Ok(LocalFrontier::stats(self))))
+    }
+}
