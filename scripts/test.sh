@@ -4,6 +4,8 @@
 #
 #   scripts/test.sh            # everything
 #   SKIP_JAVA=1 scripts/test.sh  # Rust tests only (the committed Guava fixtures still run)
+#   SKIP_SERVICE_TOOLS=1 …       # do not install Python's prometheus_client and selenium
+#                                  # nor Chromium (the tests needing them then skip)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -23,6 +25,35 @@ install_java() {
     apt-get update -qq
     apt-get install -y -qq openjdk-17-jdk-headless libguava-java >/dev/null
 }
+
+# What the service's tests use from outside Rust: Python's prometheus_client (the real
+# Prometheus text parser) and selenium, Debian's chromium and its driver (the dashboard in a
+# real browser). Installed only when missing; the tests then require them.
+install_service_test_tools() {
+    local py_missing=()
+    python3 -c "import prometheus_client" 2>/dev/null || py_missing+=(prometheus_client)
+    python3 -c "import selenium" 2>/dev/null || py_missing+=(selenium)
+    if ((${#py_missing[@]})); then
+        echo "test.sh: pip installing ${py_missing[*]}" >&2
+        python3 -m pip install -q "${py_missing[@]}" 2>/dev/null \
+            || python3 -m pip install -q --break-system-packages "${py_missing[@]}"
+    fi
+    if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+        if [[ "$(id -u)" -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+            echo "test.sh: chromium/chromedriver missing and cannot apt-get install here" >&2
+            return 1
+        fi
+        echo "test.sh: installing chromium and chromium-driver" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq chromium chromium-driver >/dev/null
+    fi
+    export CRAWLER_REQUIRE_PY=1 CRAWLER_REQUIRE_BROWSER=1
+}
+
+if [[ "${SKIP_SERVICE_TOOLS:-0}" != 1 ]]; then
+    install_service_test_tools
+fi
 
 echo "== cargo test --workspace"
 cargo test --workspace --locked

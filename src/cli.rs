@@ -19,6 +19,9 @@ pub enum Command {
     /// Run the crawl as a service: the same crawl, plus an HTTP API, /metrics and a dashboard
     /// on service.listen; it waits for new seeds when the frontier runs dry.
     Serve(ServeArgs),
+    /// Try it on this machine: start the bundled test site in-process, serve the dashboard,
+    /// seed the site, and print the dashboard's URL (Ctrl-C stops).
+    Demo(DemoArgs),
     /// Check a configuration file, or print the default one.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -169,6 +172,25 @@ pub struct ServeArgs {
     /// Address and port to listen on (service.listen).
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where the dashboard and API listen.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8700")]
+    pub listen: String,
+    /// Pages of the test site.
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    pub pages: u64,
+    /// Hosts of the test site (h0.test …).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub hosts: u32,
+    /// Output directory (pages.jsonl, stats.json, the state); emptied at the start.
+    #[arg(long, value_name = "DIR", default_value = "crawl-demo")]
+    pub out: PathBuf,
+    /// Gap between fetches to one host, in milliseconds (slow enough to watch).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub delay_ms: u64,
 }
 
 #[derive(Debug, Args)]

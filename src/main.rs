@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         cli::Command::Bloom(cmd) => bloom_cmd::run(cmd),
         cli::Command::Crawl(args) => crawl_cmd::crawl(args),
         cli::Command::Serve(args) => serve_cmd::serve(args),
+        cli::Command::Demo(args) => serve_cmd::demo(args),
         cli::Command::Config(cmd) => crawl_cmd::config(cmd),
         cli::Command::Health(args) => crawl_cmd::health(args),
         cli::Command::Forget(args) => crawl_cmd::forget(args),

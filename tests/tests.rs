@@ -3,4 +3,5 @@
 mod bloom_cli;
 mod crawl;
 mod resume;
+mod serve;
 mod util;

@@ -1,0 +1,318 @@
+//! `crawler serve` as a process: external fetchers alone (`examples/fetcher.py`, Python's
+//! standard library) crawl the test site to its ground truth, a fetcher killed with its
+//! leases out loses no URL, `/metrics` parses with Prometheus' own Python parser and its
+//! counters equal `stats.json`; a public address without a token is refused.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use testsite::{Expected, SiteConfig, TestSite};
+
+use crate::util::crawler;
+
+/// Starts `crawler serve` and returns it with the address it printed.
+fn start_serve(config: &Path, out: &Path, workers: u32) -> (Child, String) {
+    let mut child = crawler()
+        .args([
+            "serve",
+            "--config",
+            config.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--out",
+            out.to_str().unwrap(),
+            "--resolve",
+            "*.test=127.0.0.1",
+        ])
+        .env("CRAWLER_CRAWL_WORKERS", workers.to_string())
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("crawler serve runs");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("serve printed its address").unwrap();
+        if let Some(rest) = line.split("http://").nth(1) {
+            break rest.split('/').next().unwrap().to_owned();
+        }
+    };
+    // Keep draining stderr so the process never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+fn fetcher(api: &str, args: &[&str]) -> Command {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fetcher.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(script)
+        .args([
+            "--api",
+            &format!("http://{api}"),
+            "--resolve",
+            "*.test=127.0.0.1",
+        ])
+        .args(args);
+    cmd
+}
+
+/// Python's `prometheus_client` (installed by scripts/test.sh); `None` when it is missing
+/// and the run does not require it.
+fn prometheus_parser_available() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import prometheus_client"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok && std::env::var_os("CRAWLER_REQUIRE_PY").is_some() {
+        panic!("python3 -m pip install prometheus_client (scripts/test.sh installs it)");
+    }
+    ok
+}
+
+/// `/metrics` parsed by `prometheus_client`'s OpenMetrics parser: sample name (with its
+/// labels) → value.
+fn parsed_metrics(api: &str) -> serde_json::Value {
+    let program = format!(
+        "import json, urllib.request\n\
+         from prometheus_client.openmetrics.parser import text_string_to_metric_families\n\
+         text = urllib.request.urlopen('http://{api}/metrics').read().decode()\n\
+         out = {{}}\n\
+         for fam in text_string_to_metric_families(text):\n\
+         \x20   for s in fam.samples:\n\
+         \x20       labels = ','.join(f'{{k}}={{v}}' for k, v in sorted(s.labels.items()))\n\
+         \x20       out[s.name + ('{{' + labels + '}}' if labels else '')] = s.value\n\
+         print(json.dumps(out))\n"
+    );
+    let output = Command::new("python3")
+        .args(["-c", &program])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn terminate(mut child: Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "serve exited with {status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn external_fetchers_alone_crawl_to_the_ground_truth_and_a_killed_one_loses_nothing() {
+    let site = TestSite::start(SiteConfig {
+        pages: 1000,
+        hosts: 3,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("crawler.toml");
+    std::fs::write(
+        &config,
+        "[politeness]\ndelay_ms = 0\nmax_per_host = 8\n[fetch]\nretry_base_ms = 20\n\
+         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (serve, api) = start_serve(&config, &out, 0);
+    let seed = site.site().seed_url();
+    let check_metrics = prometheus_parser_available();
+
+    let result = tokio::task::spawn_blocking(move || {
+        // A fetcher that takes leases and dies with them (kill -9).
+        let mut stalled = fetcher(
+            &api,
+            &[
+                "--seed",
+                &seed,
+                "--stall",
+                "--batch",
+                "20",
+                "--lease-secs",
+                "2",
+            ],
+        )
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+        let mut line = String::new();
+        BufReader::new(stalled.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let leased: u64 = line.trim().trim_start_matches("leased ").parse().unwrap();
+        assert!(leased > 0, "{line}");
+        stalled.kill().unwrap();
+        stalled.wait().unwrap();
+        // A healthy fetcher finishes the crawl, the dead one's URLs included.
+        let done = fetcher(&api, &["--exit-when-idle", "--threads", "4"])
+            .output()
+            .unwrap();
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        let metrics = check_metrics.then(|| parsed_metrics(&api));
+        (leased, metrics)
+    })
+    .await
+    .unwrap();
+    terminate(serve);
+    let (leased, metrics) = result;
+
+    let pages: Vec<serde_json::Value> = std::fs::read_to_string(out.join("pages.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut seen = std::collections::BTreeMap::new();
+    for p in &pages {
+        let url = p["url"].as_str().unwrap().to_owned();
+        assert!(
+            seen.insert(url.clone(), p["status"].as_u64()).is_none(),
+            "{url} recorded twice"
+        );
+    }
+    let truth = site.site().ground_truth();
+    let missing: Vec<_> = truth
+        .urls
+        .keys()
+        .filter(|u| !seen.contains_key(*u))
+        .collect();
+    let extra: Vec<_> = seen
+        .keys()
+        .filter(|u| !truth.urls.contains_key(*u))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing {missing:?}\nextra {extra:?}"
+    );
+    for (url, expected) in &truth.urls {
+        if let Expected::Status(s) = expected {
+            assert_eq!(seen[url], Some(u64::from(*s)), "{url}");
+        }
+    }
+
+    let stats: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("stats.json")).unwrap()).unwrap();
+    if let Some(m) = metrics {
+        let num = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("{k} missing: {m}"));
+        assert_eq!(num("crawler_pages_total"), stats["pages"].as_f64().unwrap());
+        let by_class: f64 = m
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.starts_with("crawler_fetches_total{"))
+            .map(|(_, v)| v.as_f64().unwrap())
+            .sum();
+        assert_eq!(by_class, stats["pages"].as_f64().unwrap());
+        for (metric, field) in [
+            ("crawler_links_offered_total", "offered"),
+            ("crawler_links_admitted_total", "admitted"),
+            ("crawler_links_duplicate_total", "duplicates"),
+        ] {
+            assert_eq!(
+                num(metric),
+                stats["frontier"][field].as_f64().unwrap(),
+                "{metric}"
+            );
+        }
+        assert!(num("crawler_leases_expired_total") >= leased as f64);
+        assert!(num("crawler_fetch_duration_seconds_count") > 0.0);
+    }
+}
+
+#[test]
+fn a_public_address_without_a_token_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = crawler()
+        .args(["serve", "--listen", "0.0.0.0:0", "--out"])
+        .arg(dir.path().join("out"))
+        .env_remove("CRAWLER_SERVICE_API_TOKEN")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(64), "{err}");
+    assert!(err.contains("api_token"), "{err}");
+}
+
+/// Whether headless Chromium, chromedriver and selenium are here (scripts/test.sh installs
+/// them); without them the test is skipped unless the run requires them.
+fn browser_available() -> bool {
+    let tools = ["chromium", "chromedriver"].iter().all(|t| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let selenium = Command::new("python3")
+        .args(["-c", "import selenium"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let ok = tools && selenium;
+    if !ok && std::env::var_os("CRAWLER_REQUIRE_BROWSER").is_some() {
+        panic!("chromium, chromedriver or selenium missing (scripts/test.sh installs them)");
+    }
+    ok
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_in_a_real_browser_adds_a_seed_and_shows_the_crawl() {
+    if !browser_available() {
+        eprintln!("skipped: no chromium/chromedriver/selenium");
+        return;
+    }
+    let site = TestSite::start(SiteConfig {
+        pages: 2000,
+        hosts: 2,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("crawler.toml");
+    // A paced crawl, so the count is seen rising.
+    std::fs::write(
+        &config,
+        "[crawl]\nconcurrency = 4\n[politeness]\ndelay_ms = 20\nmax_per_host = 1\n\
+         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (serve, api) = start_serve(&config, &out, 4);
+    let seed = site.site().seed_url();
+    let host = seed
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let shot = target.join("dashboard.png");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dashboard.py");
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("python3")
+            .arg(script)
+            .args([&format!("http://{api}/"), &seed, &host])
+            .arg(&shot)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    terminate(serve);
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
