@@ -27,12 +27,14 @@ install_java() {
 }
 
 # What the service's tests use from outside Rust: Python's prometheus_client (the real
-# Prometheus text parser) and selenium, Debian's chromium and its driver (the dashboard in a
-# real browser). Installed only when missing; the tests then require them.
+# Prometheus text parser), schemathesis (the API against its OpenAPI document) and selenium,
+# Debian's chromium and its driver (the dashboard in a real browser). Installed only when
+# missing; the tests then require them.
 install_service_test_tools() {
     local py_missing=()
     python3 -c "import prometheus_client" 2>/dev/null || py_missing+=(prometheus_client)
     python3 -c "import selenium" 2>/dev/null || py_missing+=(selenium)
+    command -v schemathesis >/dev/null 2>&1 || py_missing+=(schemathesis)
     if ((${#py_missing[@]})); then
         echo "test.sh: pip installing ${py_missing[*]}" >&2
         python3 -m pip install -q "${py_missing[@]}" 2>/dev/null \

@@ -316,3 +316,54 @@ async fn the_dashboard_in_a_real_browser_adds_a_seed_and_shows_the_crawl() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// schemathesis (PyPI; scripts/test.sh installs it) against `/openapi.json` for a bounded
+/// number of generated requests: no 5xx, no response outside the document, no valid request
+/// refused, no invalid one accepted. The event stream never ends, so it is left out. Nothing
+/// is fetched: no workers, robots.txt off, and the hosts generated seeds name are never
+/// contacted.
+#[test]
+fn schemathesis_finds_no_response_outside_the_openapi_document() {
+    let found = Command::new("sh")
+        .args(["-c", "command -v schemathesis"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CRAWLER_REQUIRE_PY").is_none(),
+            "schemathesis missing (scripts/test.sh installs it)"
+        );
+        eprintln!("skipped: no schemathesis");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("crawler.toml");
+    std::fs::write(&config, "[crawl]\nrespect_robots = false\n").unwrap();
+    let (serve, api) = start_serve(&config, &dir.path().join("out"), 0);
+    let output = Command::new("timeout")
+        .args(["600", "schemathesis", "run"])
+        .arg(format!("http://{api}/openapi.json"))
+        .args([
+            "--checks",
+            "all",
+            "--max-examples",
+            "60",
+            "--seed",
+            "20261125",
+            "--exclude-path",
+            "/api/v1/events",
+            "--request-timeout",
+            "30",
+        ])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    terminate(serve);
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{report}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(report.contains("passed"), "{report}");
+}

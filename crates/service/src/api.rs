@@ -78,6 +78,13 @@ fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
 }
 
 fn check_count(n: usize, max: u64, field: &str) -> Result<(), ApiError> {
+    if n as u64 > MAX_PER_CALL {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("{n} items in one call; the API takes at most {MAX_PER_CALL}"),
+        )
+        .field(field));
+    }
     if n as u64 > max {
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -116,7 +123,7 @@ pub(crate) async fn status_body(state: &AppState) -> StatusBody {
 }
 
 /// The crawl's status.
-#[utoipa::path(get, path = "/api/v1/status", responses((status = 200, body = StatusBody)))]
+#[utoipa::path(get, path = "/api/v1/status", responses((status = 200, body = StatusBody), (status = 401, body = ErrorBody)))]
 pub(crate) async fn status(State(state): State<AppState>) -> Json<StatusBody> {
     Json(status_body(&state).await)
 }
@@ -124,7 +131,8 @@ pub(crate) async fn status(State(state): State<AppState>) -> Json<StatusBody> {
 /// Adds seeds to the running crawl; they widen the scope like command-line seeds.
 #[utoipa::path(post, path = "/api/v1/seeds", request_body = UrlsRequest,
     responses((status = 200, body = SeedsResponse), (status = 400, body = ErrorBody),
-              (status = 413, body = ErrorBody)))]
+              (status = 401, body = ErrorBody), (status = 413, body = ErrorBody),
+              (status = 415, body = ErrorBody)))]
 pub(crate) async fn seeds(
     State(state): State<AppState>,
     req: Result<Json<UrlsRequest>, JsonRejection>,
@@ -154,7 +162,7 @@ pub(crate) async fn seeds(
 }
 
 /// Pauses the crawl: no new fetch starts; fetches in flight finish.
-#[utoipa::path(post, path = "/api/v1/pause", responses((status = 200, body = StateResponse)))]
+#[utoipa::path(post, path = "/api/v1/pause", responses((status = 200, body = StateResponse), (status = 401, body = ErrorBody)))]
 pub(crate) async fn pause(State(state): State<AppState>) -> Json<StateResponse> {
     state.control.pause();
     Json(StateResponse {
@@ -163,7 +171,7 @@ pub(crate) async fn pause(State(state): State<AppState>) -> Json<StateResponse> 
 }
 
 /// Resumes a paused crawl.
-#[utoipa::path(post, path = "/api/v1/resume", responses((status = 200, body = StateResponse)))]
+#[utoipa::path(post, path = "/api/v1/resume", responses((status = 200, body = StateResponse), (status = 401, body = ErrorBody)))]
 pub(crate) async fn resume(State(state): State<AppState>) -> Json<StateResponse> {
     state.control.resume();
     Json(StateResponse {
@@ -174,10 +182,13 @@ pub(crate) async fn resume(State(state): State<AppState>) -> Json<StateResponse>
 /// `GET /api/v1/hosts` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct HostsParams {
     /// `queued` (default), `done` or `errors`: descending.
+    #[param(pattern = "^(queued|done|errors)$")]
     sort: Option<String>,
-    /// Hosts per page (1..=1000, default 100).
+    /// Hosts per page (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u64>,
     /// The `next` cursor of the page before.
     after: Option<String>,
@@ -185,7 +196,8 @@ pub(crate) struct HostsParams {
 
 /// Lists hosts, a page at a time.
 #[utoipa::path(get, path = "/api/v1/hosts", params(HostsParams),
-    responses((status = 200, body = HostsResponse), (status = 400, body = ErrorBody)))]
+    responses((status = 200, body = HostsResponse), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub(crate) async fn hosts(
     State(state): State<AppState>,
     params: Result<Query<HostsParams>, QueryRejection>,
@@ -252,24 +264,31 @@ pub(crate) async fn hosts(
 /// Changes one host's limits while the crawl runs.
 #[utoipa::path(put, path = "/api/v1/hosts/{host}", request_body = HostUpdate,
     params(("host" = String, Path, description = "`host` or `host:port`")),
-    responses((status = 200, body = HostsResponse), (status = 400, body = ErrorBody),
-              (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = StateResponse), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 413, body = ErrorBody), (status = 415, body = ErrorBody)))]
 pub(crate) async fn put_host(
     State(state): State<AppState>,
     Path(host): Path<String>,
     req: Result<Json<HostUpdate>, JsonRejection>,
 ) -> Result<Json<StateResponse>, ApiError> {
     let u = body(req)?;
-    if u.max_in_flight == Some(0) {
+    if u.max_in_flight.is_some_and(|n| !(1..=100_000).contains(&n)) {
         return Err(
-            ApiError::new(StatusCode::BAD_REQUEST, "max_in_flight must be at least 1")
+            ApiError::new(StatusCode::BAD_REQUEST, "max_in_flight must be 1..=100000")
                 .field("max_in_flight"),
+        );
+    }
+    if u.delay_ms.is_some_and(|d| d > MAX_SECS * 1000) {
+        return Err(
+            ApiError::new(StatusCode::BAD_REQUEST, "delay_ms must be at most a year")
+                .field("delay_ms"),
         );
     }
     let now_ms = unix_ms_in(Duration::ZERO);
     let controls = HostControls {
         delay: u.delay_ms.map(Duration::from_millis),
-        max_in_flight: u.max_in_flight,
+        max_in_flight: u.max_in_flight.map(|n| n as u32),
         block_for: u
             .blocked_until_unix_ms
             .map(|t| Duration::from_millis(t.saturating_sub(now_ms))),
@@ -289,20 +308,32 @@ pub(crate) async fn put_host(
 /// Leases due URLs to an external fetcher.
 #[utoipa::path(post, path = "/api/v1/leases", request_body = LeaseRequest,
     responses((status = 200, body = LeasesResponse), (status = 400, body = ErrorBody),
-              (status = 413, body = ErrorBody)))]
+              (status = 401, body = ErrorBody), (status = 413, body = ErrorBody),
+              (status = 415, body = ErrorBody)))]
 pub(crate) async fn leases(
     State(state): State<AppState>,
     req: Result<Json<LeaseRequest>, JsonRejection>,
 ) -> ApiResult<LeasesResponse> {
     let req = body(req)?;
-    check_count(req.max as usize, state.limits.max_urls, "max")?;
+    if req.max > MAX_PER_CALL {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("max must be at most {MAX_PER_CALL}"),
+        )
+        .field("max"));
+    }
+    // "At most" N: a request for more than one call may carry gets the most it may.
+    let max = req.max.min(state.limits.max_urls);
     if req.lease_secs == Some(0) || req.lease_secs.is_some_and(|s| s > 86_400) {
         return Err(
             ApiError::new(StatusCode::BAD_REQUEST, "lease_secs must be 1..=86400")
                 .field("lease_secs"),
         );
     }
-    let leased = state.control.lease(req.max as usize, req.lease_secs).await;
+    let leased = state
+        .control
+        .lease(usize::try_from(max).unwrap_or(usize::MAX), req.lease_secs)
+        .await;
     Ok(Json(LeasesResponse {
         leases: leased
             .into_iter()
@@ -320,7 +351,8 @@ pub(crate) async fn leases(
 /// Takes external fetchers' results.
 #[utoipa::path(post, path = "/api/v1/leases/complete", request_body = CompleteRequest,
     responses((status = 200, body = CompleteResponse), (status = 400, body = ErrorBody),
-              (status = 413, body = ErrorBody)))]
+              (status = 401, body = ErrorBody), (status = 413, body = ErrorBody),
+              (status = 415, body = ErrorBody)))]
 pub(crate) async fn complete(
     State(state): State<AppState>,
     req: Result<Json<CompleteRequest>, JsonRejection>,
@@ -332,13 +364,20 @@ pub(crate) async fn complete(
     check_count(links, state.limits.max_urls.saturating_mul(100), "links")?;
     let mut ids = Vec::with_capacity(req.results.len());
     let mut completions = Vec::with_capacity(req.results.len());
+    for r in &req.results {
+        if r.status.is_some_and(|s| !(100..=599).contains(&s)) {
+            return Err(
+                ApiError::new(StatusCode::BAD_REQUEST, "status must be 100..=599").field("status"),
+            );
+        }
+    }
     for r in req.results {
         // An id that is not a number cannot be a lease of ours: it is answered unknown.
         let id = r.lease_id.parse::<u64>().unwrap_or(0);
         ids.push(r.lease_id);
         completions.push(Completion {
             id,
-            status: r.status,
+            status: r.status.map(|s| s as u16),
             final_url: r.final_url,
             content_type: r.content_type,
             bytes: r.bytes,
@@ -369,7 +408,8 @@ pub(crate) async fn complete(
 /// Server-sent events: `page` (a `pages.jsonl` record, as written) and `status` (every
 /// second).
 #[utoipa::path(get, path = "/api/v1/events",
-    responses((status = 200, description = "text/event-stream of `page` and `status` events")))]
+    responses((status = 200, description = "text/event-stream of `page` and `status` events"),
+              (status = 401, body = ErrorBody)))]
 pub(crate) async fn events(
     State(state): State<AppState>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {

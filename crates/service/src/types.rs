@@ -6,6 +6,43 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+/// Integers as JSON Schema means them: `3` and `3.0` alike (a generator or a language without
+/// integers may send either); anything else is refused with a clear message.
+pub(crate) mod int {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer};
+
+    fn whole<E: Error>(n: serde_json::Number) -> Result<u64, E> {
+        // The document says int64: larger values are refused, not wrapped.
+        const MAX: u64 = i64::MAX as u64;
+        if let Some(u) = n.as_u64() {
+            return match u {
+                0..=MAX => Ok(u),
+                _ => Err(E::custom(format!("{n} is larger than {MAX}"))),
+            };
+        }
+        match n.as_f64() {
+            Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= MAX as f64 => Ok(f as u64),
+            _ => Err(E::custom(format!("{n} is not an integer in 0..={MAX}"))),
+        }
+    }
+
+    pub(crate) fn u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        whole(serde_json::Number::deserialize(d)?)
+    }
+
+    pub(crate) fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        Option::<serde_json::Number>::deserialize(d)?
+            .map(whole)
+            .transpose()
+    }
+}
+
+/// Most URLs (or leases) one call may name, whatever `service.max_urls_per_call` says.
+pub const MAX_PER_CALL: u64 = 1_000_000;
+/// Longest lease, delay or block, in seconds.
+pub const MAX_SECS: u64 = 86_400 * 365;
+
 /// An error: always JSON, with the reason and, where one is to blame, the field.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {
@@ -133,14 +170,23 @@ pub struct HostsResponse {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HostUpdate {
-    /// Gap between fetch starts, in milliseconds (a `Crawl-delay` or back-off still wins).
+    /// Gap between fetch starts, in milliseconds (a `Crawl-delay` or back-off still wins;
+    /// at most a year).
+    #[serde(default, deserialize_with = "int::opt_u64")]
+    #[schema(minimum = 0, maximum = 31_536_000_000_u64)]
     pub delay_ms: Option<u64>,
-    /// Most fetches in flight at once (≥ 1).
-    pub max_in_flight: Option<u32>,
+    /// Most fetches in flight at once.
+    #[serde(default, deserialize_with = "int::opt_u64")]
+    #[schema(minimum = 1, maximum = 100_000)]
+    pub max_in_flight: Option<u64>,
     /// Unix time in milliseconds until which nothing of the host is fetched (0 or a past
-    /// time: unblock).
+    /// time: unblock; at most a year ahead is kept).
+    #[serde(default, deserialize_with = "int::opt_u64")]
+    #[schema(minimum = 0)]
     pub blocked_until_unix_ms: Option<u64>,
     /// Most URLs admitted for the host.
+    #[serde(default, deserialize_with = "int::opt_u64")]
+    #[schema(minimum = 0)]
     pub max_pages: Option<u64>,
 }
 
@@ -148,9 +194,13 @@ pub struct HostUpdate {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LeaseRequest {
-    /// Most URLs wanted.
+    /// Most URLs wanted (at most `service.max_urls_per_call` are handed out in one call).
+    #[serde(deserialize_with = "int::u64")]
+    #[schema(minimum = 0, maximum = 1_000_000)]
     pub max: u64,
     /// Seconds to hold them (default: `service.lease_secs`); unreturned, they are served again.
+    #[serde(default, deserialize_with = "int::opt_u64")]
+    #[schema(minimum = 1, maximum = 86_400)]
     pub lease_secs: Option<u64>,
 }
 
@@ -183,23 +233,32 @@ pub struct CompletionBody {
     /// The lease id.
     pub lease_id: String,
     /// HTTP status (absent: no response; say why in `error`).
-    pub status: Option<u16>,
+    #[serde(default, deserialize_with = "int::opt_u64")]
+    #[schema(minimum = 100, maximum = 599)]
+    pub status: Option<u64>,
     /// A redirect's `Location`, or where the fetch ended.
+    #[serde(default)]
     pub final_url: Option<String>,
     /// `Content-Type` received.
+    #[serde(default)]
     pub content_type: Option<String>,
     /// Body bytes read.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "int::u64")]
+    #[schema(minimum = 0)]
     pub bytes: u64,
     /// Fetch time, in milliseconds.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "int::u64")]
+    #[schema(minimum = 0)]
     pub fetch_ms: u64,
     /// Links found on the page (absolute, or relative to the URL).
     #[serde(default)]
     pub links: Vec<String>,
     /// What went wrong.
+    #[serde(default)]
     pub error: Option<String>,
     /// The server's `Retry-After`, in seconds.
+    #[serde(default, deserialize_with = "int::opt_u64")]
+    #[schema(minimum = 0)]
     pub retry_after_secs: Option<u64>,
 }
 
