@@ -182,8 +182,8 @@ impl Control {
         out
     }
 
-    /// Every record written from now on, as its `pages.jsonl` line.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<str>> {
+    /// Every record written from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<crate::output::PageRecord>> {
         self.ctx.events.subscribe()
     }
 

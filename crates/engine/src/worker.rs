@@ -62,8 +62,10 @@ pub(crate) struct Ctx {
     pub(crate) pause: state::Pause,
     /// An operator's pause (`POST /api/v1/pause`): no new fetch starts while it is `true`.
     pub(crate) held: tokio::sync::watch::Sender<bool>,
-    /// Every record written, as its JSON line, for `GET /api/v1/events`.
-    pub(crate) events: tokio::sync::broadcast::Sender<Arc<str>>,
+    /// Every record written, for `GET /api/v1/events` (serialized by the stream that sends
+    /// it, and only if it does: a dashboard that wants errors alone costs the crawl nothing
+    /// more than this clone).
+    pub(crate) events: tokio::sync::broadcast::Sender<Arc<PageRecord>>,
     /// External fetchers' leases.
     pub(crate) leases: Leases,
     /// When the crawl started (RFC 3339) and its clock.
@@ -410,17 +412,15 @@ async fn write_record(ctx: &Ctx, entry: &frontier::Entry, record: PageRecord) ->
         }
     }
     let url = record.url.clone();
-    let event = (ctx.events.receiver_count() > 0)
-        .then(|| serde_json::to_string(&record).ok())
-        .flatten();
+    let event = (ctx.events.receiver_count() > 0).then(|| Arc::new(record.clone()));
     if !ctx.output.record(record).await {
         tracing::error!(%url, "pages.jsonl cannot be written; stopping");
         ctx.stop(StopReason::OutputError);
         return false;
     }
     ctx.counters.pages.fetch_add(1, Ordering::Relaxed);
-    if let Some(line) = event {
-        let _ = ctx.events.send(Arc::from(line));
+    if let Some(record) = event {
+        let _ = ctx.events.send(record);
     }
     true
 }

@@ -405,36 +405,68 @@ pub(crate) async fn complete(
     }))
 }
 
-/// Server-sent events: `page` (a `pages.jsonl` record, as written) and `status` (every
-/// second).
-#[utoipa::path(get, path = "/api/v1/events",
+/// `GET /api/v1/events` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct EventsParams {
+    /// Which records to send: `all` (default), `errors` (no response, or a status ≥ 400) or
+    /// `none` (status events only).
+    #[param(pattern = "^(all|errors|none)$")]
+    records: Option<String>,
+}
+
+/// Server-sent events: `page` (a `pages.jsonl` record, as written), `status` (every
+/// second), and `lagged` (this reader missed that many records).
+#[utoipa::path(get, path = "/api/v1/events", params(EventsParams),
     responses((status = 200, description = "text/event-stream of `page` and `status` events"),
-              (status = 401, body = ErrorBody)))]
+              (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
 pub(crate) async fn events(
     State(state): State<AppState>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    params: Result<Query<EventsParams>, QueryRejection>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let Query(p) = params?;
+    let filter: fn(&engine::output::PageRecord) -> bool = match p.records.as_deref() {
+        None | Some("all") => |_| true,
+        Some("errors") => |r| r.error.is_some() || r.status.is_none_or(|s| s >= 400),
+        Some("none") => |_| false,
+        Some(other) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("records `{other}`: expected all, errors or none"),
+            )
+            .field("records"))
+        }
+    };
     let rx = state.control.subscribe();
     let tick = tokio::time::interval(Duration::from_secs(1));
-    let stream =
-        futures_util::stream::unfold((rx, tick, state), |(mut rx, mut tick, state)| async move {
-            let event = tokio::select! {
-                _ = state.shutdown.cancelled() => return None,
-                _ = tick.tick() => {
-                    let s = status_body(&state).await;
-                    Event::default().event("status").json_data(s).ok()?
-                }
-                got = rx.recv() => match got {
-                    Ok(line) => Event::default().event("page").data(&*line),
-                    // A slow reader missed records: say how many, and go on.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                        Event::default().event("lagged").data(n.to_string())
+    let stream = futures_util::stream::unfold(
+        (rx, tick, state),
+        move |(mut rx, mut tick, state)| async move {
+            let event = loop {
+                tokio::select! {
+                    _ = state.shutdown.cancelled() => return None,
+                    _ = tick.tick() => {
+                        let s = status_body(&state).await;
+                        break Event::default().event("status").json_data(s).ok()?;
                     }
-                    Err(_) => return None,
-                },
+                    got = rx.recv() => match got {
+                        Ok(record) if filter(&record) => {
+                            break Event::default().event("page").json_data(&*record).ok()?;
+                        }
+                        Ok(_) => continue,
+                        // A slow reader missed records: say how many, and go on.
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                            break Event::default().event("lagged").data(n.to_string());
+                        }
+                        Err(_) => return None,
+                    },
+                }
             };
             Some((Ok(event), (rx, tick, state)))
-        });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+        },
+    );
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
 /// A route that does not exist.
