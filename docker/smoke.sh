@@ -25,7 +25,7 @@ work=$(mktemp -d)
 run_name="$project-crawl"
 cleanup() {
     docker rm -f "$run_name" >/dev/null 2>&1 || true
-    compose down -v --remove-orphans >/dev/null 2>&1 || true
+    compose --profile serve down -v --remove-orphans >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -105,6 +105,40 @@ if status["state"] != "finished": problems.append(f"status.json state {status['s
 if stats["pages"] != len(fetched): problems.append(f"stats.json pages {stats['pages']} != {len(fetched)} lines")
 if problems:
     sys.exit("smoke: FAILED: " + "; ".join(problems))
+PY
+say "crawler serve: the same site through the service (token from the environment)"
+export CRAWLER_API_TOKEN="smoke-$$"
+compose --profile serve up -d serve >/dev/null
+serve_id=$(compose --profile serve ps -q serve)
+[[ -n $serve_id ]] || fail "the serve container did not start"
+want=$(wc -l <"$work/pages.jsonl")
+for i in $(seq 1 120); do
+    line=$(docker exec -e CRAWLER_SERVICE_API_TOKEN="$CRAWLER_API_TOKEN" "$serve_id" \
+        crawler health --api http://127.0.0.1:8700 2>&1) || line="not yet: $line"
+    health=$(docker inspect -f '{{.State.Health.Status}}' "$serve_id")
+    if [[ $line == "ok: idle: $want pages"* && $health == healthy ]]; then
+        break
+    fi
+    [[ $i -lt 120 ]] || fail "serve not idle with $want pages after 60 s: $line (container $health)"
+    sleep 0.5
+done
+say "serve: $line; container $health"
+if docker exec -e CRAWLER_SERVICE_API_TOKEN=wrong "$serve_id" \
+    crawler health --api http://127.0.0.1:8700 >/dev/null 2>&1; then
+    fail "the API answered a wrong token"
+fi
+compose --profile serve stop -t 30 serve >/dev/null
+docker cp "$serve_id:/data/crawl-out/pages.jsonl" "$work/serve-pages.jsonl"
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+def urls(name):
+    return sorted((json.loads(l)["url"], json.loads(l)["status"]) for l in open(f"{work}/{name}"))
+crawl, serve = urls("pages.jsonl"), urls("serve-pages.jsonl")
+if crawl != serve:
+    sys.exit(f"smoke: FAILED: serve recorded {len(serve)} (url, status) pairs, crawl {len(crawl)}; "
+             f"first difference {next((a, b) for a, b in zip(crawl + [None], serve + [None]) if a != b)}")
+print(f"smoke: serve recorded the same {len(serve)} (url, status) pairs as crawl")
 PY
 say "compose down"
 cleanup

@@ -32,7 +32,8 @@ pub enum Command {
     /// visited set's "done" part and are queued).
     Forget(ForgetArgs),
     /// Exit 0 if a crawl's heartbeat (`status.json` in the output directory) is fresh or the
-    /// crawl has ended, 1 otherwise: a container HEALTHCHECK.
+    /// crawl has ended, or (`--api URL`) a service answers its status; 1 otherwise: a
+    /// container HEALTHCHECK.
     Health(HealthArgs),
 }
 
@@ -49,6 +50,10 @@ pub struct HealthArgs {
     /// intervals plus 10 s).
     #[arg(long, value_name = "SECS")]
     pub max_age_secs: Option<u64>,
+    /// Ask a running `crawler serve` instead: GET <URL>/api/v1/status (plain http, the
+    /// token from CRAWLER_SERVICE_API_TOKEN); healthy when it answers with a state.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["out", "max_age_secs"])]
+    pub api: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

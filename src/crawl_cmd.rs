@@ -293,6 +293,16 @@ pub fn forget(args: ForgetArgs) -> Result<(), Failure> {
 
 /// `crawler health`: reads `status.json` and judges it (see [`judge`]).
 pub fn health(args: HealthArgs) -> Result<(), Failure> {
+    if let Some(api) = &args.api {
+        let token = std::env::var("CRAWLER_SERVICE_API_TOKEN").unwrap_or_default();
+        return match probe_api(api, &token, std::time::Duration::from_secs(5)) {
+            Ok(line) => {
+                println!("{line}");
+                Ok(())
+            }
+            Err(line) => Err(Failure::new(UNHEALTHY, format!("unhealthy: {api}: {line}"))),
+        };
+    }
     let out = match args.out {
         Some(dir) => dir,
         None => build(file_and_env(args.config.as_deref())?)?.crawl.out_dir,
@@ -318,6 +328,50 @@ pub fn health(args: HealthArgs) -> Result<(), Failure> {
         }
         Err(line) => Err(Failure::new(UNHEALTHY, line)),
     }
+}
+
+/// GET `<base>/api/v1/status` over plain HTTP/1.1 (a health check runs next to the service,
+/// on loopback): the state and counts, or why not.
+fn probe_api(base: &str, token: &str, timeout: std::time::Duration) -> Result<String, String> {
+    use std::io::{Read, Write};
+    let rest = base
+        .strip_prefix("http://")
+        .ok_or("only http:// URLs are probed")?;
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(authority)
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or("no address")?;
+    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    let auth = if token.is_empty() {
+        String::new()
+    } else {
+        format!("Authorization: Bearer {token}\r\n")
+    };
+    write!(
+        s,
+        "GET /api/v1/status HTTP/1.1\r\nHost: {authority}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    s.take(1 << 20)
+        .read_to_end(&mut raw)
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n").ok_or("no HTTP response")?;
+    let code = head.split(' ').nth(1).unwrap_or("");
+    if code != "200" {
+        return Err(format!("answered {code}"));
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(body.trim()).map_err(|e| format!("not a status: {e}"))?;
+    let state = v["state"].as_str().ok_or("no state in the status")?;
+    Ok(format!(
+        "ok: {state}: {} pages, {} queued in memory, {} in flight",
+        v["pages"], v["queued_memory"], v["in_flight"]
+    ))
 }
 
 /// Longest pause of fetching for the crawl state (checkpoints behind: a slow or stalled

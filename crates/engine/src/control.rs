@@ -30,6 +30,19 @@ pub enum SeedResult {
     Invalid(String),
 }
 
+/// What became of one URL to forget on a running crawl.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ForgetResult {
+    /// It was done: it is queued again and will be fetched.
+    Requeued,
+    /// It is still queued or in flight: it will be fetched anyway.
+    Queued,
+    /// This crawl never admitted it.
+    Unknown,
+    /// Not a crawlable URL, and why.
+    Invalid(String),
+}
+
 /// One host as the service shows it: the frontier's view and the robots.txt verdict.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostView {
@@ -128,6 +141,68 @@ impl Control {
             .canonicalize(url.as_str(), None)
             .map_err(|e| e.to_string())?;
         Ok(url)
+    }
+
+    /// Like `crawler forget` on the running crawl: each URL (canonicalised with the crawl's
+    /// rules) that was done is queued again. Needs the crawl state (`crawl.persist`), which
+    /// knows what is done; `Err` says why when there is none or it cannot be read.
+    pub async fn forget(&self, urls: &[String]) -> Result<Vec<ForgetResult>, String> {
+        let Some(store) = self.ctx.store.clone() else {
+            return Err("forgetting needs the crawl state (crawl.persist = true)".into());
+        };
+        let mut results: Vec<Option<ForgetResult>> = Vec::with_capacity(urls.len());
+        let mut asked = Vec::new();
+        for raw in urls {
+            match self.check_seed(raw).and_then(|u| {
+                self.canon
+                    .canonicalize(u.as_str(), None)
+                    .map_err(|e| e.to_string())
+            }) {
+                Ok(url) => {
+                    let url = url.to_string();
+                    let fp = frontier::fingerprint(&url);
+                    asked.push((url, fp));
+                    results.push(None);
+                }
+                Err(why) => results.push(Some(ForgetResult::Invalid(why))),
+            }
+        }
+        let lookup = {
+            let asked = asked.clone();
+            tokio::task::spawn_blocking(move || store.forget_lookup(&asked))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?
+        };
+        let mut again = Vec::new();
+        let mut found = Vec::with_capacity(asked.len());
+        for ((url, _), state) in asked.iter().zip(lookup) {
+            found.push(match state {
+                store::LiveForget::Done { depth } => match Url::parse(url) {
+                    Ok(u) => {
+                        again.push(Link::new(u, depth));
+                        ForgetResult::Requeued
+                    }
+                    Err(e) => ForgetResult::Invalid(e.to_string()),
+                },
+                store::LiveForget::Queued => ForgetResult::Queued,
+                store::LiveForget::NeverSeen => ForgetResult::Unknown,
+            });
+        }
+        if !again.is_empty()
+            && self
+                .ctx
+                .with_frontier("requeue", |f| f.requeue(again.clone()))
+                .await
+                .is_none()
+        {
+            return Err("the crawl is stopping".into());
+        }
+        let mut found = found.into_iter();
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| found.next().unwrap_or(ForgetResult::Unknown)))
+            .collect())
     }
 
     /// No new fetch starts until [`resume`](Self::resume); fetches in flight finish.

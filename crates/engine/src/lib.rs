@@ -48,7 +48,7 @@ pub use config::{
     ConfigError, CrawlConfig, DedupMode, Loader, LogFormat, QueueOrder, ScopeKind, Workers,
     DEFAULT_TOML,
 };
-pub use control::{Control, HostView, MetricsSnapshot, SeedResult};
+pub use control::{Control, ForgetResult, HostView, MetricsSnapshot, SeedResult};
 use fetch::Fetcher;
 pub use leases::{Completed, Completion, Leased};
 pub use metrics::{HistogramSnapshot, LATENCY_BUCKETS};

@@ -266,6 +266,11 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
     /// first): the host's next fetch waits its delay from now.
     fn host_contacted<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<(), FrontierError>>;
 
+    /// Queues URLs again although the visited set has them (an operator's forget of URLs
+    /// already done): each is journaled as a new admission and fetched again. Returns, in
+    /// order, whether each was queued (`false`: not a canonicalisable URL).
+    fn requeue(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<bool>, FrontierError>>;
+
     /// A page of hosts with their queues, limits and state.
     fn hosts(&self, query: HostQuery) -> BoxFuture<'_, Result<HostPage, FrontierError>>;
 

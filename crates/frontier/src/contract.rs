@@ -91,6 +91,7 @@ pub async fn run_all(h: &dyn Harness) {
     released_leases_and_leases_without_waiting(h).await;
     host_listing_and_controls(h).await;
     a_kept_open_frontier_waits_for_seeds(h).await;
+    a_requeued_url_is_served_again(h).await;
 }
 
 /// Eight consumers that are also producers crawl a synthetic web of 3,000 pages on 13
@@ -542,4 +543,30 @@ pub async fn a_kept_open_frontier_waits_for_seeds(h: &dyn Harness) {
         other => panic!("expected the new seed, got {other:?}"),
     }
     f.close();
+}
+
+/// `requeue` (an operator's forget) serves a finished URL again, though the visited set has it.
+pub async fn a_requeued_url_is_served_again(h: &dyn Harness) {
+    let f = h.open(base_config(), &[]);
+    offer(&*f, None, &["http://q.test/1".into()]).await;
+    let l = lease(&*f).await;
+    complete(&*f, l, Outcome::Done).await;
+    assert_eq!(next(&*f).await, Next::End(End::Finished));
+    let again = f
+        .requeue(vec![link("http://q.test/1", 3)])
+        .await
+        .expect("requeue");
+    assert_eq!(again, [true]);
+    let l = lease(&*f).await;
+    assert_eq!(
+        (l.entry().url.as_str(), l.entry().depth),
+        ("http://q.test/1", 3)
+    );
+    complete(&*f, l, Outcome::Done).await;
+    assert_eq!(
+        offer(&*f, None, &["http://q.test/1".into()]).await,
+        [Admission::Duplicate],
+        "still seen"
+    );
+    assert_eq!(next(&*f).await, Next::End(End::Finished));
 }

@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use engine::{Completed, Completion, SeedResult};
+use engine::{Completed, Completion, ForgetResult, SeedResult};
 use frontier::{HostControls, HostQuery, HostSort};
 use futures_util::Stream;
 use serde::Deserialize;
@@ -130,13 +130,13 @@ pub(crate) async fn status(State(state): State<AppState>) -> Json<StatusBody> {
 
 /// Adds seeds to the running crawl; they widen the scope like command-line seeds.
 #[utoipa::path(post, path = "/api/v1/seeds", request_body = UrlsRequest,
-    responses((status = 200, body = SeedsResponse), (status = 400, body = ErrorBody),
+    responses((status = 200, body = UrlsResponse), (status = 400, body = ErrorBody),
               (status = 401, body = ErrorBody), (status = 413, body = ErrorBody),
               (status = 415, body = ErrorBody)))]
 pub(crate) async fn seeds(
     State(state): State<AppState>,
     req: Result<Json<UrlsRequest>, JsonRejection>,
-) -> ApiResult<SeedsResponse> {
+) -> ApiResult<UrlsResponse> {
     let req = body(req)?;
     check_count(req.urls.len(), state.limits.max_urls, "urls")?;
     let results = state.control.add_seeds(&req.urls).await;
@@ -151,14 +151,51 @@ pub(crate) async fn seeds(
                 SeedResult::OutOfScope(rule) => ("out_of_scope", Some(rule.to_owned())),
                 SeedResult::Invalid(why) => ("invalid", Some(why)),
             };
-            SeedOutcome {
+            UrlOutcome {
                 url,
                 result: result.to_owned(),
                 reason,
             }
         })
         .collect();
-    Ok(Json(SeedsResponse { results }))
+    Ok(Json(UrlsResponse { results }))
+}
+
+/// Like `crawler forget`, on the running crawl: URLs that were fetched are queued again.
+#[utoipa::path(post, path = "/api/v1/forget", request_body = UrlsRequest,
+    responses((status = 200, body = UrlsResponse), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody), (status = 409, body = ErrorBody),
+              (status = 413, body = ErrorBody), (status = 415, body = ErrorBody)))]
+pub(crate) async fn forget(
+    State(state): State<AppState>,
+    req: Result<Json<UrlsRequest>, JsonRejection>,
+) -> ApiResult<UrlsResponse> {
+    let req = body(req)?;
+    check_count(req.urls.len(), state.limits.max_urls, "urls")?;
+    let results = state
+        .control
+        .forget(&req.urls)
+        .await
+        .map_err(|why| ApiError::new(StatusCode::CONFLICT, why))?;
+    let results = req
+        .urls
+        .into_iter()
+        .zip(results)
+        .map(|(url, r)| {
+            let (result, reason) = match r {
+                ForgetResult::Requeued => ("requeued", None),
+                ForgetResult::Queued => ("queued", None),
+                ForgetResult::Unknown => ("unknown", None),
+                ForgetResult::Invalid(why) => ("invalid", Some(why)),
+            };
+            UrlOutcome {
+                url,
+                result: result.to_owned(),
+                reason,
+            }
+        })
+        .collect();
+    Ok(Json(UrlsResponse { results }))
 }
 
 /// Pauses the crawl: no new fetch starts; fetches in flight finish.

@@ -106,6 +106,7 @@ pub(crate) struct AppState {
     paths(
         api::status,
         api::seeds,
+        api::forget,
         api::pause,
         api::resume,
         api::hosts,
@@ -198,6 +199,7 @@ pub fn app(control: Control, settings: &Settings, shutdown: CancellationToken) -
     let api = Router::new()
         .route("/status", get(api::status))
         .route("/seeds", post(api::seeds))
+        .route("/forget", post(api::forget))
         .route("/pause", post(api::pause))
         .route("/resume", post(api::resume))
         .route("/hosts", get(api::hosts))
@@ -268,6 +270,7 @@ mod tests {
         for path in [
             "/api/v1/status",
             "/api/v1/seeds",
+            "/api/v1/forget",
             "/api/v1/pause",
             "/api/v1/resume",
             "/api/v1/hosts",
@@ -278,6 +281,6 @@ mod tests {
         ] {
             assert!(doc["paths"].get(path).is_some(), "{path} missing");
         }
-        assert!(doc["components"]["schemas"]["SeedsResponse"].is_object());
+        assert!(doc["components"]["schemas"]["UrlsResponse"].is_object());
     }
 }

@@ -96,23 +96,25 @@ pub struct UrlsRequest {
     pub urls: Vec<String>,
 }
 
-/// What became of one seed.
+/// What became of one URL given to the crawl.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SeedOutcome {
+pub struct UrlOutcome {
     /// The URL as given.
     pub url: String,
-    /// `admitted`, `duplicate`, `out_of_scope` or `invalid`.
+    /// Seeds: `admitted`, `duplicate`, `out_of_scope` or `invalid`. Forget: `requeued` (it
+    /// was done; it will be fetched again), `queued` (not fetched yet), `unknown` (never
+    /// admitted) or `invalid`.
     pub result: String,
     /// The scope rule (`out_of_scope`) or the reason (`invalid`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
-/// `POST /api/v1/seeds`'s answer.
+/// `POST /api/v1/seeds`'s and `POST /api/v1/forget`'s answer.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SeedsResponse {
+pub struct UrlsResponse {
     /// One per URL, in order.
-    pub results: Vec<SeedOutcome>,
+    pub results: Vec<UrlOutcome>,
 }
 
 /// `POST /api/v1/pause` and `/resume`'s answer.

@@ -390,9 +390,64 @@ async fn seeds_over_the_api_crawl_the_site_and_controls_hold() {
     assert_eq!(code, 200);
     assert!(String::from_utf8_lossy(&page).contains("/api/v1/status"));
 
+    // Forget: the seed was fetched, so it is queued and fetched again (seen from the site);
+    // a URL never admitted is unknown.
+    let requests_before = site
+        .observer()
+        .log()
+        .iter()
+        .filter(|r| r.path == "/")
+        .count();
+    let (code, forgot) = api
+        .call(
+            "POST",
+            "/api/v1/forget",
+            Some(json!({"urls": [seed, "http://h0.test/never-linked", "nope"]})),
+        )
+        .await;
+    assert_eq!(code, 200, "{forgot}");
+    let results: Vec<&str> = forgot["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["requeued", "unknown", "invalid"], "{forgot}");
+    let pages_before = status["pages"].as_u64().unwrap();
+    api.idle_with(pages_before + 1).await;
+    let requests_after = site
+        .observer()
+        .log()
+        .iter()
+        .filter(|r| r.path == "/")
+        .count();
+    assert_eq!(
+        requests_after,
+        requests_before + 1,
+        "the forgotten seed fetched again"
+    );
+
     let (summary, pages) = svc.stop().await;
     assert_eq!(summary.stopped_by, engine::StopReason::Shutdown);
-    assert_ground_truth(&site, &pages);
+    // The forgotten seed has two records; the rest of the site one each.
+    let seed_records = pages.iter().filter(|p| p["url"] == seed.as_str()).count();
+    assert_eq!(seed_records, 2);
+    let once: Vec<Value> = {
+        let mut seen_seed = false;
+        pages
+            .into_iter()
+            .filter(|p| {
+                if p["url"] == seed.as_str() {
+                    let first = !seen_seed;
+                    seen_seed = true;
+                    first
+                } else {
+                    true
+                }
+            })
+            .collect()
+    };
+    assert_ground_truth(&site, &once);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -54,6 +54,8 @@ mod schema;
 mod tests;
 mod writer;
 
+pub use forget::LiveForget;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};

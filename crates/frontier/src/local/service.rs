@@ -32,6 +32,30 @@ impl LocalFrontier {
         self.offer_links(None, links)
     }
 
+    /// Queues `links` again although they were seen (see [`Frontier::requeue`]); budgets
+    /// and scope are not applied again: an operator asked for them.
+    pub fn requeue_links(&self, links: Vec<Link>) -> Vec<bool> {
+        links
+            .into_iter()
+            .map(|l| {
+                let Ok(canonical) = self.canon.canonicalize_url(l.url) else {
+                    return false;
+                };
+                let host = super::host_key(&canonical).to_owned();
+                let fp = super::fingerprint(canonical.as_str());
+                self.filter.put_hash(super::fp_hash(fp));
+                let mut entry = crate::Entry::new(canonical.into(), l.depth, None);
+                if let Some(journal) = &self.journal {
+                    journal.admitted(fp, &host, &mut entry);
+                }
+                if self.sched().push(&host, entry) {
+                    self.notify.notify_waiters();
+                }
+                true
+            })
+            .collect()
+    }
+
     /// A lease whose host is ready now, without waiting; `None` when none is due, the page
     /// budget is spent or the frontier is closed.
     pub fn try_lease(&self) -> Option<Lease> {
@@ -91,6 +115,10 @@ impl Frontier for LocalFrontier {
 
     fn try_next(&self) -> BoxFuture<'_, Result<Option<Lease>, FrontierError>> {
         Box::pin(std::future::ready(Ok(self.try_lease())))
+    }
+
+    fn requeue(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<bool>, FrontierError>> {
+        Box::pin(std::future::ready(Ok(self.requeue_links(links))))
     }
 
     fn hosts(&self, query: HostQuery) -> BoxFuture<'_, Result<HostPage, FrontierError>> {
