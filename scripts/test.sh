@@ -50,7 +50,8 @@ install_service_test_tools() {
         apt-get update -qq
         apt-get install -y -qq chromium chromium-driver >/dev/null
     fi
-    export CRAWLER_REQUIRE_PY=1 CRAWLER_REQUIRE_BROWSER=1
+    # Not CRAWLER_*: the crawler refuses unknown variables of its own prefix.
+    export REQUIRE_SERVICE_TEST_TOOLS=1
 }
 
 if [[ "${SKIP_SERVICE_TOOLS:-0}" != 1 ]]; then

@@ -63,7 +63,7 @@ fn prometheus_parser_available() -> bool {
         .args(["-c", "import prometheus_client"])
         .status()
         .is_ok_and(|s| s.success());
-    if !ok && std::env::var_os("CRAWLER_REQUIRE_PY").is_some() {
+    if !ok && std::env::var_os("REQUIRE_SERVICE_TEST_TOOLS").is_some() {
         panic!("python3 -m pip install prometheus_client (scripts/test.sh installs it)");
     }
     ok
@@ -257,7 +257,7 @@ fn browser_available() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     let ok = tools && selenium;
-    if !ok && std::env::var_os("CRAWLER_REQUIRE_BROWSER").is_some() {
+    if !ok && std::env::var_os("REQUIRE_SERVICE_TEST_TOOLS").is_some() {
         panic!("chromium, chromedriver or selenium missing (scripts/test.sh installs them)");
     }
     ok
@@ -330,7 +330,7 @@ fn schemathesis_finds_no_response_outside_the_openapi_document() {
         .is_ok_and(|o| o.status.success());
     if !found {
         assert!(
-            std::env::var_os("CRAWLER_REQUIRE_PY").is_none(),
+            std::env::var_os("REQUIRE_SERVICE_TEST_TOOLS").is_none(),
             "schemathesis missing (scripts/test.sh installs it)"
         );
         eprintln!("skipped: no schemathesis");

@@ -71,6 +71,9 @@ pub struct MetricsSnapshot {
     pub state_backlog: u64,
     /// Checkpoints committed.
     pub checkpoints: u64,
+    /// Seconds spent in checkpoints (output sync included), and the last one's.
+    pub checkpoint_seconds: f64,
+    pub last_checkpoint_seconds: f64,
     /// External leases out.
     pub leases_out: u64,
     /// External leases that expired.
@@ -287,7 +290,13 @@ impl Control {
             robots_disallowed: c.robots_disallowed.load(Ordering::Relaxed),
             frontier: frontier_stats(&self.ctx).await,
             state_backlog: self.ctx.store.as_ref().map_or(0, |s| s.backlog()),
-            checkpoints: store.map_or(0, |s| s.checkpoints),
+            checkpoints: store.as_ref().map_or(0, |s| s.checkpoints),
+            checkpoint_seconds: store
+                .as_ref()
+                .map_or(0.0, |s| s.checkpoint_micros as f64 / 1e6),
+            last_checkpoint_seconds: store
+                .as_ref()
+                .map_or(0.0, |s| s.last_checkpoint_micros as f64 / 1e6),
             leases_out: self.ctx.leases.out(),
             leases_expired: self.ctx.leases.expired.load(Ordering::Relaxed),
             pages: c.pages.load(Ordering::Relaxed),

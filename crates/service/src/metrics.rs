@@ -49,6 +49,12 @@ fn counter(n: u64) -> Counter {
     c
 }
 
+fn counter_f(x: f64) -> Counter<f64, AtomicU64> {
+    let c = Counter::<f64, AtomicU64>::default();
+    c.inc_by(x);
+    c
+}
+
 fn gauge(n: u64) -> Gauge {
     let g = Gauge::default();
     g.set(i64::try_from(n).unwrap_or(i64::MAX));
@@ -158,6 +164,18 @@ pub fn encode(m: MetricsSnapshot) -> String {
         "checkpoints",
         "Checkpoints of the crawl state committed",
         counter(m.checkpoints),
+    );
+    r.register_with_unit(
+        "checkpoint_time",
+        "Time spent committing checkpoints, the output's sync included",
+        Unit::Seconds,
+        counter_f(m.checkpoint_seconds),
+    );
+    r.register_with_unit(
+        "last_checkpoint_duration",
+        "The last committed checkpoint's time",
+        Unit::Seconds,
+        gauge_f(m.last_checkpoint_seconds),
     );
     r.register(
         "leases_out",

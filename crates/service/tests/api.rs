@@ -287,9 +287,47 @@ async fn seeds_over_the_api_crawl_the_site_and_controls_hold() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(site.observer().log().is_empty(), "a request while paused");
     assert_eq!(api.status().await["state"], "paused");
+    // The seed's host is known now: one fetch at a time, 40 ms apart (the configuration
+    // says 0 and 4).
+    let h0 = seed
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let (code, answer) = api
+        .call(
+            "PUT",
+            &format!("/api/v1/hosts/{h0}"),
+            Some(json!({"delay_ms": 40, "max_in_flight": 1})),
+        )
+        .await;
+    assert_eq!(code, 200, "{answer}");
     api.call("POST", "/api/v1/resume", None).await;
 
     let status = api.idle_with(1).await;
+    let log = site.observer().log();
+    let stats = site.observer().host_stats();
+    let h0_stats = stats
+        .iter()
+        .find(|(h, _)| h.as_str() == "h0.test")
+        .map(|(_, s)| s)
+        .expect("h0 was crawled");
+    assert!(h0_stats.max_concurrent <= 1, "{h0_stats:?}");
+    // Arrivals carry network jitter, so the span is checked, not each gap: from the first
+    // page (robots.txt comes first, in the same lease) to the last, at least n − 2 delays.
+    let starts: Vec<f64> = log
+        .iter()
+        .filter(|r| r.host == "h0.test")
+        .map(|r| r.at_ms)
+        .collect();
+    let pages = &starts[1..];
+    assert!(pages.len() >= 20, "{} requests to h0", starts.len());
+    let span = pages[pages.len() - 1] - pages[0];
+    let floor = (pages.len() - 2) as f64 * 40.0;
+    assert!(
+        span >= floor,
+        "h0: {} pages in {span:.0} ms, at least {floor:.0} expected",
+        pages.len()
+    );
     let (_, again) = api
         .call("POST", "/api/v1/seeds", Some(json!({"urls": [seed]})))
         .await;

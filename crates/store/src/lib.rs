@@ -184,6 +184,10 @@ pub const DEFAULT_INDEX_BYTES: usize = 256 << 20;
 pub struct StoreStats {
     /// Checkpoints committed by this process.
     pub checkpoints: u64,
+    /// Time those checkpoints took, output sync included, in microseconds.
+    pub checkpoint_micros: u64,
+    /// The last committed checkpoint's time, in microseconds.
+    pub last_checkpoint_micros: u64,
     /// Admissions and completions waiting for the next checkpoint.
     pub pending_events: u64,
     /// The last checkpoint failure, if the last attempt failed.
@@ -266,6 +270,8 @@ impl Store {
             commit: Mutex::new(()),
             closing: AtomicBool::new(false),
             checkpoints: AtomicU64::new(0),
+            checkpoint_micros: AtomicU64::new(0),
+            last_checkpoint_micros: AtomicU64::new(0),
             last_error: Mutex::new(None),
             failures: AtomicU64::new(0),
             committing: AtomicU64::new(0),
@@ -487,6 +493,8 @@ impl Store {
         let p = lock(&self.shared.pending);
         StoreStats {
             checkpoints: self.shared.checkpoints.load(Ordering::Relaxed),
+            checkpoint_micros: self.shared.checkpoint_micros.load(Ordering::Relaxed),
+            last_checkpoint_micros: self.shared.last_checkpoint_micros.load(Ordering::Relaxed),
             pending_events: (p.admits.len() + p.done.len() + p.backoffs.len() + p.robots.len())
                 as u64,
             last_error: lock(&self.shared.last_error).clone(),

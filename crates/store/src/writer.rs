@@ -46,6 +46,10 @@ pub(crate) struct Shared {
     pub(crate) commit: Mutex<()>,
     pub(crate) closing: AtomicBool,
     pub(crate) checkpoints: AtomicU64,
+    /// Time spent committing checkpoints (the output's sync included), and the last one's,
+    /// in microseconds.
+    pub(crate) checkpoint_micros: AtomicU64,
+    pub(crate) last_checkpoint_micros: AtomicU64,
     pub(crate) last_error: Mutex<Option<String>>,
     /// Checkpoints failed in a row.
     pub(crate) failures: AtomicU64,
@@ -91,7 +95,9 @@ impl Shared {
         }
         let events = (batch.admits.len() + batch.done.len()) as u64;
         self.committing.store(events, Ordering::Relaxed);
+        let started = std::time::Instant::now();
         let result = self.commit_batch(&batch);
+        let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.committing.store(0, Ordering::Relaxed);
         match result {
             Ok(()) => {
@@ -110,6 +116,8 @@ impl Shared {
                 }
                 self.failures.store(0, Ordering::Relaxed);
                 self.checkpoints.fetch_add(1, Ordering::Relaxed);
+                self.checkpoint_micros.fetch_add(took, Ordering::Relaxed);
+                self.last_checkpoint_micros.store(took, Ordering::Relaxed);
                 *lock(&self.last_error) = None;
                 Ok(true)
             }
