@@ -159,11 +159,7 @@ pub fn config(cmd: ConfigCommand) -> Result<(), Failure> {
 pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
     let cfg = load(&args)?;
     crate::telemetry::init(cfg.crawl.log_format);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::new(IO, format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(async move {
+    runtime()?.block_on(async move {
         let shutdown = CancellationToken::new();
         tokio::spawn(watch_signals(shutdown.clone()));
         let interactive = std::io::stderr().is_terminal();
@@ -240,6 +236,14 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
             Err(e) => Err(engine_failure(e)),
         }
     })
+}
+
+/// The multi-threaded runtime a crawl or a service runs on.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(IO, format!("cannot start the runtime: {e}")))
 }
 
 /// The exit code and message of an engine error.

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use toml::Value;
 
 use crate::cli::{DemoArgs, ServeArgs};
-use crate::crawl_cmd::{engine_failure, load_with, watch_signals};
+use crate::crawl_cmd::{engine_failure, load_with, runtime, watch_signals};
 use crate::exit::{Failure, IO, UNAVAILABLE, USAGE};
 
 /// Binds `addr`, or (when `fallback`) any free port of the same address when it is taken.
@@ -93,11 +93,7 @@ pub fn demo(args: DemoArgs) -> Result<(), Failure> {
     cfg.fetch.retry_base_ms = 50;
     cfg.service.listen = addr.to_string();
     crate::telemetry::init(cfg.crawl.log_format);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::new(IO, format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(async move {
+    runtime()?.block_on(async move {
         let site = testsite::TestSite::start(testsite::SiteConfig {
             pages: args.pages,
             hosts: args.hosts,
@@ -129,11 +125,7 @@ pub fn serve(args: ServeArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::new(USAGE, format!("service.listen: {e}")))?;
     let settings = service::Settings::from_config(&cfg);
     service::check_exposure(addr, &settings).map_err(|e| Failure::new(USAGE, e))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::new(IO, format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(async move {
+    runtime()?.block_on(async move {
         let listener = bind(addr, false).await?;
         run_service(cfg, listener, args.crawl.fresh, Vec::new()).await
     })

@@ -7,9 +7,9 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use testsite::{Expected, SiteConfig, TestSite};
+use testsite::{SiteConfig, TestSite};
 
-use crate::util::crawler;
+use crate::util::{crawler, recorded};
 
 /// Starts `crawler serve` and returns it with the address it printed.
 fn start_serve(config: &Path, out: &Path, workers: u32) -> (Child, String) {
@@ -172,32 +172,8 @@ async fn external_fetchers_alone_crawl_to_the_ground_truth_and_a_killed_one_lose
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let mut seen = std::collections::BTreeMap::new();
-    for p in &pages {
-        let url = p["url"].as_str().unwrap().to_owned();
-        assert!(
-            seen.insert(url.clone(), p["status"].as_u64()).is_none(),
-            "{url} recorded twice"
-        );
-    }
-    let truth = site.site().ground_truth();
-    let missing: Vec<_> = truth
-        .urls
-        .keys()
-        .filter(|u| !seen.contains_key(*u))
-        .collect();
-    let extra: Vec<_> = seen
-        .keys()
-        .filter(|u| !truth.urls.contains_key(*u))
-        .collect();
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "missing {missing:?}\nextra {extra:?}"
-    );
-    for (url, expected) in &truth.urls {
-        if let Expected::Status(s) = expected {
-            assert_eq!(seen[url], Some(u64::from(*s)), "{url}");
-        }
+    if let Err(e) = site.site().ground_truth().check(pages.iter().map(recorded)) {
+        panic!("{e}");
     }
 
     let stats: serde_json::Value =

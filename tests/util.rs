@@ -36,3 +36,12 @@ pub fn fixture(name: &str) -> PathBuf {
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// A `pages.jsonl` record as the test site's ground truth reads it.
+pub fn recorded(p: &serde_json::Value) -> testsite::Recorded {
+    testsite::Recorded {
+        url: p["url"].as_str().unwrap_or_default().to_owned(),
+        status: p["status"].as_u64().and_then(|s| u16::try_from(s).ok()),
+        error: p["error"].as_str().map(str::to_owned),
+    }
+}

@@ -140,17 +140,25 @@ pub(crate) async fn seeds(
     let req = body(req)?;
     check_count(req.urls.len(), state.limits.max_urls, "urls")?;
     let results = state.control.add_seeds(&req.urls).await;
-    let results = req
-        .urls
+    Ok(Json(outcomes(req.urls, results, |r| match r {
+        SeedResult::Admitted => ("admitted", None),
+        SeedResult::Duplicate => ("duplicate", None),
+        SeedResult::OutOfScope(rule) => ("out_of_scope", Some(rule.to_owned())),
+        SeedResult::Invalid(why) => ("invalid", Some(why)),
+    })))
+}
+
+/// One [`UrlOutcome`] per URL, named by `name`.
+fn outcomes<T>(
+    urls: Vec<String>,
+    results: Vec<T>,
+    name: impl Fn(T) -> (&'static str, Option<String>),
+) -> UrlsResponse {
+    let results = urls
         .into_iter()
         .zip(results)
         .map(|(url, r)| {
-            let (result, reason) = match r {
-                SeedResult::Admitted => ("admitted", None),
-                SeedResult::Duplicate => ("duplicate", None),
-                SeedResult::OutOfScope(rule) => ("out_of_scope", Some(rule.to_owned())),
-                SeedResult::Invalid(why) => ("invalid", Some(why)),
-            };
+            let (result, reason) = name(r);
             UrlOutcome {
                 url,
                 result: result.to_owned(),
@@ -158,7 +166,7 @@ pub(crate) async fn seeds(
             }
         })
         .collect();
-    Ok(Json(UrlsResponse { results }))
+    UrlsResponse { results }
 }
 
 /// Like `crawler forget`, on the running crawl: URLs that were fetched are queued again.
@@ -177,25 +185,12 @@ pub(crate) async fn forget(
         .forget(&req.urls)
         .await
         .map_err(|why| ApiError::new(StatusCode::CONFLICT, why))?;
-    let results = req
-        .urls
-        .into_iter()
-        .zip(results)
-        .map(|(url, r)| {
-            let (result, reason) = match r {
-                ForgetResult::Requeued => ("requeued", None),
-                ForgetResult::Queued => ("queued", None),
-                ForgetResult::Unknown => ("unknown", None),
-                ForgetResult::Invalid(why) => ("invalid", Some(why)),
-            };
-            UrlOutcome {
-                url,
-                result: result.to_owned(),
-                reason,
-            }
-        })
-        .collect();
-    Ok(Json(UrlsResponse { results }))
+    Ok(Json(outcomes(req.urls, results, |r| match r {
+        ForgetResult::Requeued => ("requeued", None),
+        ForgetResult::Queued => ("queued", None),
+        ForgetResult::Unknown => ("unknown", None),
+        ForgetResult::Invalid(why) => ("invalid", Some(why)),
+    })))
 }
 
 /// Pauses the crawl: no new fetch starts; fetches in flight finish.

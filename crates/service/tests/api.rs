@@ -4,12 +4,11 @@
 //! `crawl.workers = 0` an external fetcher using only the lease calls crawls the site to its
 //! ground truth, with abandoned leases served again.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use testsite::{Expected, SiteConfig, TestSite};
+use testsite::{SiteConfig, TestSite};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
@@ -217,32 +216,13 @@ impl Service {
 
 /// Each ground-truth URL exactly once, with its expected outcome.
 fn assert_ground_truth(site: &TestSite, pages: &[Value]) {
-    let mut fetched: BTreeMap<String, Option<u64>> = BTreeMap::new();
-    for p in pages {
-        let url = p["url"].as_str().unwrap().to_owned();
-        assert!(
-            fetched.insert(url.clone(), p["status"].as_u64()).is_none(),
-            "{url} recorded twice"
-        );
-    }
-    let truth = site.site().ground_truth();
-    let missing: Vec<_> = truth
-        .urls
-        .keys()
-        .filter(|u| !fetched.contains_key(*u))
-        .collect();
-    let extra: Vec<_> = fetched
-        .keys()
-        .filter(|u| !truth.urls.contains_key(*u))
-        .collect();
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "missing {missing:?}\nextra {extra:?}"
-    );
-    for (url, expected) in &truth.urls {
-        if let Expected::Status(s) = expected {
-            assert_eq!(fetched[url], Some(u64::from(*s)), "{url}");
-        }
+    let records = pages.iter().map(|p| testsite::Recorded {
+        url: p["url"].as_str().unwrap_or_default().to_owned(),
+        status: p["status"].as_u64().and_then(|s| u16::try_from(s).ok()),
+        error: p["error"].as_str().map(str::to_owned),
+    });
+    if let Err(e) = site.site().ground_truth().check(records) {
+        panic!("{e}");
     }
 }
 

@@ -43,4 +43,4 @@ pub use model::{
 pub use observer::{HostStats, Observer, RequestRecord};
 pub use render::relative;
 pub use server::{bind, canonical_path, serve, TestSite};
-pub use truth::GroundTruth;
+pub use truth::{GroundTruth, Recorded};

@@ -158,6 +158,68 @@ impl Site {
     }
 }
 
+/// One `pages.jsonl` record as [`GroundTruth::check`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// The URL recorded.
+    pub url: String,
+    /// Its HTTP status (`None`: no response).
+    pub status: Option<u16>,
+    /// Its error, if any.
+    pub error: Option<String>,
+}
+
+impl GroundTruth {
+    /// Checks a crawl's records against the truth: each URL recorded once, none missing,
+    /// none extra, every status as expected, and every robots-unavailable URL recorded
+    /// without a status and with the robots.txt reason. Hostile URLs need only a record
+    /// (their tests check the rest). Says everything that is wrong at once.
+    pub fn check(&self, records: impl IntoIterator<Item = Recorded>) -> Result<(), String> {
+        let mut seen: BTreeMap<String, Recorded> = BTreeMap::new();
+        let mut twice = Vec::new();
+        for r in records {
+            if let Some(first) = seen.insert(r.url.clone(), r) {
+                twice.push(first.url);
+            }
+        }
+        let missing: Vec<&String> = self
+            .urls
+            .keys()
+            .filter(|u| !seen.contains_key(*u))
+            .collect();
+        let extra: Vec<&String> = seen
+            .keys()
+            .filter(|u| !self.urls.contains_key(*u))
+            .collect();
+        let mut wrong = Vec::new();
+        for (url, expected) in &self.urls {
+            let Some(r) = seen.get(url) else { continue };
+            let ok = match expected {
+                Expected::Status(s) => r.status == Some(*s),
+                Expected::RobotsUnavailable => {
+                    r.status.is_none()
+                        && r.error
+                            .as_deref()
+                            .is_some_and(|e| e.starts_with("robots.txt"))
+                }
+                Expected::Hostile(_) => true,
+            };
+            if !ok {
+                wrong.push(format!(
+                    "{url}: expected {expected}, got {:?} {:?}",
+                    r.status, r.error
+                ));
+            }
+        }
+        if twice.is_empty() && missing.is_empty() && extra.is_empty() && wrong.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "recorded twice {twice:?}\nmissing {missing:?}\nextra {extra:?}\nwrong {wrong:?}"
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
