@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The dashboard in a real browser (headless Chromium through selenium and chromedriver):
 load it, add a seed through its form, and read from the rendered DOM that the page count
-rises and the seed's host appears in the hosts table. Writes a screenshot.
+rises and the seed's host appears in the hosts table; pause that host from its row. Writes a
+screenshot.
 
     tests/dashboard.py DASHBOARD_URL SEED_URL HOST SCREENSHOT
 """
@@ -48,6 +49,11 @@ def main():
         wait_for("the page count to rise", lambda: int(text("pages")) > first)
         wait_for(f"{host} in the hosts table",
                  lambda: host in driver.find_element(By.CSS_SELECTOR, "#hoststable tbody").text)
+        # Pause the host from its row: the row says so once the API has taken it.
+        row = lambda: next(r for r in driver.find_elements(By.CSS_SELECTOR, "#hoststable tbody tr")
+                           if host in r.text)
+        row().find_element(By.TAG_NAME, "button").click()
+        wait_for(f"{host} paused", lambda: "unpause host" in row().text)
         driver.save_screenshot(screenshot)
         print(f"ok: pages {before} -> {text('pages')}, {host} listed, screenshot {screenshot}")
     finally:

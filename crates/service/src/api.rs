@@ -279,7 +279,7 @@ pub(crate) async fn hosts(
                 crawl_delay_ms: h.crawl_delay.as_millis() as u64,
                 backoff_ms: h.backoff.as_millis() as u64,
                 ready_at_unix_ms: unix_ms_in(h.ready_in),
-                blocked_until_unix_ms: h.blocked_for.map(unix_ms_in),
+                blocked_until: h.blocked_for.map(unix_ms_in),
                 max_in_flight: h.max_in_flight,
                 max_pages: h.max_pages,
                 robots: v.robots.to_owned(),
@@ -322,7 +322,7 @@ pub(crate) async fn put_host(
         delay: u.delay_ms.map(Duration::from_millis),
         max_in_flight: u.max_in_flight.map(|n| n as u32),
         block_for: u
-            .blocked_until_unix_ms
+            .blocked_until
             .map(|t| Duration::from_millis(t.saturating_sub(now_ms))),
         max_pages: u.max_pages,
     };

@@ -148,7 +148,7 @@ pub struct HostBody {
     /// Unix time (ms) before which the host is not fetched (politeness, back-off or a block).
     pub ready_at_unix_ms: u64,
     /// Unix time (ms) until which an operator blocked the host, if blocked.
-    pub blocked_until_unix_ms: Option<u64>,
+    pub blocked_until: Option<u64>,
     /// Most fetches in flight at once.
     pub max_in_flight: u32,
     /// The host's admission budget, if any.
@@ -185,7 +185,7 @@ pub struct HostUpdate {
     /// time: unblock; at most a year ahead is kept).
     #[serde(default, deserialize_with = "int::opt_u64")]
     #[schema(minimum = 0)]
-    pub blocked_until_unix_ms: Option<u64>,
+    pub blocked_until: Option<u64>,
     /// Most URLs admitted for the host.
     #[serde(default, deserialize_with = "int::opt_u64")]
     #[schema(minimum = 0)]
