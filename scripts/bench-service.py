@@ -80,7 +80,9 @@ def write_config(work, extra=""):
     with open(f"{work}/c.toml", "w") as f:
         f.write("[crawl]\nconcurrency = 64\nprogress_secs = 3600\n"
                 "[politeness]\ndelay_ms = 0\nmax_per_host = 64\n"
-                "[frontier]\nscope = \"any\"\n" + extra)
+                "[frontier]\nscope = \"any\"\n"
+                # The test web lives on 127.0.0.x: past the SSRF guard.
+                "[fetch]\nallow_private = true\n" + extra)
 
 
 def serve_vs_crawl(pages, hosts, runs):

@@ -2,6 +2,7 @@
 
 mod bloom_cli;
 mod crawl;
+mod guard;
 mod resume;
 mod serve;
 mod util;

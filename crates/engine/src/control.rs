@@ -104,6 +104,11 @@ impl Control {
         for raw in urls {
             match self.check_seed(raw) {
                 Ok(url) => {
+                    if self.ctx.cfg.service.allow_private_seeds {
+                        if let Some(host) = url.host_str() {
+                            self.ctx.fetcher.guard().allow_host(host);
+                        }
+                    }
                     links.push(Link::new(url, 0));
                     results.push(None);
                 }

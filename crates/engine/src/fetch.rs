@@ -11,6 +11,7 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::header::{CONTENT_TYPE, LOCATION, RETRY_AFTER};
 
 use crate::config::FetchSection;
+use crate::guard::Guard;
 
 /// Which bodies a fetch keeps in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +53,8 @@ pub struct Fetched {
 #[derive(Debug)]
 struct Overrides {
     rules: Vec<(String, IpAddr)>,
+    /// Names not overridden keep only the addresses the SSRF guard allows.
+    guard: Arc<Guard>,
     #[cfg(feature = "hickory-dns")]
     dns: std::sync::OnceLock<Result<hickory_resolver::TokioResolver, String>>,
 }
@@ -75,10 +78,12 @@ impl Resolve for Overrides {
             let addrs: Addrs = Box::new(std::iter::once(SocketAddr::new(ip, 0)));
             return Box::pin(async move { Ok(addrs) });
         }
+        let guard = Arc::clone(&self.guard);
         #[cfg(not(feature = "hickory-dns"))]
         return Box::pin(async move {
             let found = tokio::net::lookup_host((host.as_str(), 0)).await?;
-            let addrs: Addrs = Box::new(found.collect::<Vec<_>>().into_iter());
+            let allowed = guard.filter(&host, found.collect())?;
+            let addrs: Addrs = Box::new(allowed.into_iter());
             Ok(addrs)
         });
         #[cfg(feature = "hickory-dns")]
@@ -95,13 +100,11 @@ impl Resolve for Overrides {
                 let dns =
                     dns.map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })?;
                 let found = dns.lookup_ip(host.as_str()).await?;
-                let addrs: Addrs = Box::new(
-                    found
-                        .iter()
-                        .map(|ip| SocketAddr::new(ip, 0))
-                        .collect::<Vec<_>>()
-                        .into_iter(),
-                );
+                let allowed = guard.filter(
+                    &host,
+                    found.iter().map(|ip| SocketAddr::new(ip, 0)).collect(),
+                )?;
+                let addrs: Addrs = Box::new(allowed.into_iter());
                 Ok(addrs)
             })
         }
@@ -113,11 +116,17 @@ impl Resolve for Overrides {
 pub struct Fetcher {
     client: reqwest::Client,
     cfg: Arc<FetchSection>,
+    guard: Arc<Guard>,
 }
 
 impl Fetcher {
-    /// A fetcher for `cfg`, sending `user_agent`.
-    pub fn new(cfg: &FetchSection, user_agent: &str) -> Result<Self, reqwest::Error> {
+    /// A fetcher for `cfg`, sending `user_agent`; `seed_hosts` (the operator's) may be
+    /// private addresses (see [`Guard`]).
+    pub fn new(
+        cfg: &FetchSection,
+        user_agent: &str,
+        seed_hosts: impl IntoIterator<Item = String>,
+    ) -> Result<Self, reqwest::Error> {
         // rustls needs a process-wide crypto provider; ring builds without a C++ toolchain.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let rules = cfg
@@ -125,6 +134,13 @@ impl Fetcher {
             .iter()
             .filter_map(|(p, ip)| Some((p.to_ascii_lowercase(), ip.parse().ok()?)))
             .collect();
+        // Names `fetch.resolve` maps are the operator's too.
+        let guard = Arc::new(Guard::new(
+            cfg.allow_private,
+            seed_hosts
+                .into_iter()
+                .chain(cfg.resolve.keys().filter(|p| !p.contains('*')).cloned()),
+        ));
         let client = reqwest::Client::builder()
             .user_agent(user_agent)
             .redirect(reqwest::redirect::Policy::none())
@@ -133,6 +149,7 @@ impl Fetcher {
             .pool_max_idle_per_host(8)
             .dns_resolver(Arc::new(Overrides {
                 rules,
+                guard: Arc::clone(&guard),
                 #[cfg(feature = "hickory-dns")]
                 dns: std::sync::OnceLock::new(),
             }))
@@ -141,7 +158,13 @@ impl Fetcher {
         Ok(Self {
             client,
             cfg: Arc::new(cfg.clone()),
+            guard,
         })
+    }
+
+    /// The SSRF guard (to allow an operator's seeds added at run time).
+    pub fn guard(&self) -> &Guard {
+        &self.guard
     }
 
     /// Whether bodies of `content_type` are parsed for links.
@@ -162,6 +185,15 @@ impl Fetcher {
     /// Fetches `url` once (retries are the caller's: they go back through the frontier).
     pub async fn fetch(&self, url: &str, keep: Keep) -> Fetched {
         let started = Instant::now();
+        if let Some(why) = url::Url::parse(url)
+            .ok()
+            .and_then(|u| self.guard.check_url(&u).err())
+        {
+            return Fetched {
+                error: Some(why),
+                ..Fetched::default()
+            };
+        }
         let total = Duration::from_millis(self.cfg.total_timeout_ms);
         let mut out = match tokio::time::timeout(total, self.fetch_inner(url, keep)).await {
             Ok(f) => f,
@@ -189,11 +221,14 @@ impl Fetcher {
                 }
             }
             Ok(Err(e)) => {
+                let error = describe(&e);
+                // A refusal of the SSRF guard is final, not a network hiccup.
+                let refused = error.contains(crate::guard::BLOCKED);
                 return Fetched {
-                    error: Some(describe(&e)),
-                    transient: e.is_connect() || e.is_timeout(),
+                    transient: !refused && (e.is_connect() || e.is_timeout()),
+                    error: Some(error),
                     ..Fetched::default()
-                }
+                };
             }
             Ok(Ok(r)) => r,
         };

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use crate::worker::{finish, redirect, retry, robots_gate, Ctx, Response};
+use crate::worker::{finish, gate, redirect, retry, Ctx, Response};
 
 /// An external fetcher's lease, as handed out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,7 +111,8 @@ impl Leases {
 }
 
 /// Hands out up to `max` due URLs for `lease_secs`. Nothing while the crawl is paused or
-/// stopping. URLs that robots.txt rules out are finished here and not handed out.
+/// stopping. URLs that the SSRF guard or robots.txt rules out are finished here and not
+/// handed out.
 pub(crate) async fn lease(ctx: &Ctx, max: usize, lease_secs: u64) -> Vec<Leased> {
     let mut out = Vec::new();
     let lease_for = Duration::from_secs(lease_secs.max(1));
@@ -123,7 +124,7 @@ pub(crate) async fn lease(ctx: &Ctx, max: usize, lease_secs: u64) -> Vec<Leased>
             give_back(ctx, lease, Outcome::Skipped).await;
             continue;
         };
-        if let Some(outcome) = robots_gate(ctx, &lease, &url).await {
+        if let Some(outcome) = gate(ctx, &lease, &url).await {
             give_back(ctx, lease, outcome).await;
             continue;
         }

@@ -23,6 +23,7 @@ pub mod config;
 pub mod control;
 pub mod extract;
 pub mod fetch;
+pub mod guard;
 pub mod output;
 pub mod parse_pool;
 pub mod robots;
@@ -227,7 +228,9 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
     };
     let canon = Arc::new(frontier::Canonicalizer::new(fcfg.canon.clone()));
     let local = LocalFrontier::new(fcfg, &seed_strs)?;
-    let fetcher = Fetcher::new(&cfg.fetch, &cfg.crawl.user_agent)?;
+    // The operator's seeds may be private addresses (the SSRF guard allows their hosts).
+    let seed_hosts = seeds.iter().filter_map(|u| u.host_str().map(str::to_owned));
+    let fetcher = Fetcher::new(&cfg.fetch, &cfg.crawl.user_agent, seed_hosts)?;
     let out_dir = cfg.crawl.out_dir.clone();
     let (local, store, mut state_summary) = if cfg.crawl.persist {
         let (f, s, summary) = state::open(&cfg, local, opts.fresh)?;

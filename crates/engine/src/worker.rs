@@ -180,7 +180,7 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
         // must not come back on every resume.
         return Outcome::Skipped;
     };
-    if let Some(outcome) = robots_gate(ctx, lease, &url).await {
+    if let Some(outcome) = gate(ctx, lease, &url).await {
         return outcome;
     }
     let mut fetched = ctx.fetcher.fetch(url.as_str(), Keep::Html).await;
@@ -231,13 +231,18 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
     finish(ctx, entry, response, offers).await
 }
 
-/// robots.txt for a leased URL: `None` when it may be fetched; otherwise the outcome (a
-/// disallowed URL is skipped; one whose robots.txt cannot be had gets a record saying why).
-pub(crate) async fn robots_gate(ctx: &Ctx, lease: &Lease, url: &Url) -> Option<Outcome> {
+/// What stands before a leased URL's fetch: the SSRF guard (an IP literal it refuses gets a
+/// record saying so; names are checked when they resolve), then robots.txt. `None` when it
+/// may be fetched; otherwise the outcome (a disallowed URL is skipped; one whose robots.txt
+/// cannot be had gets a record saying why).
+pub(crate) async fn gate(ctx: &Ctx, lease: &Lease, url: &Url) -> Option<Outcome> {
+    let entry = lease.entry();
+    if let Err(why) = ctx.fetcher.guard().check_url(url) {
+        return Some(unfetched(ctx, entry, why).await);
+    }
     if !ctx.cfg.crawl.respect_robots {
         return None;
     }
-    let entry = lease.entry();
     let verdict = ctx.robots.check(&ctx.fetcher, url).await;
     let host = lease.host();
     if let Some(delay) = verdict.crawl_delay {
@@ -259,26 +264,7 @@ pub(crate) async fn robots_gate(ctx: &Ctx, lease: &Lease, url: &Url) -> Option<O
                 hosts.insert(origin, why.to_string());
             }
         }
-        let record = PageRecord {
-            url: entry.url.clone(),
-            final_url: entry.url.clone(),
-            status: None,
-            depth: entry.depth,
-            parent: entry.parent.clone(),
-            content_type: None,
-            bytes: 0,
-            links_found: 0,
-            links_new: 0,
-            fetch_ms: 0,
-            fetched_at: output::now_rfc3339(),
-            attempts: 0,
-            truncated: false,
-            error: Some(why.to_string()),
-        };
-        return Some(match write_record(ctx, entry, record).await {
-            true => Outcome::Done,
-            false => Outcome::Retry { after: None },
-        });
+        return Some(unfetched(ctx, entry, why.to_string()).await);
     }
     if !verdict.allowed {
         ctx.counters
@@ -288,6 +274,30 @@ pub(crate) async fn robots_gate(ctx: &Ctx, lease: &Lease, url: &Url) -> Option<O
         return Some(Outcome::Skipped);
     }
     None
+}
+
+/// The record of a URL not fetched, and why; the URL is done once it is written.
+async fn unfetched(ctx: &Ctx, entry: &frontier::Entry, why: String) -> Outcome {
+    let record = PageRecord {
+        url: entry.url.clone(),
+        final_url: entry.url.clone(),
+        status: None,
+        depth: entry.depth,
+        parent: entry.parent.clone(),
+        content_type: None,
+        bytes: 0,
+        links_found: 0,
+        links_new: 0,
+        fetch_ms: 0,
+        fetched_at: output::now_rfc3339(),
+        attempts: 0,
+        truncated: false,
+        error: Some(why),
+    };
+    match write_record(ctx, entry, record).await {
+        true => Outcome::Done,
+        false => Outcome::Retry { after: None },
+    }
 }
 
 /// A transient failure with retries left: fetch the URL again later (after the per-URL

@@ -175,6 +175,10 @@ pub struct FetchSection {
     /// Host name overrides, like curl's `--resolve`: `"h0.test" = "127.0.0.1"`, or a suffix
     /// pattern `"*.test" = "127.0.0.1"` (the port still comes from the URL).
     pub resolve: BTreeMap<String, String>,
+    /// Fetch loopback, private, link-local and other non-public addresses found in links and
+    /// redirects (the SSRF guard off). The seeds' hosts and `resolve` names are allowed
+    /// either way.
+    pub allow_private: bool,
 }
 
 /// `[politeness]`: per-host pacing.
@@ -251,6 +255,9 @@ pub struct ServiceSection {
     pub max_urls_per_call: u64,
     /// Lease time of an external fetcher's URLs when its call names none.
     pub lease_secs: u64,
+    /// Seeds added over the API may be private addresses, as the operator's own seeds are
+    /// (otherwise the SSRF guard applies to them like to links).
+    pub allow_private_seeds: bool,
 }
 
 /// `crawl.workers`: how many built-in fetch workers run.

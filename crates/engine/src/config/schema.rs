@@ -132,6 +132,7 @@ pub(super) const SCHEMA: &[(&str, &str, Kind)] = &[
     ),
     ("fetch", "html_types", Kind::StrList),
     ("fetch", "resolve", Kind::StrMap),
+    ("fetch", "allow_private", Kind::Bool),
     (
         "politeness",
         "delay_ms",
@@ -273,6 +274,7 @@ pub(super) const SCHEMA: &[(&str, &str, Kind)] = &[
             max: 86_400,
         },
     ),
+    ("service", "allow_private_seeds", Kind::Bool),
 ];
 
 pub(super) fn kind_of(section: &str, key: &str) -> Option<Kind> {
