@@ -102,17 +102,27 @@ impl Canonicalizer {
             return Err(Invalid::NoHost);
         }
         // The common URL needs none of the fix-ups below; each is checked before it allocates.
-        let strip = self.cfg.strip_www && host.starts_with("www.") && host[4..].contains('.');
-        if host.ends_with('.') || strip {
-            let mut new_host = host.trim_end_matches('.');
-            if strip {
+        // Trailing dots go first, so `www..` is judged as `www` (found by fuzzing: judging
+        // the untrimmed host cut past its end). A name with an empty label (`a..b`, `.a`)
+        // names nothing DNS can resolve.
+        let trimmed = host.trim_end_matches('.');
+        if trimmed.starts_with('.') || trimmed.contains("..") {
+            return Err(Invalid::Unparsable(format!(
+                "host `{host}` has an empty label"
+            )));
+        }
+        // Every leading `www.` goes, so canonicalising again changes nothing (fuzzing found
+        // `www.www.…` losing one more on each pass).
+        let mut new_host = trimmed;
+        if self.cfg.strip_www {
+            while new_host.starts_with("www.") && new_host[4..].contains('.') {
                 new_host = &new_host[4..];
             }
-            if !new_host.is_empty() {
-                let new_host = new_host.to_owned();
-                url.set_host(Some(&new_host))
-                    .map_err(|e| Invalid::Unparsable(e.to_string()))?;
-            }
+        }
+        if new_host.len() != host.len() && !new_host.is_empty() {
+            let new_host = new_host.to_owned();
+            url.set_host(Some(&new_host))
+                .map_err(|e| Invalid::Unparsable(e.to_string()))?;
         }
         if url.fragment().is_some() {
             url.set_fragment(None);
@@ -305,6 +315,41 @@ mod tests {
             c.canonicalize(&huge, None),
             Err(Invalid::TooLong(_))
         ));
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/canonicalize.rs): `www..` with `strip_www` cut
+    /// the host past its end. Every form of it canonicalises without a panic, idempotently.
+    #[test]
+    fn www_hosts_with_trailing_dots() {
+        let c = Canonicalizer::new(CanonConfig {
+            strip_www: true,
+            ..CanonConfig::default()
+        });
+        for input in [
+            "HTTP://www..",
+            "http://www./",
+            "http://www.../x",
+            "http://www.a./",
+            "http://www.a.b../",
+            "HTTPS://www.www..uk0.uk0",
+            "http://www.www.example.com/",
+        ] {
+            if let Ok(u) = c.canonicalize(input, None) {
+                let again = c.canonicalize(u.as_str(), None).unwrap();
+                assert_eq!(again, u, "{input}");
+            }
+        }
+        assert_eq!(
+            c.canonicalize("http://www.a.b../", None).unwrap().as_str(),
+            "http://a.b/"
+        );
+        assert_eq!(
+            c.canonicalize("http://www.www.example.com/", None)
+                .unwrap()
+                .as_str(),
+            "http://example.com/"
+        );
+        assert!(c.canonicalize("http://a..b/", None).is_err());
     }
 
     #[test]
