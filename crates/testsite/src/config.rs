@@ -13,8 +13,8 @@ pub enum Addressing {
     Ips,
 }
 
-/// Hostile behaviours, each switched on separately. All live on host 0 and are linked from its
-/// root page only when switched on.
+/// Hostile behaviours, each switched on separately. All live on host 0 (the redirect loops
+/// pass through host 1) and are linked from its root page only when switched on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Hostile {
     /// Headers only after `slow_secs`.
@@ -35,6 +35,20 @@ pub struct Hostile {
     pub trap: bool,
     /// A response with about 256 KiB of headers.
     pub huge_headers: bool,
+    /// A redirect chain that ends at the cloud metadata address (`169.254.169.254`).
+    pub redirect_private: bool,
+    /// Redirect loops across hosts: host 0 ↔ host 1 on one path, and a spiral of ever-new
+    /// URLs alternating between them (only a redirect limit ends it).
+    pub redirect_loop: bool,
+    /// A page linking 10,000 distinct hosts (named hosts only; each answers 404).
+    pub many_hosts: bool,
+    /// Host 0's robots.txt is 100 MiB: its rules, then comments, then `Disallow: /` at the
+    /// very end (which a crawler reading past RFC 9309's 500 KiB would obey).
+    pub huge_robots: bool,
+    /// 503 with `Retry-After` of a year, every time.
+    pub retry_after_year: bool,
+    /// Headers and 64 KiB of a 1 MiB body, then the connection is reset (RST).
+    pub reset: bool,
 }
 
 impl Hostile {
@@ -50,11 +64,17 @@ impl Hostile {
             nested: true,
             trap: true,
             huge_headers: true,
+            redirect_private: true,
+            redirect_loop: true,
+            many_hosts: true,
+            huge_robots: true,
+            retry_after_year: true,
+            reset: true,
         }
     }
 
     /// The names accepted by [`Hostile::parse`], in order.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 15] = [
         "slow-first-byte",
         "drip",
         "endless",
@@ -64,6 +84,12 @@ impl Hostile {
         "nested",
         "trap",
         "huge-headers",
+        "redirect-private",
+        "redirect-loop",
+        "many-hosts",
+        "huge-robots",
+        "retry-after-year",
+        "reset",
     ];
 
     /// Parses a comma-separated list of mode names, or `all`.
@@ -81,6 +107,12 @@ impl Hostile {
                 "nested" => h.nested = true,
                 "trap" => h.trap = true,
                 "huge-headers" => h.huge_headers = true,
+                "redirect-private" => h.redirect_private = true,
+                "redirect-loop" => h.redirect_loop = true,
+                "many-hosts" => h.many_hosts = true,
+                "huge-robots" => h.huge_robots = true,
+                "retry-after-year" => h.retry_after_year = true,
+                "reset" => h.reset = true,
                 other => {
                     return Err(format!(
                         "unknown hostile mode `{other}` (known: all, {})",
@@ -222,6 +254,12 @@ impl SiteConfig {
             if !(d.is_finite() && (0.0..=3600.0).contains(&d)) {
                 problems.push(format!("crawl_delay must be in 0..=3600 seconds, got {d}"));
             }
+        }
+        if self.hostile.many_hosts && self.addressing == Addressing::Ips {
+            problems.push(
+                "hostile mode many-hosts needs named hosts (10,000 addresses cannot be bound)"
+                    .to_owned(),
+            );
         }
         if problems.is_empty() {
             Ok(())

@@ -38,7 +38,7 @@ pub use config::{
 };
 pub use model::{
     mix, Charset, Encoding, Expected, HostId, HostileKind, Html, Link, Resource, RobotsKind, Site,
-    Target,
+    Target, MANY_HOSTS,
 };
 pub use observer::{HostStats, Observer, RequestRecord};
 pub use render::relative;

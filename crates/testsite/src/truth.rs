@@ -339,8 +339,29 @@ mod tests {
             truth.urls.get("http://h0.test:8080/hostile/nested-target"),
             Some(&Expected::Status(200))
         );
-        assert_eq!(truth.trap_prefixes.len(), 2);
+        // The trap's path and calendar, and the redirect spiral's steps on hosts 0 and 1.
+        assert_eq!(truth.trap_prefixes.len(), 4);
         assert!(!truth.urls.keys().any(|u| u.contains("/hostile/trap/")));
+        // The loop is two redirects; the chain's last hop leaves the site.
+        for url in [
+            "http://h0.test:8080/hostile/redirect-loop",
+            "http://h1.test:8080/hostile/redirect-loop",
+            "http://h0.test:8080/hostile/redirect-private",
+        ] {
+            assert_eq!(truth.urls.get(url), Some(&Expected::Status(302)), "{url}");
+        }
+        // Every one of the 10,000 hosts' roots, each a 404.
+        let elsewhere = truth
+            .urls
+            .iter()
+            .filter(|(u, _)| {
+                u.starts_with("http://h")
+                    && !u.starts_with("http://h0.")
+                    && !u.starts_with("http://h1.")
+            })
+            .collect::<Vec<_>>();
+        assert_eq!(elsewhere.len(), crate::MANY_HOSTS as usize);
+        assert!(elsewhere.iter().all(|(_, e)| **e == Expected::Status(404)));
     }
 
     #[test]

@@ -52,6 +52,32 @@ fn fetch(
     (head, raw[split..].to_vec(), first_byte.unwrap_or(timeout))
 }
 
+/// Sends a GET and reads until the connection ends: the body bytes after the head, and the
+/// error that ended it (`None` for a clean end of stream).
+fn read_to_end_or_error(
+    addr: SocketAddr,
+    host: &str,
+    path: &str,
+) -> (usize, Option<std::io::ErrorKind>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let error = loop {
+        match s.read(&mut buf) {
+            Ok(0) => break None,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(e) => break Some(e.kind()),
+        }
+    };
+    let head = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(raw.len(), |p| p + 4);
+    (raw.len() - head, error)
+}
+
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(f).await.unwrap()
 }
@@ -209,6 +235,8 @@ async fn hostile_modes_behave_as_advertised() {
     let cfg = SiteConfig {
         hostile: Hostile::all(),
         slow_secs: 1,
+        // Links written as they are, so the root page can be searched for them.
+        plain_links: true,
         ..SiteConfig::default()
     };
     let site = TestSite::start(cfg).await.unwrap();
@@ -235,6 +263,12 @@ async fn hostile_modes_behave_as_advertised() {
         "trap/x",
         "calendar?month=0",
         "huge-headers",
+        "redirect-private",
+        "redirect-loop",
+        "redirect-spiral",
+        "many-hosts",
+        "retry-after-year",
+        "reset",
     ] {
         assert!(
             root.contains(&format!("/hostile/{path}")),
@@ -298,6 +332,96 @@ async fn hostile_modes_behave_as_advertised() {
     // Slow first byte.
     let (_, _, first) = get("/hostile/slow-first-byte", "", usize::MAX, 60).await;
     assert!(first >= Duration::from_millis(900), "{first:?}");
+
+    // Redirects: a chain into the cloud metadata address, a loop between hosts 0 and 1, and
+    // a spiral of new URLs alternating between them.
+    let port = addr.port();
+    let location = |head: &str| {
+        head.lines()
+            .find_map(|l| l.strip_prefix("location: "))
+            .unwrap_or_else(|| panic!("no location in {head}"))
+            .trim()
+            .to_owned()
+    };
+    let (head, _, _) = get("/hostile/redirect-private", "", usize::MAX, 60).await;
+    assert_eq!(location(&head), "/hostile/redirect-private/next");
+    let (head, _, _) = get("/hostile/redirect-private/next", "", usize::MAX, 60).await;
+    assert_eq!(location(&head), "http://169.254.169.254/latest/meta-data/");
+    let (head, _, _) = get("/hostile/redirect-loop", "", usize::MAX, 60).await;
+    assert_eq!(
+        location(&head),
+        format!("http://h1.test:{port}/hostile/redirect-loop")
+    );
+    let on_host_1 = |path: &'static str| {
+        let host = format!("h1.test:{port}");
+        blocking(move || fetch(addr, &host, path, "", usize::MAX, Duration::from_secs(60)))
+    };
+    let (head, _, _) = on_host_1("/hostile/redirect-loop").await;
+    assert_eq!(
+        location(&head),
+        format!("http://h0.test:{port}/hostile/redirect-loop")
+    );
+    let (head, _, _) = get("/hostile/redirect-spiral", "", usize::MAX, 60).await;
+    assert_eq!(
+        location(&head),
+        format!("http://h1.test:{port}/hostile/redirect-spiral/1")
+    );
+    let (head, _, _) = on_host_1("/hostile/redirect-spiral/1").await;
+    assert_eq!(
+        location(&head),
+        format!("http://h0.test:{port}/hostile/redirect-spiral/2")
+    );
+
+    // 10,000 distinct hosts on one page, each answering 404.
+    let (_, body, _) = get("/hostile/many-hosts", "", usize::MAX, 60).await;
+    let body = String::from_utf8_lossy(&body);
+    let hosts: std::collections::HashSet<&str> = body
+        .split("//")
+        .skip(1)
+        .filter_map(|s| s.split(['/', ':', '"']).next())
+        .filter(|h| h.ends_with(".test"))
+        .collect();
+    assert_eq!(hosts.len(), testsite::MANY_HOSTS as usize, "{body:.300}");
+    let (head, _, _) = blocking(move || {
+        fetch(
+            addr,
+            &format!("h9999.test:{port}"),
+            "/",
+            "",
+            usize::MAX,
+            Duration::from_secs(60),
+        )
+    })
+    .await;
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+
+    // robots.txt of 100 MiB: the rules first, streamed (a reader may stop at any point).
+    let (head, body, _) = get("/robots.txt", "", 1 << 20, 60).await;
+    let length: u64 = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(length > 100 << 20, "{head}");
+    assert!(String::from_utf8_lossy(&body).contains("Disallow: /private/"));
+
+    // A year-long Retry-After.
+    let (head, _, _) = get("/hostile/retry-after-year", "", usize::MAX, 60).await;
+    assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+    assert!(head.contains("retry-after: 31536000"), "{head}");
+
+    // A reset: part of the promised 1 MiB, then ECONNRESET (not a clean end of stream).
+    let (read, error) =
+        blocking(move || read_to_end_or_error(addr, &format!("h0.test:{port}"), "/hostile/reset"))
+            .await;
+    assert_eq!(
+        error,
+        Some(std::io::ErrorKind::ConnectionReset),
+        "{read} bytes"
+    );
+    assert!(read < 1 << 20, "{read} bytes");
     site.stop().await;
 }
 

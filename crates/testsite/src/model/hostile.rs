@@ -1,8 +1,10 @@
 //! Host 0's hostile pages — slow, dripping, endless, huge, a gzip bomb, 100,000 links, deep
-//! nesting, spider traps, huge headers — each served and linked from the root page only while
-//! its mode is on (one table drives both).
+//! nesting, spider traps, huge headers, redirects into private addresses and in loops across
+//! hosts, 10,000 hosts on one page, a year-long `Retry-After`, a reset mid-body — each served
+//! and linked from the root page only while its mode is on (one table drives both). The huge
+//! robots.txt is the server's (it streams what the model's rules say).
 
-use super::{mix, HostileKind, Html, Link, Resource, Site, Target};
+use super::{mix, HostId, HostileKind, Html, Link, Resource, Site, Target};
 
 /// Whether a hostile mode is on.
 type ModeOn = fn(&crate::config::Hostile) -> bool;
@@ -19,7 +21,19 @@ const HOSTILE: &[(&str, ModeOn)] = &[
     ("/hostile/trap/x", |m| m.trap),
     ("/hostile/calendar?month=0", |m| m.trap),
     ("/hostile/huge-headers", |m| m.huge_headers),
+    ("/hostile/redirect-private", |m| m.redirect_private),
+    ("/hostile/redirect-loop", |m| m.redirect_loop),
+    ("/hostile/redirect-spiral", |m| m.redirect_loop),
+    ("/hostile/many-hosts", |m| m.many_hosts),
+    ("/hostile/retry-after-year", |m| m.retry_after_year),
+    ("/hostile/reset", |m| m.reset),
 ];
+
+/// Links on the many-hosts page, each to a different host.
+pub const MANY_HOSTS: u32 = 10_000;
+
+/// The spiral's steps after the first: `/hostile/redirect-spiral/{n}`.
+const SPIRAL_STEP: &str = "/hostile/redirect-spiral/";
 
 impl Site {
     /// Host 0's links to the hostile pages that are switched on.
@@ -32,9 +46,49 @@ impl Site {
             .collect()
     }
 
-    /// A hostile page of host 0, if `route` is one whose mode is on.
-    pub(super) fn resolve_hostile(&self, route: &str, query: Option<&str>) -> Option<Resource> {
+    /// The other host of the redirect loops (host 0 itself on a one-host site).
+    pub fn loop_partner(&self, h: HostId) -> HostId {
+        if h == 0 {
+            1 % self.cfg.hosts
+        } else {
+            0
+        }
+    }
+
+    /// A hostile page, if `route` on host `h` is one whose mode is on.
+    pub(super) fn resolve_hostile(
+        &self,
+        h: HostId,
+        route: &str,
+        query: Option<&str>,
+    ) -> Option<Resource> {
         let m = &self.cfg.hostile;
+        if m.redirect_loop && (h == 0 || h == self.loop_partner(0)) && query.is_none() {
+            let step = if route == "/hostile/redirect-spiral" {
+                Some(0)
+            } else {
+                route
+                    .strip_prefix(SPIRAL_STEP)
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .filter(|n| *n >= 1 && route == format!("{SPIRAL_STEP}{n}"))
+            };
+            if let Some(n) = step {
+                return Some(Resource::Hostile(HostileKind::RedirectSpiral(n)));
+            }
+            if route == "/hostile/redirect-loop" {
+                return Some(Resource::Redirect {
+                    status: 302,
+                    location: Target {
+                        host: self.loop_partner(h),
+                        path: route.to_owned(),
+                    },
+                    relative: false,
+                });
+            }
+        }
+        if h != 0 {
+            return None;
+        }
         let kind = match (route, query) {
             ("/hostile/slow-first-byte", None) if m.slow_first_byte => HostileKind::SlowFirstByte,
             ("/hostile/drip", None) if m.drip => HostileKind::Drip,
@@ -42,6 +96,36 @@ impl Site {
             ("/hostile/huge", None) if m.huge => HostileKind::Huge,
             ("/hostile/gzip-bomb", None) if m.gzip_bomb => HostileKind::GzipBomb,
             ("/hostile/huge-headers", None) if m.huge_headers => HostileKind::HugeHeaders,
+            ("/hostile/redirect-private", None) if m.redirect_private => {
+                return Some(Resource::Redirect {
+                    status: 302,
+                    location: Target {
+                        host: 0,
+                        path: "/hostile/redirect-private/next".into(),
+                    },
+                    relative: true,
+                });
+            }
+            ("/hostile/redirect-private/next", None) if m.redirect_private => {
+                HostileKind::RedirectPrivate
+            }
+            ("/hostile/retry-after-year", None) if m.retry_after_year => {
+                HostileKind::RetryAfterYear
+            }
+            ("/hostile/reset", None) if m.reset => HostileKind::Reset,
+            ("/hostile/many-hosts", None) if m.many_hosts => {
+                // Hosts past the site's own: each a name that answers 404 to everything.
+                let links = (0..MANY_HOSTS)
+                    .map(|i| Link {
+                        target: Target {
+                            host: self.cfg.hosts + i,
+                            path: "/".into(),
+                        },
+                        nofollow: false,
+                    })
+                    .collect();
+                return Some(Resource::Html(Html::new("10,000 hosts", links)));
+            }
             ("/hostile/many-links", None) if m.many_links => {
                 // 100,000 links, all to pages that exist anyway: a dedup stress, no new work.
                 let pages = self.cfg.pages;
@@ -90,7 +174,7 @@ impl Site {
     /// URL prefixes of spider traps: a crawler's fetches there are bounded by its trap guards,
     /// not listed one by one in the ground truth.
     pub fn trap_prefixes(&self) -> Vec<String> {
-        if self.cfg.hostile.trap {
+        let mut prefixes = if self.cfg.hostile.trap {
             vec![
                 self.url(&Target {
                     host: 0,
@@ -103,6 +187,25 @@ impl Site {
             ]
         } else {
             vec![]
+        };
+        if self.cfg.hostile.redirect_loop {
+            let mut hosts = vec![0, self.loop_partner(0)];
+            hosts.dedup();
+            prefixes.extend(hosts.into_iter().map(|host| {
+                self.url(&Target {
+                    host,
+                    path: SPIRAL_STEP.into(),
+                })
+            }));
         }
+        prefixes
+    }
+
+    /// Where step `n` of the redirect spiral on host `h` sends the client.
+    pub fn spiral_next(&self, h: HostId, n: u32) -> String {
+        self.url(&Target {
+            host: self.loop_partner(h),
+            path: format!("{SPIRAL_STEP}{}", n.saturating_add(1)),
+        })
     }
 }

@@ -11,6 +11,7 @@ use std::fmt;
 use crate::config::{Addressing, SiteConfig};
 
 mod hostile;
+pub use hostile::MANY_HOSTS;
 mod routes;
 
 /// Index of a virtual host.
@@ -65,6 +66,14 @@ pub enum HostileKind {
     Huge,
     GzipBomb,
     HugeHeaders,
+    /// The last hop of a redirect chain: to the cloud metadata address.
+    RedirectPrivate,
+    /// A redirect to the next URL of a spiral between hosts 0 and 1 (`n` is its step).
+    RedirectSpiral(u32),
+    /// 503 with `Retry-After: 31536000`.
+    RetryAfterYear,
+    /// Part of the body, then a connection reset.
+    Reset,
 }
 
 impl HostileKind {
@@ -77,6 +86,10 @@ impl HostileKind {
             HostileKind::Huge => "huge",
             HostileKind::GzipBomb => "gzip-bomb",
             HostileKind::HugeHeaders => "huge-headers",
+            HostileKind::RedirectPrivate => "redirect-private",
+            HostileKind::RedirectSpiral(_) => "redirect-spiral",
+            HostileKind::RetryAfterYear => "retry-after-year",
+            HostileKind::Reset => "reset",
         }
     }
 }
@@ -287,6 +300,8 @@ impl Site {
     /// Which robots.txt policy host `h` has.
     pub fn robots_kind(&self, h: HostId) -> RobotsKind {
         match h {
+            // A host the site does not have answers 404 to everything.
+            _ if h >= self.cfg.hosts => RobotsKind::Missing,
             1 => RobotsKind::Missing,
             2 => RobotsKind::ServerError,
             3 => RobotsKind::Garbage,
@@ -344,6 +359,9 @@ impl Site {
 
     /// The numeric page at canonical `path` on host `h`, if any.
     pub fn page_at(&self, h: HostId, path: &str) -> Option<u64> {
+        if h >= self.cfg.hosts {
+            return None;
+        }
         if path == "/" {
             return Some(u64::from(h));
         }

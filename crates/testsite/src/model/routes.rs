@@ -243,6 +243,11 @@ impl Site {
 
     /// What canonical `path` (with query) on host `h` serves.
     pub fn resolve(&self, h: HostId, path: &str) -> Resource {
+        if h >= self.cfg.hosts {
+            // Hosts beyond the site's (the many-hosts mode links 10,000 of them) exist only
+            // as names: they answer 404 to everything.
+            return Resource::NotFound;
+        }
         if let Some(p) = self.page_at(h, path) {
             return Resource::Html(self.page_html(p));
         }
@@ -290,11 +295,7 @@ impl Site {
                 ));
             }
         }
-        if h == 0 {
-            if let Some(r) = self.resolve_hostile(route, query) {
-                return r;
-            }
-        }
-        Resource::NotFound
+        self.resolve_hostile(h, route, query)
+            .unwrap_or(Resource::NotFound)
     }
 }

@@ -18,19 +18,19 @@ use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::header::{
-    HeaderValue, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION,
-    RETRY_AFTER, USER_AGENT,
+    HeaderValue, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, HOST, LOCATION, RETRY_AFTER,
+    USER_AGENT,
 };
 use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Addressing, SiteConfig};
-use crate::model::{Encoding, HostId, HostileKind, Resource, RobotsKind, Site};
+use crate::model::{Encoding, HostId, Resource, RobotsKind, Site};
 use crate::observer::{InFlight, Observer, RequestRecord};
 use crate::render::{binary_body, compress};
 
-type ResponseBody = BoxBody<Bytes, Infallible>;
+pub(super) type ResponseBody = BoxBody<Bytes, Infallible>;
 
 /// A body that keeps its request counted as in flight until it is done.
 struct Tracked {
@@ -81,17 +81,19 @@ impl Body for ChannelBody {
     }
 }
 
-fn full(bytes: impl Into<Bytes>) -> ResponseBody {
+pub(super) fn full(bytes: impl Into<Bytes>) -> ResponseBody {
     Full::new(bytes.into()).boxed()
 }
 
-fn simple(status: u16, text: &str) -> Response<ResponseBody> {
+pub(super) fn simple(status: u16, text: &str) -> Response<ResponseBody> {
     let mut r = Response::new(full(format!("{status} {text}\n")));
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     r.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     r
 }
+
+mod hostile;
 
 /// Shared state of one running site.
 #[derive(Debug)]
@@ -137,10 +139,12 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let local = stream.local_addr().ok();
         let shared = Arc::clone(&shared);
         connections.spawn(async move {
-            let io = hyper_util::rt::TokioIo::new(stream);
+            let (io, reset) = hostile::Resettable::new(stream);
+            let io = hyper_util::rt::TokioIo::new(io);
             let service = hyper::service::service_fn(move |req| {
                 let shared = Arc::clone(&shared);
-                async move { Ok::<_, Infallible>(handle(shared, local, req).await) }
+                let reset = reset.clone();
+                async move { Ok::<_, Infallible>(handle(shared, local, &reset, req).await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .keep_alive(true)
@@ -155,6 +159,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 async fn handle(
     shared: Arc<Shared>,
     local: Option<SocketAddr>,
+    reset: &hostile::ResetSwitch,
     req: Request<Incoming>,
 ) -> Response<ResponseBody> {
     let site = &shared.site;
@@ -193,7 +198,7 @@ async fn handle(
     };
     let response = match host_id {
         None => simple(404, "unknown host"),
-        Some(h) => respond(&shared, h, &canonical_path(&raw_path), &accepts).await,
+        Some(h) => respond(&shared, h, &canonical_path(&raw_path), &accepts, reset).await,
     };
     let observer = &shared.observer;
     if observer.log.is_some() || observer.sink.is_some() {
@@ -261,7 +266,13 @@ pub fn canonical_path(raw: &str) -> String {
     }
 }
 
-async fn respond(shared: &Shared, h: HostId, path: &str, accepts: &str) -> Response<ResponseBody> {
+async fn respond(
+    shared: &Shared,
+    h: HostId,
+    path: &str,
+    accepts: &str,
+    reset: &hostile::ResetSwitch,
+) -> Response<ResponseBody> {
     let site = &shared.site;
     let resource = site.resolve(h, path);
     match resource {
@@ -342,6 +353,9 @@ async fn respond(shared: &Shared, h: HostId, path: &str, accepts: &str) -> Respo
         Resource::Robots(kind) => match kind {
             RobotsKind::Missing => simple(404, "no robots.txt here"),
             RobotsKind::ServerError => simple(500, "robots.txt is broken"),
+            RobotsKind::Rules if h == 0 && site.config().hostile.huge_robots => {
+                hostile::huge_robots(site.render_robots(h, kind))
+            }
             RobotsKind::Rules | RobotsKind::Garbage => {
                 let mut r = Response::new(full(site.render_robots(h, kind)));
                 r.headers_mut()
@@ -349,13 +363,13 @@ async fn respond(shared: &Shared, h: HostId, path: &str, accepts: &str) -> Respo
                 r
             }
         },
-        Resource::Hostile(kind) => hostile(shared, kind).await,
+        Resource::Hostile(kind) => hostile::respond(shared, h, kind, reset).await,
         Resource::NotFound => simple(404, "not found"),
     }
 }
 
 /// Spawns a task producing `chunks` into a streamed body.
-fn stream<F, Fut>(exact_len: Option<u64>, produce: F) -> ResponseBody
+pub(super) fn stream<F, Fut>(exact_len: Option<u64>, produce: F) -> ResponseBody
 where
     F: FnOnce(mpsc::Sender<Bytes>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
@@ -363,84 +377,6 @@ where
     let (tx, rx) = mpsc::channel(4);
     tokio::spawn(produce(tx));
     ChannelBody { rx, exact_len }.boxed()
-}
-
-async fn hostile(shared: &Shared, kind: HostileKind) -> Response<ResponseBody> {
-    let html = HeaderValue::from_static("text/html; charset=utf-8");
-    let mut r = match kind {
-        HostileKind::SlowFirstByte => {
-            tokio::time::sleep(Duration::from_secs(shared.site.config().slow_secs)).await;
-            Response::new(full("<!DOCTYPE html><title>Finally</title><p>late</p>"))
-        }
-        HostileKind::Drip => Response::new(stream(None, |tx| async move {
-            let _ = tx
-                .send(Bytes::from_static(b"<!DOCTYPE html><title>Drip</title><p>"))
-                .await;
-            for _ in 0..1200 {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                if tx.send(Bytes::from_static(b"d")).await.is_err() {
-                    return;
-                }
-            }
-        })),
-        HostileKind::Endless => Response::new(stream(None, |tx| async move {
-            let chunk = Bytes::from("<p>more and more and more</p>\n".repeat(512));
-            while tx.send(chunk.clone()).await.is_ok() {}
-        })),
-        HostileKind::Huge => {
-            const LEN: u64 = 1 << 30;
-            let mut r = Response::new(stream(Some(LEN), |tx| async move {
-                let chunk = Bytes::from(vec![b' '; 1 << 16]);
-                for _ in 0..LEN >> 16 {
-                    if tx.send(chunk.clone()).await.is_err() {
-                        return;
-                    }
-                }
-            }));
-            r.headers_mut()
-                .insert(CONTENT_LENGTH, HeaderValue::from(LEN));
-            r
-        }
-        HostileKind::GzipBomb => {
-            let bomb = match shared.gzip_bomb.get() {
-                Some(b) => b.clone(),
-                None => {
-                    let b = tokio::task::spawn_blocking(gzip_bomb)
-                        .await
-                        .unwrap_or_default();
-                    shared.gzip_bomb.get_or_init(|| b).clone()
-                }
-            };
-            let mut r = Response::new(full(bomb));
-            r.headers_mut()
-                .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            r
-        }
-        HostileKind::HugeHeaders => {
-            let mut r = Response::new(full("<!DOCTYPE html><title>Headers</title>"));
-            let filler = HeaderValue::from_str(&"h".repeat(1024)).expect("ASCII");
-            for i in 0..256 {
-                let name =
-                    hyper::header::HeaderName::from_bytes(format!("x-filler-{i}").as_bytes())
-                        .expect("valid name");
-                r.headers_mut().insert(name, filler.clone());
-            }
-            r
-        }
-    };
-    r.headers_mut().insert(CONTENT_TYPE, html);
-    r
-}
-
-/// 1 GiB of spaces, gzipped to about 1 MiB.
-fn gzip_bomb() -> Bytes {
-    use std::io::Write;
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    let block = vec![b' '; 1 << 20];
-    for _ in 0..1024 {
-        enc.write_all(&block).expect("in-memory write");
-    }
-    Bytes::from(enc.finish().expect("in-memory write"))
 }
 
 /// A site running in the background on loopback, for tests: start, read the address and the
