@@ -22,11 +22,13 @@ fn read_pages(dir: &std::path::Path) -> Vec<serde_json::Value> {
 async fn crawl_site(site: &TestSite, config: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("crawler.toml");
-    std::fs::write(
-        &file,
-        format!("{config}\n[frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n"),
-    )
-    .unwrap();
+    // The site's domain is the scope unless the test sets its own.
+    let scope = if config.contains("[frontier]") {
+        ""
+    } else {
+        "\n[frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n"
+    };
+    std::fs::write(&file, format!("{config}{scope}")).unwrap();
     let out = dir.path().join("out");
     let mut cmd = crawler();
     cmd.args([
@@ -214,21 +216,28 @@ async fn every_hostile_mode_ends_in_a_clear_record() {
     // per 500 ms for 10 minutes) still hit them.
     // A crawl that hung on a hostile page would be stopped by `max_duration_secs` (far beyond
     // what the timeouts allow) and say so in `stopped_by`: no assertion on the machine's speed.
+    // Any scope, so the redirect into 169.254.169.254 meets the SSRF guard (on, as by default).
     let (_dir, out) = crawl_site(&site, "[crawl]\nconcurrency = 16\nmax_depth = 20\ndrain_secs = 5\nmax_duration_secs = 900\n\
-         [fetch]\nfirst_byte_timeout_ms = 6000\ntotal_timeout_ms = 12000\nmax_body_bytes = 2000000\nmax_retries = 0\n\
-         [politeness]\ndelay_ms = 0\nmax_per_host = 8\n").await;
+         [fetch]\nfirst_byte_timeout_ms = 6000\ntotal_timeout_ms = 12000\nmax_body_bytes = 2000000\n\
+         max_retries = 1\nretry_base_ms = 100\nmax_redirects = 5\n\
+         [politeness]\ndelay_ms = 0\nmax_per_host = 8\nbackoff_base_ms = 100\nmax_backoff_secs = 2\n\
+         [frontier]\nscope = \"any\"\n").await;
     let stats: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("stats.json")).unwrap()).unwrap();
     assert_eq!(stats["stopped_by"], "finished", "{stats}");
     let pages = read_pages(&out);
-    let record = |path: &str| {
-        let url = format!("{}{path}", site.site().origin(0));
-        pages
-            .iter()
-            .find(|p| p["url"] == url.as_str())
+    let mut by_url = std::collections::HashMap::new();
+    for p in &pages {
+        let url = p["url"].as_str().unwrap().to_owned();
+        assert!(by_url.insert(url, p.clone()).is_none(), "twice: {p}");
+    }
+    let record_of = |url: &str| {
+        by_url
+            .get(url)
             .unwrap_or_else(|| panic!("no record for {url}"))
             .clone()
     };
+    let record = |path: &str| record_of(&format!("{}{path}", site.site().origin(0)));
     for path in [
         "/hostile/slow-first-byte",
         "/hostile/drip",
@@ -270,6 +279,80 @@ async fn every_hostile_mode_ends_in_a_clear_record() {
         (1..=5).contains(&trap),
         "the trap guard stops the ever-growing path: {trap}"
     );
+
+    // A redirect chain into the cloud metadata address: followed to its last hop, which the
+    // SSRF guard refuses (never requested: nothing listens there, and the record says why).
+    assert_eq!(record("/hostile/redirect-private")["status"], 302);
+    let metadata = "http://169.254.169.254/latest/meta-data/";
+    assert_eq!(
+        record("/hostile/redirect-private/next")["final_url"],
+        metadata
+    );
+    let blocked = record_of(metadata);
+    assert!(blocked["status"].is_null(), "{blocked}");
+    assert_eq!(
+        blocked["error"],
+        "blocked address 169.254.169.254 (fetch.allow_private)"
+    );
+    // A loop across hosts: each hop recorded once, the loop ends at the first repeat.
+    for h in [0, 1] {
+        let r = record_of(&format!("{}/hostile/redirect-loop", site.site().origin(h)));
+        assert_eq!(r["status"], 302, "{r}");
+    }
+    // A spiral of new URLs across the two hosts: max_redirects (5) hops are followed, and the
+    // last record says why the chain ends there.
+    let spiral: Vec<_> = pages
+        .iter()
+        .filter(|p| {
+            p["url"]
+                .as_str()
+                .unwrap()
+                .contains("/hostile/redirect-spiral")
+        })
+        .collect();
+    assert_eq!(spiral.len(), 6, "{spiral:?}");
+    let last = record_of(&format!(
+        "{}/hostile/redirect-spiral/5",
+        site.site().origin(1)
+    ));
+    assert_eq!(
+        last["error"], "redirect not followed: more than 5 redirects (fetch.max_redirects)",
+        "{last}"
+    );
+    // 10,000 hosts from one page: each gets its robots.txt asked for and its record (404).
+    for i in 0..testsite::MANY_HOSTS {
+        let url = format!("http://h{}.test:{}/", 2 + i, site.addr().port());
+        assert_eq!(record_of(&url)["status"], 404, "{url}");
+    }
+    assert!(
+        stats["frontier"]["hosts"].as_u64().unwrap() >= 2 + u64::from(testsite::MANY_HOSTS),
+        "{stats}"
+    );
+    // A 100 MB robots.txt: its first 500 KiB are read and obeyed; the `Disallow: /` at its
+    // end is not, so host 0's root page (the seed) was fetched.
+    assert_eq!(record("/")["status"], 200);
+    // A Retry-After of a year is not waited for, with retries left.
+    let year = record("/hostile/retry-after-year");
+    assert_eq!(year["status"], 503, "{year}");
+    assert_eq!(year["attempts"], 1, "{year}");
+    assert_eq!(
+        year["error"],
+        "Retry-After of 31536000 s is beyond politeness.max_backoff_secs (2 s): not retried"
+    );
+    // A reset mid-body is a network failure: retried, then recorded with the error.
+    let reset = record("/hostile/reset");
+    assert_eq!(reset["attempts"], 2, "{reset}");
+    assert!(
+        reset["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("body: ")),
+        "{reset}"
+    );
+    // With every hostile mode on, memory stays bounded.
+    let rss = stats["peak_rss_bytes"]
+        .as_u64()
+        .expect("Linux reports VmHWM");
+    assert!(rss <= 200 << 20, "peak RSS {} MB", rss >> 20);
     site.stop().await;
 }
 

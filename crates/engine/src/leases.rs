@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use crate::worker::{finish, gate, redirect, retry, Ctx, Response};
+use crate::worker::{finish, gate, redirect, retry, wait_refused, Ctx, Response};
 
 /// An external fetcher's lease, as handed out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,7 +168,10 @@ pub(crate) async fn complete(ctx: &Ctx, c: Completion) -> Completed {
         return Completed::Retried;
     }
     let page = Url::parse(&entry.url).ok();
-    let mut error = c.error.clone();
+    let mut error = c
+        .error
+        .clone()
+        .or_else(|| wait_refused(ctx, transient, retry_after));
     let mut offers = Vec::new();
     let mut final_url = entry.url.clone();
     match (c.status, &page) {

@@ -59,6 +59,8 @@ pub struct Summary {
     pub duration_secs: f64,
     /// `pages / duration_secs`.
     pub pages_per_sec: f64,
+    /// The process's peak resident memory (Linux `VmHWM`; absent elsewhere).
+    pub peak_rss_bytes: Option<u64>,
     /// The frontier's counters.
     pub frontier: FrontierSummary,
     /// The durable state (absent with `crawl.persist = false`).
@@ -78,6 +80,8 @@ pub struct FrontierSummary {
     pub out_of_scope: BTreeMap<String, u64>,
     /// URLs still queued (memory + disk) when the crawl stopped.
     pub queued: u64,
+    /// Hosts the frontier has seen.
+    pub hosts: u64,
     /// Most URLs held in memory at once.
     pub max_queued_memory: u64,
     /// Bits of the visited-set filter.
@@ -289,6 +293,7 @@ pub(crate) fn summarize(ctx: &Ctx, s: &frontier::Stats, started: Instant) -> Sum
         bytes: c.bytes.load(Ordering::Relaxed),
         duration_secs: secs,
         pages_per_sec: pages as f64 / secs.max(1e-9),
+        peak_rss_bytes: peak_rss_bytes(),
         frontier: FrontierSummary {
             offered: s.offered,
             admitted: s.admitted,
@@ -299,6 +304,7 @@ pub(crate) fn summarize(ctx: &Ctx, s: &frontier::Stats, started: Instant) -> Sum
                 .map(|(r, n)| (r.name().to_owned(), *n))
                 .collect(),
             queued: s.queued,
+            hosts: s.hosts,
             max_queued_memory: s.extra("max_queued_memory"),
             filter_bits: s.filter_bits,
             filter_fill: s.filter_fill(),
@@ -307,4 +313,18 @@ pub(crate) fn summarize(ctx: &Ctx, s: &frontier::Stats, started: Instant) -> Sum
         },
         state: None,
     }
+}
+
+/// The process's peak resident set (`VmHWM` of `/proc/self/status`), where Linux tells it.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
 }

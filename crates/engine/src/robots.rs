@@ -240,12 +240,17 @@ impl RobotsCache {
         let mut target = format!("{origin}/robots.txt");
         let mut why = String::from("robots.txt: more than 5 redirects");
         for _ in 0..=5 {
-            let got = fetcher.fetch(&target, Keep::Always).await;
+            // Only what is parsed is read: RFC 9309 §2.5 lets a crawler stop at 500 KiB, so a
+            // 100 MB robots.txt costs 500 KiB of transfer and memory.
+            let got = fetcher
+                .fetch_with(&target, Keep::Always, MAX_ROBOTS_BYTES as u64, false)
+                .await;
             match got.status {
                 Some(200..=299) => {
-                    let mut body = got.body;
-                    body.truncate(MAX_ROBOTS_BYTES);
-                    return (Kind::Parsed, body, RULES_TTL);
+                    if got.truncated {
+                        tracing::info!(%origin, "robots.txt longer than {MAX_ROBOTS_BYTES} bytes: the rest is ignored");
+                    }
+                    return (Kind::Parsed, got.body, RULES_TTL);
                 }
                 Some(300..=399) => {
                     let next = got

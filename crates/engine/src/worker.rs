@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use frontier::{Admission, End, Frontier, FrontierError, Lease, Link, Next, Outcome};
+use frontier::{Admission, End, Frontier, FrontierError, Lease, Link, Next, OutOfScope, Outcome};
 use url::Url;
 
 use crate::fetch::{Fetcher, Keep};
@@ -183,13 +183,20 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
     if let Some(outcome) = gate(ctx, lease, &url).await {
         return outcome;
     }
-    let mut fetched = ctx.fetcher.fetch(url.as_str(), Keep::Html).await;
+    let cap = ctx.cfg.fetch.max_body_bytes;
+    let mut fetched = ctx
+        .fetcher
+        .fetch_with(url.as_str(), Keep::Html, cap, lease.last_of_host())
+        .await;
     ctx.counters.latency.observe(fetched.elapsed);
     if let Some(retry) = retry(ctx, entry, fetched.transient, fetched.retry_after) {
         tracing::debug!(%url, status = fetched.status, error = fetched.error.as_deref(), "retrying later");
         return retry;
     }
-    let mut error = fetched.error.clone();
+    let mut error = fetched
+        .error
+        .clone()
+        .or_else(|| wait_refused(ctx, fetched.transient, fetched.retry_after));
     let mut offers = Vec::new();
     let mut final_url = entry.url.clone();
     match fetched.status {
@@ -301,20 +308,41 @@ async fn unfetched(ctx: &Ctx, entry: &frontier::Entry, why: String) -> Outcome {
 }
 
 /// A transient failure with retries left: fetch the URL again later (after the per-URL
-/// delay, or the server's `Retry-After` when longer).
+/// delay, or the server's `Retry-After` when longer). A `Retry-After` beyond the longest
+/// back-off is not waited for ([`wait_refused`] says so in the record).
 pub(crate) fn retry(
     ctx: &Ctx,
     entry: &frontier::Entry,
     transient: bool,
     retry_after: Option<Duration>,
 ) -> Option<Outcome> {
-    if !transient || entry.attempt >= ctx.cfg.fetch.max_retries {
+    if !transient
+        || entry.attempt >= ctx.cfg.fetch.max_retries
+        || wait_refused(ctx, transient, retry_after).is_some()
+    {
         return None;
     }
     ctx.counters.retries.fetch_add(1, Ordering::Relaxed);
     let backoff = retry_delay(ctx.cfg.fetch.retry_base_ms, entry.attempt, &entry.url);
     let after = retry_after.map_or(backoff, |r| r.max(backoff));
     Some(Outcome::Retry { after: Some(after) })
+}
+
+/// Why a transient failure is not retried although retries are left: its `Retry-After`
+/// (a year, say) is longer than `politeness.max_backoff_secs`, the longest the crawl waits.
+pub(crate) fn wait_refused(
+    ctx: &Ctx,
+    transient: bool,
+    retry_after: Option<Duration>,
+) -> Option<String> {
+    let max = ctx.cfg.politeness.max_backoff_secs;
+    match retry_after {
+        Some(wait) if transient && wait > Duration::from_secs(max) => Some(format!(
+            "Retry-After of {} s is beyond politeness.max_backoff_secs ({max} s): not retried",
+            wait.as_secs()
+        )),
+        _ => None,
+    }
 }
 
 /// The redirect target of a 3xx, as a link one hop further at the same depth.
@@ -359,6 +387,7 @@ pub(crate) async fn finish(
 ) -> Outcome {
     let links_found = offers.len() as u64;
     let mut links_new = 0;
+    let mut r = r;
     if !offers.is_empty() {
         // Retried with a copy of the links: a remote call that failed took them.
         let admissions = ctx
@@ -369,6 +398,21 @@ pub(crate) async fn finish(
             .iter()
             .filter(|a| **a == Admission::Admitted)
             .count() as u64;
+        // A redirect whose target the frontier refused: the record says why the chain ends.
+        if let (Some(300..=399), [Admission::OutOfScope(reason)], None) =
+            (r.status, admissions.as_slice(), &r.error)
+        {
+            r.error = Some(match reason {
+                OutOfScope::Redirects => format!(
+                    "redirect not followed: more than {} redirects (fetch.max_redirects)",
+                    ctx.cfg.fetch.max_redirects
+                ),
+                other => format!(
+                    "redirect not followed: target out of scope ({})",
+                    other.name()
+                ),
+            });
+        }
     }
     ctx.counters.bytes.fetch_add(r.bytes, Ordering::Relaxed);
     tracing::debug!(url = %entry.url, status = r.status, bytes = r.bytes, links_found, links_new, "fetched");

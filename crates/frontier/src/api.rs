@@ -88,13 +88,32 @@ pub struct Lease {
     entry: Entry,
     host: Arc<str>,
     token: u64,
+    last_of_host: bool,
 }
 
 impl Lease {
     /// A lease of `entry` (of politeness key `host`) with an implementation-defined `token`
     /// (a host slot, a lease id).
     pub fn new(entry: Entry, host: Arc<str>, token: u64) -> Self {
-        Self { entry, host, token }
+        Self {
+            entry,
+            host,
+            token,
+            last_of_host: false,
+        }
+    }
+
+    /// Marks the lease as its host's last queued URL when it was handed out (a hint: more may
+    /// be found later).
+    pub fn with_last_of_host(mut self, last: bool) -> Self {
+        self.last_of_host = last;
+        self
+    }
+
+    /// Whether nothing else of its host was queued when this lease was handed out: a fetcher
+    /// need not keep the host's connection open for a next request.
+    pub fn last_of_host(&self) -> bool {
+        self.last_of_host
     }
 
     /// What to fetch.

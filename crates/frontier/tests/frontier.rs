@@ -421,3 +421,27 @@ async fn close_ends_waiting_consumers() {
     f.close();
     assert!(f.next().await.is_none(), "closed");
 }
+
+#[tokio::test]
+async fn a_hosts_last_queued_url_is_marked_on_its_lease() {
+    // Capacity 4: most of big.test waits on disk, which counts as queued.
+    let f = LocalFrontier::new(config(4, Order::BreadthFirst), &[]).unwrap();
+    for i in 0..20 {
+        f.offer(&format!("http://big.test/{i}"), 1, None);
+    }
+    f.offer("http://small.test/", 1, None);
+    let mut last = HashMap::new();
+    while let Some(lease) = f.next().await {
+        let url = lease.entry().url.clone();
+        last.insert(url, lease.last_of_host());
+        f.complete(lease, Outcome::Done);
+    }
+    assert_eq!(last.len(), 21);
+    let marked: Vec<&String> = last.iter().filter(|(_, l)| **l).map(|(u, _)| u).collect();
+    assert_eq!(marked.len(), 2, "{marked:?}");
+    assert!(last["http://small.test/"]);
+    assert!(
+        last["http://big.test/19"],
+        "breadth-first: the last offered is the last served"
+    );
+}

@@ -451,8 +451,9 @@ impl Scheduler {
             q.last_start = Some(now);
             self.in_flight += 1;
             let host = Arc::clone(&q.name);
+            let last = q.len() == 0;
             self.schedule(id);
-            return Ok(Lease::new(entry, host, u64::from(id)));
+            return Ok(Lease::new(entry, host, u64::from(id)).with_last_of_host(last));
         }
         if self.queued == 0 && self.in_flight == 0 {
             Err(Wait::Finished)

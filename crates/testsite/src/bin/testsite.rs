@@ -39,7 +39,8 @@ struct Args {
     #[arg(long)]
     crawl_delay: Option<f64>,
     /// Hostile modes, comma-separated, or `all`: slow-first-byte, drip, endless, huge,
-    /// gzip-bomb, many-links, nested, trap, huge-headers.
+    /// gzip-bomb, many-links, nested, trap, huge-headers, redirect-private, redirect-loop,
+    /// many-hosts, huge-robots, retry-after-year, reset.
     #[arg(long, default_value = "")]
     hostile: String,
     /// Seconds the slow-first-byte page waits.
