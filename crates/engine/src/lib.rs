@@ -27,6 +27,7 @@ pub mod guard;
 pub mod output;
 pub mod parse_pool;
 pub mod robots;
+pub mod sitemap;
 pub mod state;
 
 mod leases;
