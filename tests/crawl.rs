@@ -93,6 +93,14 @@ async fn crawl_equals_ground_truth() {
     if let Err(e) = truth.check(pages.iter().map(recorded)) {
         panic!("{e}");
     }
+    // How each URL was found: the seed, redirect targets, links.
+    let via = |path: &str| {
+        let url = format!("{}{path}", site.site().origin(0));
+        pages.iter().find(|p| p["url"] == url.as_str()).unwrap()["via"].clone()
+    };
+    assert_eq!(via("/"), "seed");
+    assert_eq!(via("/redirect/chain-end"), "redirect");
+    assert_eq!(via("/redirect/chain/3"), "link");
     for (url, expected) in &truth.urls {
         if *expected == Expected::RobotsUnavailable {
             let record = pages.iter().find(|p| p["url"] == url.as_str()).unwrap();

@@ -248,7 +248,13 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         s.set_before_commit(move || sync.sync_data());
     }
     if !seeds.is_empty() {
-        let seed_links = seeds.iter().map(|u| Link::new(u.clone(), 0)).collect();
+        let seed_links = seeds
+            .iter()
+            .map(|u| Link {
+                via: frontier::Via::Seed,
+                ..Link::new(u.clone(), 0)
+            })
+            .collect();
         frontier
             .offer(None, seed_links)
             .await

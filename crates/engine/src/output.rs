@@ -20,8 +20,16 @@ pub struct PageRecord {
     pub status: Option<u16>,
     /// Link depth (seeds are 0).
     pub depth: u32,
-    /// The page that linked (or redirected) here.
+    /// The page that linked (or redirected) here, or the sitemap that listed it.
     pub parent: Option<String>,
+    /// How the URL was found: `link`, `seed`, `redirect` or `sitemap`.
+    pub via: &'static str,
+    /// Set on the records of sitemap files (not pages): their entries are the links.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sitemap: bool,
+    /// `<lastmod>` of the sitemap entry that listed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lastmod: Option<String>,
     /// `Content-Type` as sent.
     pub content_type: Option<String>,
     /// Body bytes read (after decompression; at most `max_body_bytes`).

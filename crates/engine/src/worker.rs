@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use frontier::{Admission, End, Frontier, FrontierError, Lease, Link, Next, OutOfScope, Outcome};
+use frontier::{
+    Admission, End, Frontier, FrontierError, Lease, Link, Next, OutOfScope, Outcome, Via,
+};
 use url::Url;
 
 use crate::fetch::{Fetcher, Keep};
@@ -291,6 +293,9 @@ async fn unfetched(ctx: &Ctx, entry: &frontier::Entry, why: String) -> Outcome {
         status: None,
         depth: entry.depth,
         parent: entry.parent.clone(),
+        via: entry.via.as_str(),
+        sitemap: entry.sitemap > 0,
+        lastmod: entry.lastmod.clone(),
         content_type: None,
         bytes: 0,
         links_found: 0,
@@ -353,9 +358,9 @@ pub(crate) fn redirect(
 ) -> Result<Link, String> {
     match location.map(|l| page.join(l.trim())) {
         Some(Ok(target)) => Ok(Link {
-            url: target,
-            depth: entry.depth,
             hops: entry.hops.saturating_add(1),
+            via: Via::Redirect,
+            ..Link::new(target, entry.depth)
         }),
         Some(Err(e)) => Err(format!("bad Location header: {e}")),
         None => Err("redirect without a Location header".into()),
@@ -422,6 +427,9 @@ pub(crate) async fn finish(
         status: r.status,
         depth: entry.depth,
         parent: entry.parent.clone(),
+        via: entry.via.as_str(),
+        sitemap: entry.sitemap > 0,
+        lastmod: entry.lastmod.clone(),
         content_type: r.content_type,
         bytes: r.bytes,
         links_found,

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use url::Url;
 
-use crate::entry::Entry;
+use crate::entry::{Entry, Via};
 use crate::hosts::{HostControls, HostPage, HostQuery};
 use crate::scope::OutOfScope;
 
@@ -68,6 +68,12 @@ pub struct Link {
     pub depth: u32,
     /// Redirect hops that led here (0 unless this is a redirect target).
     pub hops: u8,
+    /// How it was found.
+    pub via: Via,
+    /// A sitemap file to read at this nesting level (see [`Entry::sitemap`]); 0 for a page.
+    pub sitemap: u8,
+    /// `<lastmod>` of its sitemap entry.
+    pub lastmod: Option<String>,
 }
 
 impl Link {
@@ -77,6 +83,9 @@ impl Link {
             url,
             depth,
             hops: 0,
+            via: Via::Link,
+            sitemap: 0,
+            lastmod: None,
         }
     }
 }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use crate::api::{Admission, End, Frontier, Lease, Link, Next, Outcome};
+use crate::entry::Via;
 use crate::hosts::{HostControls, HostQuery, HostSort};
 use crate::scope::{HostScope, OutOfScope, ScopeConfig};
 use crate::{FrontierConfig, Politeness};
@@ -92,6 +93,62 @@ pub async fn run_all(h: &dyn Harness) {
     host_listing_and_controls(h).await;
     a_kept_open_frontier_waits_for_seeds(h).await;
     a_requeued_url_is_served_again(h).await;
+    entries_carry_how_they_were_found(h).await;
+}
+
+/// A lease carries how its URL was found — seed, link, redirect (with its hops) or sitemap
+/// (with the sitemap level and `lastmod`) — as it was offered.
+pub async fn entries_carry_how_they_were_found(h: &dyn Harness) {
+    let f = h.open(base_config(), &[]);
+    f.seed(vec![link("http://v.test/", 0)]).await.expect("seed");
+    let redirect = Link {
+        hops: 1,
+        via: Via::Redirect,
+        ..link("http://v.test/moved", 0)
+    };
+    let sitemap_file = Link {
+        via: Via::Sitemap,
+        sitemap: 2,
+        ..link("http://v.test/s.xml", 0)
+    };
+    let listed = Link {
+        via: Via::Sitemap,
+        lastmod: Some("2026-11-01".into()),
+        ..link("http://v.test/listed", 1)
+    };
+    let parent = Some("http://v.test/");
+    let offered = f
+        .offer(
+            parent,
+            vec![link("http://v.test/a", 1), redirect, sitemap_file, listed],
+        )
+        .await
+        .expect("offer");
+    assert!(
+        offered.iter().all(|a| *a == Admission::Admitted),
+        "{offered:?}"
+    );
+    let mut seen = HashMap::new();
+    for _ in 0..5 {
+        let l = lease(&*f).await;
+        let e = l.entry().clone();
+        complete(&*f, l, Outcome::Done).await;
+        seen.insert(e.url.clone(), e);
+    }
+    let e = |u: &str| seen.get(u).unwrap_or_else(|| panic!("{u} not served"));
+    assert_eq!(e("http://v.test/").via, Via::Seed);
+    assert_eq!(e("http://v.test/a").via, Via::Link);
+    assert_eq!(
+        (e("http://v.test/moved").via, e("http://v.test/moved").hops),
+        (Via::Redirect, 1)
+    );
+    let s = e("http://v.test/s.xml");
+    assert_eq!((s.via, s.sitemap), (Via::Sitemap, 2));
+    let p = e("http://v.test/listed");
+    assert_eq!(
+        (p.via, p.sitemap, p.lastmod.as_deref()),
+        (Via::Sitemap, 0, Some("2026-11-01"))
+    );
 }
 
 /// Eight consumers that are also producers crawl a synthetic web of 3,000 pages on 13

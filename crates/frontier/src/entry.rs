@@ -1,4 +1,51 @@
-//! An admitted URL waiting in the queue, and its compact binary form for the spill.
+//! An admitted URL waiting in the queue, and its compact binary form for the spill and the
+//! crawl state (format 2 adds how the URL was found, its sitemap role and `lastmod`; format 1,
+//! without them, is still read).
+
+/// How a URL was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Via {
+    /// A link on a page.
+    #[default]
+    Link,
+    /// Given by the operator.
+    Seed,
+    /// The target of a redirect.
+    Redirect,
+    /// Listed in a sitemap (or, for a sitemap file, named by robots.txt or a sitemap index).
+    Sitemap,
+}
+
+impl Via {
+    /// The name records use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Link => "link",
+            Via::Seed => "seed",
+            Via::Redirect => "redirect",
+            Via::Sitemap => "sitemap",
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            Via::Link => 0,
+            Via::Seed => 1,
+            Via::Redirect => 2,
+            Via::Sitemap => 3,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            0 => Via::Link,
+            1 => Via::Seed,
+            2 => Via::Redirect,
+            3 => Via::Sitemap,
+            _ => return None,
+        })
+    }
+}
 
 /// One queued URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,29 +63,59 @@ pub struct Entry {
     /// The admission's number in a durable [`Journal`](crate::Journal) (0 without one): how
     /// the store is told this URL is done.
     pub id: u64,
+    /// How it was found.
+    pub via: Via,
+    /// A sitemap file to read, at this nesting level (1: named by robots.txt or the host's
+    /// `/sitemap.xml`; 2, 3: listed by an index); 0 for a page.
+    pub sitemap: u8,
+    /// `<lastmod>` of its sitemap entry, as written.
+    pub lastmod: Option<String>,
 }
 
 impl Entry {
-    /// A fresh entry with no hops and no attempts.
+    /// A fresh entry with no hops and no attempts: a seed without a parent, a link with one.
     pub fn new(url: String, depth: u32, parent: Option<String>) -> Self {
         Self {
             url,
             depth,
+            via: if parent.is_some() {
+                Via::Link
+            } else {
+                Via::Seed
+            },
             parent,
             hops: 0,
             attempt: 0,
             id: 0,
+            sitemap: 0,
+            lastmod: None,
         }
     }
 
     /// Bytes of heap this entry holds (for memory accounting).
     pub fn heap_bytes(&self) -> usize {
-        self.url.capacity() + self.parent.as_ref().map_or(0, String::capacity)
+        self.url.capacity()
+            + self.parent.as_ref().map_or(0, String::capacity)
+            + self.lastmod.as_ref().map_or(0, String::capacity)
     }
 
-    /// Appends the binary form: id (u64 LE), depth (u32 LE), hops, attempt, url length
-    /// (u32 LE), url, parent length (u32 LE, `u32::MAX` for none), parent.
+    /// Appends the binary form (format 2): the format-1 fields — id (u64 LE), depth (u32 LE),
+    /// hops, attempt, url length (u32 LE), url, parent length (u32 LE, `u32::MAX` for none),
+    /// parent — then via, sitemap level, lastmod length (u32 LE, `u32::MAX` for none), lastmod.
     pub fn encode(&self, out: &mut Vec<u8>) {
+        self.encode_v1(out);
+        out.push(self.via.code());
+        out.push(self.sitemap);
+        match &self.lastmod {
+            Some(l) => {
+                out.extend_from_slice(&(l.len() as u32).to_le_bytes());
+                out.extend_from_slice(l.as_bytes());
+            }
+            None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
+        }
+    }
+
+    fn encode_v1(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.id.to_le_bytes());
         out.extend_from_slice(&self.depth.to_le_bytes());
         out.push(self.hops);
@@ -54,8 +131,19 @@ impl Entry {
         }
     }
 
-    /// Decodes exactly `count` entries filling `bytes`; `None` if the bytes are not that.
-    pub fn decode_all(mut bytes: &[u8], count: usize) -> Option<Vec<Entry>> {
+    /// Decodes exactly `count` entries (format 2) filling `bytes`; `None` if the bytes are
+    /// not that.
+    pub fn decode_all(bytes: &[u8], count: usize) -> Option<Vec<Entry>> {
+        Self::decode(bytes, count, true)
+    }
+
+    /// [`decode_all`](Self::decode_all) for format 1 (written before `via`, `sitemap` and
+    /// `lastmod` existed): a seed is an entry without a parent, a redirect one with hops.
+    pub fn decode_all_v1(bytes: &[u8], count: usize) -> Option<Vec<Entry>> {
+        Self::decode(bytes, count, false)
+    }
+
+    fn decode(mut bytes: &[u8], count: usize, v2: bool) -> Option<Vec<Entry>> {
         fn u32_at(b: &mut &[u8]) -> Option<u32> {
             let (head, rest) = b.split_first_chunk::<4>()?;
             *b = rest;
@@ -83,14 +171,23 @@ impl Entry {
                 u32::MAX => None,
                 n => Some(string(&mut bytes, n as usize)?),
             };
-            out.push(Entry {
-                url,
-                depth,
-                parent,
-                hops,
-                attempt,
-                id,
-            });
+            let mut entry = Entry::new(url, depth, parent);
+            entry.hops = hops;
+            entry.attempt = attempt;
+            entry.id = id;
+            if v2 {
+                let (&[via, sitemap], rest) = bytes.split_first_chunk::<2>()?;
+                bytes = rest;
+                entry.via = Via::from_code(via)?;
+                entry.sitemap = sitemap;
+                entry.lastmod = match u32_at(&mut bytes)? {
+                    u32::MAX => None,
+                    n => Some(string(&mut bytes, n as usize)?),
+                };
+            } else if hops > 0 {
+                entry.via = Via::Redirect;
+            }
+            out.push(entry);
         }
         bytes.is_empty().then_some(out)
     }
@@ -114,5 +211,34 @@ mod tests {
         assert_eq!(Entry::decode_all(&buf[..buf.len() - 1], 2), None);
         assert_eq!(Entry::decode_all(&buf, 1), None, "trailing bytes");
         assert_eq!(Entry::decode_all(&[0xff; 20], 1), None);
+    }
+
+    #[test]
+    fn format_2_fields_and_format_1_still_read() {
+        let mut e = Entry::new(
+            "http://a.test/s.xml".into(),
+            0,
+            Some("http://a.test/".into()),
+        );
+        e.via = Via::Sitemap;
+        e.sitemap = 2;
+        e.lastmod = Some("2026-11-01".into());
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        assert_eq!(Entry::decode_all(&buf, 1), Some(vec![e.clone()]));
+        let mut bad = buf.clone();
+        let via_at = buf.len() - 4 - "2026-11-01".len() - 2;
+        bad[via_at] = 9;
+        assert_eq!(Entry::decode_all(&bad, 1), None, "unknown via");
+        // Format 1: no extras; a seed has no parent, a redirect target has hops.
+        let mut old = Vec::new();
+        let mut r = Entry::new("http://a.test/r".into(), 1, Some("http://a.test/".into()));
+        r.hops = 1;
+        r.encode_v1(&mut old);
+        Entry::new("http://a.test/".into(), 0, None).encode_v1(&mut old);
+        let back = Entry::decode_all_v1(&old, 2).unwrap();
+        assert_eq!(back[0].via, Via::Redirect);
+        assert_eq!(back[1].via, Via::Seed);
+        assert_eq!(back[1].lastmod, None);
     }
 }

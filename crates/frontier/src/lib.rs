@@ -42,7 +42,7 @@ pub use api::{
     Admission, BoxFuture, End, Frontier, FrontierError, Lease, Link, Next, Outcome, Stats,
 };
 pub use canon::{CanonConfig, Canonicalizer, Invalid, DEFAULT_MAX_URL_LEN};
-pub use entry::Entry;
+pub use entry::{Entry, Via};
 pub use hosts::{paginate, HostControls, HostInfo, HostPage, HostQuery, HostSort};
 pub use local::{
     fingerprint, host_key, BuildError, Dedup, FrontierConfig, Journal, LocalFrontier,

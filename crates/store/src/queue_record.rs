@@ -5,8 +5,10 @@
 
 use frontier::Entry;
 
-/// The format byte of rows written now.
-pub(crate) const FORMAT: u8 = 1;
+/// The format byte of rows written now (entry format 2: with via, sitemap level, lastmod).
+pub(crate) const FORMAT: u8 = 2;
+/// Rows of entry format 1.
+const FORMAT_1: u8 = 1;
 
 /// The `meta` key that says every queue row carries a format byte.
 pub(crate) const META_KEY: &str = "queue_format";
@@ -22,14 +24,15 @@ pub(crate) fn encode(entry: &Entry) -> Vec<u8> {
 /// The entry a row holds; `None` if the row is not a whole entry of a known format.
 pub(crate) fn decode(bytes: &[u8]) -> Option<Entry> {
     match bytes.split_first()? {
-        (&FORMAT, rest) => decode_legacy(rest),
+        (&FORMAT, rest) => Entry::decode_all(rest, 1)?.pop(),
+        (&FORMAT_1, rest) => decode_legacy(rest),
         _ => None,
     }
 }
 
-/// A row written before the format byte existed.
+/// A row of entry format 1 without its format byte (as written before the byte existed).
 pub(crate) fn decode_legacy(bytes: &[u8]) -> Option<Entry> {
-    Entry::decode_all(bytes, 1)?.pop()
+    Entry::decode_all_v1(bytes, 1)?.pop()
 }
 
 #[cfg(test)]
@@ -43,12 +46,18 @@ mod tests {
         let row = encode(&e);
         assert_eq!(row[0], FORMAT);
         assert_eq!(decode(&row), Some(e.clone()));
-        assert_eq!(decode_legacy(&row[1..]), Some(e));
         assert_eq!(
             decode(&row[1..]),
             None,
             "a legacy row is not read as versioned"
         );
+        // Format 1 rows (with or without their byte) are still read.
+        let mut v1 = Vec::new();
+        e.encode(&mut v1);
+        v1.truncate(v1.len() - 6); // without via, sitemap level and lastmod (none)
+        assert_eq!(decode_legacy(&v1), Some(e.clone()));
+        v1.insert(0, FORMAT_1);
+        assert_eq!(decode(&v1), Some(e));
         assert_eq!(decode(&[]), None);
         assert_eq!(decode(&[9, 1, 2]), None, "unknown format");
     }

@@ -19,7 +19,7 @@ use url::Url;
 
 use crate::api::{Admission, End, Lease, Link, Next, Outcome, Stats};
 use crate::canon::{CanonConfig, Canonicalizer, Invalid};
-use crate::entry::Entry;
+use crate::entry::{Entry, Via};
 use crate::scheduler::{HostBackoff, Order, Politeness, Scheduler, Wait};
 use crate::scope::{OutOfScope, PatternError, Scope, ScopeConfig};
 use crate::spill::Spill;
@@ -280,30 +280,54 @@ impl LocalFrontier {
 
     /// [`offer`](Self::offer) for a redirect target reached after `hops` redirects.
     pub fn offer_hops(&self, url: &str, depth: u32, parent: Option<&str>, hops: u8) -> Admission {
-        self.admit(self.canon.canonicalize(url, None), depth, parent, hops)
+        let mut found = Found::plain(depth, parent);
+        if hops > 0 {
+            found.hops = hops;
+            found.via = Via::Redirect;
+        }
+        self.admit(self.canon.canonicalize(url, None), found, parent)
     }
 
     /// [`offer`](Self::offer) for a link already parsed (and resolved against its page): it is
     /// not parsed again.
     pub fn offer_url(&self, url: Url, depth: u32, parent: Option<&str>) -> Admission {
-        self.admit(self.canon.canonicalize_url(url), depth, parent, 0)
+        self.admit(
+            self.canon.canonicalize_url(url),
+            Found::plain(depth, parent),
+            parent,
+        )
     }
 
     /// Offers the links of one page (the batch form of [`offer_url`](Self::offer_url)).
     pub fn offer_links(&self, parent: Option<&str>, links: Vec<Link>) -> Vec<Admission> {
         links
             .into_iter()
-            .map(|l| self.admit(self.canon.canonicalize_url(l.url), l.depth, parent, l.hops))
+            .map(|l| {
+                let found = Found {
+                    depth: l.depth,
+                    hops: l.hops,
+                    via: l.via,
+                    sitemap: l.sitemap,
+                    lastmod: l.lastmod,
+                };
+                self.admit(self.canon.canonicalize_url(l.url), found, parent)
+            })
             .collect()
     }
 
     fn admit(
         &self,
         canonical: Result<Url, Invalid>,
-        depth: u32,
+        found: Found,
         parent: Option<&str>,
-        hops: u8,
     ) -> Admission {
+        let Found {
+            depth,
+            hops,
+            via,
+            sitemap,
+            lastmod,
+        } = found;
         let reject = |reason: OutOfScope| {
             self.counters.out_of_scope[reason.index()].add(1);
             Admission::OutOfScope(reason)
@@ -359,6 +383,9 @@ impl LocalFrontier {
         }
         let mut entry = Entry::new(canonical.into(), depth, parent.map(str::to_owned));
         entry.hops = hops;
+        entry.via = via;
+        entry.sitemap = sitemap;
+        entry.lastmod = lastmod;
         if let Some(journal) = &self.journal {
             journal.admitted(fp, &host, &mut entry);
         }
@@ -542,4 +569,30 @@ impl LocalFrontier {
 /// `host:port` when the port is not the scheme's default (canonical URLs omit it).
 pub fn host_key(url: &Url) -> &str {
     &url[url::Position::BeforeHost..url::Position::AfterPort]
+}
+
+/// How an offered URL was found: what its entry carries besides the URL and parent.
+struct Found {
+    depth: u32,
+    hops: u8,
+    via: Via,
+    sitemap: u8,
+    lastmod: Option<String>,
+}
+
+impl Found {
+    /// A link (or, without a parent, a seed) reached without redirects.
+    fn plain(depth: u32, parent: Option<&str>) -> Self {
+        Self {
+            depth,
+            hops: 0,
+            via: if parent.is_some() {
+                Via::Link
+            } else {
+                Via::Seed
+            },
+            sitemap: 0,
+            lastmod: None,
+        }
+    }
 }

@@ -13,6 +13,7 @@ use super::LocalFrontier;
 use crate::api::{
     Admission, BoxFuture, Frontier, FrontierError, Lease, Link, Next, Outcome, Stats,
 };
+use crate::entry::Via;
 use crate::hosts::{paginate, HostControls, HostPage, HostQuery};
 
 impl LocalFrontier {
@@ -29,7 +30,14 @@ impl LocalFrontier {
                 scope.add_seed(u);
             }
         }
-        self.offer_links(None, links)
+        let seeds = links
+            .into_iter()
+            .map(|l| Link {
+                via: Via::Seed,
+                ..l
+            })
+            .collect();
+        self.offer_links(None, seeds)
     }
 
     /// Queues `links` again although they were seen (see [`Frontier::requeue`]); budgets
