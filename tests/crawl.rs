@@ -101,6 +101,30 @@ async fn crawl_equals_ground_truth() {
     assert_eq!(via("/"), "seed");
     assert_eq!(via("/redirect/chain-end"), "redirect");
     assert_eq!(via("/redirect/chain/3"), "link");
+    // Sitemaps: a page only they list, with its lastmod; the files' own records.
+    let record = |path: &str| {
+        let url = format!("{}{path}", site.site().origin(0));
+        pages
+            .iter()
+            .find(|p| p["url"] == url.as_str())
+            .unwrap()
+            .clone()
+    };
+    let listed = record("/from-sitemap/0.html");
+    assert_eq!(listed["via"], "sitemap", "{listed}");
+    assert_eq!(listed["lastmod"], "2026-11-24T10:00:00+00:00", "{listed}");
+    assert_eq!(
+        record("/from-sitemap/1.html")["lastmod"],
+        "2026-11-02",
+        "gzip'd"
+    );
+    let file = record("/sitemaps/pages.xml");
+    assert_eq!(file["sitemap"], true, "{file}");
+    assert_eq!(file["links_found"], 3, "{file}");
+    assert_eq!(
+        file["error"], "sitemap: 1 entries not on this sitemap's host ignored",
+        "{file}"
+    );
     for (url, expected) in &truth.urls {
         if *expected == Expected::RobotsUnavailable {
             let record = pages.iter().find(|p| p["url"] == url.as_str()).unwrap();
@@ -356,11 +380,93 @@ async fn every_hostile_mode_ends_in_a_clear_record() {
             .is_some_and(|e| e.starts_with("body: ")),
         "{reset}"
     );
+    // Hostile sitemaps: each file's record says what was not read, and the crawl goes on.
+    let sitemap = |name: &str| record(&format!("{}{name}", testsite::HOSTILE_SITEMAPS));
+    let error = |r: &serde_json::Value| r["error"].as_str().unwrap_or_default().to_owned();
+    let bomb = sitemap("bomb.xml.gz");
+    assert_eq!(
+        error(&bomb),
+        "sitemap larger than 52428800 bytes uncompressed",
+        "{bomb}"
+    );
+    let huge = sitemap("huge.xml");
+    assert_eq!(
+        error(&huge),
+        "sitemap: more than 50000 entries; the rest are not read; \
+         sitemap: 50000 entries not on this sitemap's host ignored",
+        "{huge}"
+    );
+    let broken = sitemap("broken.xml");
+    assert!(
+        error(&broken).starts_with("sitemap: malformed XML at byte "),
+        "{broken}"
+    );
+    // Mismatched end tags are tolerated: both entries before the damage are kept.
+    assert_eq!(broken["links_found"], 2, "{broken}");
+    let nested = record_of(&format!(
+        "{}{}nest/2.xml",
+        site.site().origin(1),
+        testsite::HOSTILE_SITEMAPS
+    ));
+    assert_eq!(
+        error(&nested),
+        "sitemap index nested more than 2 deep: its 1 sitemaps are not read"
+    );
+    assert!(!by_url.contains_key(&format!(
+        "{}{}nest/3.xml",
+        site.site().origin(1),
+        testsite::HOSTILE_SITEMAPS
+    )));
+    let many = sitemap("many.xml");
+    assert!(
+        error(&many).ends_with("sitemaps beyond 1000 per host are not read"),
+        "{many}"
+    );
+    let files_of_host_0 = pages
+        .iter()
+        .filter(|p| {
+            p["sitemap"] == true
+                && p["url"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&site.site().origin(0))
+        })
+        .count();
+    assert_eq!(files_of_host_0, 1000, "the per-host limit");
     // With every hostile mode on, memory stays bounded.
     let rss = stats["peak_rss_bytes"]
         .as_u64()
         .expect("Linux reports VmHWM");
     assert!(rss <= 200 << 20, "peak RSS {} MB", rss >> 20);
+    site.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_sitemaps_the_crawl_equals_that_ground_truth() {
+    let site = TestSite::start(SiteConfig {
+        pages: 200,
+        hosts: 3,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let (_dir, out) = crawl_site(
+        &site,
+        "[crawl]\nconcurrency = 8\nsitemaps = false\n[fetch]\nretry_base_ms = 20\n\
+         [politeness]\nbackoff_base_ms = 20\ndelay_ms = 0\nmax_per_host = 4\n",
+    )
+    .await;
+    let truth = site
+        .site()
+        .ground_truth_for(testsite::Crawler { sitemaps: false });
+    if let Err(e) = truth.check(read_pages(&out).iter().map(recorded)) {
+        panic!("{e}");
+    }
+    assert!(!site
+        .observer()
+        .log()
+        .iter()
+        .any(|r| r.path.contains("sitemap")));
     site.stop().await;
 }
 

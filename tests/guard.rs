@@ -150,7 +150,8 @@ async fn links_and_redirects_into_private_networks_are_not_fetched() {
             "127.0.0.1/",
             "127.0.0.1/ok",
             "127.0.0.1/r",
-            "127.0.0.1/robots.txt"
+            "127.0.0.1/robots.txt",
+            "127.0.0.1/sitemap.xml",
         ],
         "only the seed's host was requested"
     );

@@ -113,7 +113,7 @@ impl Leases {
 /// Hands out up to `max` due URLs for `lease_secs`. Nothing while the crawl is paused or
 /// stopping. URLs that the SSRF guard or robots.txt rules out are finished here and not
 /// handed out.
-pub(crate) async fn lease(ctx: &Ctx, max: usize, lease_secs: u64) -> Vec<Leased> {
+pub(crate) async fn lease(ctx: &Arc<Ctx>, max: usize, lease_secs: u64) -> Vec<Leased> {
     let mut out = Vec::new();
     let lease_for = Duration::from_secs(lease_secs.max(1));
     while out.len() < max && !ctx.held() && !ctx.stopped() {
@@ -124,6 +124,16 @@ pub(crate) async fn lease(ctx: &Ctx, max: usize, lease_secs: u64) -> Vec<Leased>
             give_back(ctx, lease, Outcome::Skipped).await;
             continue;
         };
+        if lease.entry().sitemap > 0 {
+            // Sitemap files are read by the crawler itself, not handed out: an external
+            // fetcher reports links, and a sitemap's are in XML.
+            let ctx = Arc::clone(ctx);
+            tokio::spawn(async move {
+                let outcome = crate::worker::process(&ctx, &lease).await;
+                give_back(&ctx, lease, outcome).await;
+            });
+            continue;
+        }
         if let Some(outcome) = gate(ctx, &lease, &url).await {
             give_back(ctx, lease, outcome).await;
             continue;

@@ -280,6 +280,7 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         held: tokio::sync::watch::Sender::new(false),
         events: tokio::sync::broadcast::channel(1024).0,
         leases: leases::Leases::default(),
+        sitemap_files: Default::default(),
         started_at: output::now_rfc3339(),
         started,
         serving: opts.serve,

@@ -33,6 +33,8 @@ pub const RULES_TTL: Duration = Duration::from_secs(24 * 3600);
 pub const UNREACHABLE_RETRY: Duration = Duration::from_secs(300);
 /// Largest robots.txt body considered.
 pub const MAX_ROBOTS_BYTES: usize = 500 * 1024;
+/// Most `Sitemap:` lines of one robots.txt that are followed.
+const MAX_SITEMAP_LINES: usize = 100;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -73,6 +75,8 @@ pub struct Verdict {
     /// Why everything is disallowed, when it is because the robots.txt could not be had
     /// (unreachable server, 5xx, a redirect loop); `None` when rules decided.
     pub unreachable: Option<Arc<str>>,
+    /// The `Sitemap:` lines of the robots.txt this call fetched (empty when it fetched none).
+    pub sitemaps: Vec<String>,
 }
 
 /// Per-origin robots.txt cache.
@@ -184,12 +188,16 @@ impl RobotsCache {
     pub async fn check(&self, fetcher: &Fetcher, url: &Url) -> Verdict {
         let origin = url.origin().ascii_serialization();
         let mut fetched = false;
+        let mut sitemaps = Vec::new();
         loop {
             let cell = Arc::clone(self.entries.entry(origin.clone()).or_default().value());
             let entry = cell
                 .get_or_init(|| async {
                     fetched = true;
                     let (kind, body, ttl) = self.fetch_rules(fetcher, &origin).await;
+                    if kind == Kind::Parsed {
+                        sitemaps = crate::sitemap::robots_sitemaps(&body, MAX_SITEMAP_LINES);
+                    }
                     if let Some(persist) = &self.persist {
                         let expires = crate::output::now_unix_ms()
                             .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
@@ -214,12 +222,14 @@ impl RobotsCache {
                     crawl_delay: None,
                     fetched,
                     unreachable: None,
+                    sitemaps,
                 },
                 Rules::Unreachable(why) => Verdict {
                     allowed: false,
                     crawl_delay: None,
                     fetched,
                     unreachable: Some(Arc::clone(why)),
+                    sitemaps,
                 },
                 Rules::Parsed(robot) => Verdict {
                     allowed: robot.allowed(url.as_str()),
@@ -229,6 +239,7 @@ impl RobotsCache {
                         .map(|d| Duration::from_secs_f32(d.min(86_400.0))),
                     fetched,
                     unreachable: None,
+                    sitemaps,
                 },
             };
         }

@@ -70,6 +70,8 @@ pub(crate) struct Ctx {
     pub(crate) events: tokio::sync::broadcast::Sender<Arc<PageRecord>>,
     /// External fetchers' leases.
     pub(crate) leases: Leases,
+    /// Sitemap files offered per host (at most 1,000 each).
+    pub(crate) sitemap_files: crate::sitemap::crawl::FileBudget,
     /// When the crawl started (RFC 3339) and its clock.
     pub(crate) started_at: String,
     pub(crate) started: Instant,
@@ -175,7 +177,7 @@ pub(crate) async fn worker(ctx: Arc<Ctx>) {
 
 /// Fetches one leased URL, offers what it leads to and writes its record; returns the
 /// outcome for the frontier.
-async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
+pub(crate) async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
     let entry = lease.entry();
     let Ok(url) = Url::parse(&entry.url) else {
         // The frontier only queues canonical URLs, so this cannot happen; if it does, the URL
@@ -184,6 +186,9 @@ async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
     };
     if let Some(outcome) = gate(ctx, lease, &url).await {
         return outcome;
+    }
+    if entry.sitemap > 0 {
+        return crate::sitemap::crawl::read(ctx, lease, &url).await;
     }
     let cap = ctx.cfg.fetch.max_body_bytes;
     let mut fetched = ctx
@@ -263,6 +268,11 @@ pub(crate) async fn gate(ctx: &Ctx, lease: &Lease, url: &Url) -> Option<Outcome>
         // delay from the page request that follows now, not from when the lease began.
         ctx.with_frontier("host_contacted", |f| f.host_contacted(host))
             .await;
+        // A host whose robots.txt could not be had is not crawled for now: its sitemaps
+        // would only add records saying so.
+        if ctx.cfg.crawl.sitemaps && verdict.unreachable.is_none() {
+            crate::sitemap::crawl::discover(ctx, url, &verdict.sitemaps).await;
+        }
     }
     if let Some(why) = verdict.unreachable {
         // Not the rules' verdict but a failure: the URL gets a record saying so.

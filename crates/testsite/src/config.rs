@@ -49,6 +49,9 @@ pub struct Hostile {
     pub retry_after_year: bool,
     /// Headers and 64 KiB of a 1 MiB body, then the connection is reset (RST).
     pub reset: bool,
+    /// Host 0's sitemap index also names hostile sitemaps: a gzip bomb, 60,000 entries,
+    /// broken XML, indexes nested three deep, and an index of 1,500 sitemaps.
+    pub sitemap_bomb: bool,
 }
 
 impl Hostile {
@@ -70,11 +73,12 @@ impl Hostile {
             huge_robots: true,
             retry_after_year: true,
             reset: true,
+            sitemap_bomb: true,
         }
     }
 
     /// The names accepted by [`Hostile::parse`], in order.
-    pub const NAMES: [&'static str; 15] = [
+    pub const NAMES: [&'static str; 16] = [
         "slow-first-byte",
         "drip",
         "endless",
@@ -90,6 +94,7 @@ impl Hostile {
         "huge-robots",
         "retry-after-year",
         "reset",
+        "sitemap-bomb",
     ];
 
     /// Parses a comma-separated list of mode names, or `all`.
@@ -113,6 +118,7 @@ impl Hostile {
                 "huge-robots" => h.huge_robots = true,
                 "retry-after-year" => h.retry_after_year = true,
                 "reset" => h.reset = true,
+                "sitemap-bomb" => h.sitemap_bomb = true,
                 other => {
                     return Err(format!(
                         "unknown hostile mode `{other}` (known: all, {})",

@@ -38,9 +38,9 @@ pub use config::{
 };
 pub use model::{
     mix, Charset, Encoding, Expected, HostId, HostileKind, Html, Link, Resource, RobotsKind, Site,
-    Target, MANY_HOSTS,
+    Target, FROM_SITEMAP, HOSTILE_SITEMAPS, MANY_HOSTS,
 };
 pub use observer::{HostStats, Observer, RequestRecord};
 pub use render::relative;
 pub use server::{bind, canonical_path, serve, TestSite};
-pub use truth::{GroundTruth, Recorded};
+pub use truth::{Crawler, GroundTruth, Recorded};

@@ -210,6 +210,32 @@ impl Site {
         (bytes, content_type)
     }
 
+    /// A sitemap file: a `<sitemapindex>` or `<urlset>` of `entries`, absolute URLs escaped,
+    /// with `<lastmod>` where given.
+    pub fn render_sitemap(&self, index: bool, entries: &[crate::model::SitemapEntry]) -> Vec<u8> {
+        let (root, item) = if index {
+            ("sitemapindex", "sitemap")
+        } else {
+            ("urlset", "url")
+        };
+        let mut s = String::with_capacity(128 + entries.len() * 64);
+        s.push_str(&format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<{root} xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n"
+        ));
+        for e in entries {
+            s.push_str(&format!(
+                "<{item}><loc>{}</loc>",
+                escape_text(&self.url(&e.target))
+            ));
+            if let Some(l) = e.lastmod {
+                s.push_str(&format!("<lastmod>{l}</lastmod>"));
+            }
+            s.push_str(&format!("</{item}>\n"));
+        }
+        s.push_str(&format!("</{root}>\n"));
+        s.into_bytes()
+    }
+
     /// The body of a robots.txt of `kind` (only [`RobotsKind::Rules`] and
     /// [`RobotsKind::Garbage`] have one; the others are status codes).
     pub fn render_robots(&self, host: HostId, kind: RobotsKind) -> Vec<u8> {

@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
-use crate::model::{Expected, HostId, Html, Resource, RobotsKind, Site, Target};
+use crate::model::{Expected, HostId, Html, Resource, RobotsKind, Site, Target, HOSTILE_SITEMAPS};
 
 /// The walk's node: numeric pages as numbers (so 10^8 of them fit), the rest as targets.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -22,6 +22,22 @@ enum Node {
     Other(Target),
     /// A URL on a host whose robots.txt answers 5xx: recorded, not fetched, not expanded.
     Blocked(Target),
+    /// A host just contacted (its robots.txt fetched): its sitemaps are offered.
+    Contact(HostId),
+}
+
+/// What the crawler whose ground truth is wanted does beyond the defaults the walk assumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Crawler {
+    /// Reads sitemaps (`crawl.sitemaps`): each contacted host's `/sitemap.xml` and the files
+    /// its robots.txt names.
+    pub sitemaps: bool,
+}
+
+impl Default for Crawler {
+    fn default() -> Self {
+        Self { sitemaps: true }
+    }
 }
 
 /// The complete ground truth of a (small enough) site.
@@ -39,30 +55,57 @@ impl Site {
     /// Walks the site from its seed and calls `record(url, expected)` once per URL a correct
     /// crawler fetches, in breadth-first order. Memory: one bit per numeric page plus the
     /// queue, so it works for 10^8 pages.
-    pub fn walk_ground_truth(&self, mut record: impl FnMut(&str, Expected)) {
+    pub fn walk_ground_truth(&self, record: impl FnMut(&str, Expected)) {
+        self.walk_ground_truth_for(Crawler::default(), record);
+    }
+
+    /// [`walk_ground_truth`](Self::walk_ground_truth) for a crawler with `crawler`'s settings.
+    pub fn walk_ground_truth_for(&self, crawler: Crawler, mut record: impl FnMut(&str, Expected)) {
         let pages = self.config().pages;
         let mut seen_pages = vec![0u64; pages.div_ceil(64) as usize];
         let mut seen_other: HashSet<Target> = HashSet::new();
+        let mut contacted: HashSet<HostId> = HashSet::new();
         let mut queue: VecDeque<Node> = VecDeque::new();
 
-        let mut visit = |node: Node, queue: &mut VecDeque<Node>| match node {
-            Node::Page(p) => visit_page(&mut seen_pages, self, p, queue),
-            Node::Other(t) => {
-                if let Some(p) = self.page_at(t.host, &t.path) {
-                    return visit_page(&mut seen_pages, self, p, queue);
-                }
-                let blocked = self.robots_kind(t.host) == RobotsKind::ServerError;
-                if (blocked || !self.is_disallowed(t.host, &t.path)) && seen_other.insert(t.clone())
-                {
-                    queue.push_back(if blocked {
-                        Node::Blocked(t)
-                    } else {
-                        Node::Other(t)
-                    });
-                }
+        let mut visit = |node: Node, queue: &mut VecDeque<Node>| {
+            // Any URL the crawler admits gets its host contacted, allowed by robots.txt or not.
+            let host = match &node {
+                Node::Page(p) => self.page_host(*p),
+                Node::Other(t) | Node::Blocked(t) => t.host,
+                Node::Contact(h) => *h,
+            };
+            if crawler.sitemaps && contacted.insert(host) {
+                queue.push_back(Node::Contact(host));
             }
-            Node::Blocked(_) => unreachable!("only queued by visit"),
+            visit_node(&mut seen_pages, &mut seen_other, self, node, queue);
         };
+        fn visit_node(
+            seen_pages: &mut [u64],
+            seen_other: &mut HashSet<Target>,
+            site: &Site,
+            node: Node,
+            queue: &mut VecDeque<Node>,
+        ) {
+            match node {
+                Node::Page(p) => visit_page(seen_pages, site, p, queue),
+                Node::Other(t) => {
+                    if let Some(p) = site.page_at(t.host, &t.path) {
+                        return visit_page(seen_pages, site, p, queue);
+                    }
+                    let blocked = site.robots_kind(t.host) == RobotsKind::ServerError;
+                    if (blocked || !site.is_disallowed(t.host, &t.path))
+                        && seen_other.insert(t.clone())
+                    {
+                        queue.push_back(if blocked {
+                            Node::Blocked(t)
+                        } else {
+                            Node::Other(t)
+                        });
+                    }
+                }
+                Node::Blocked(_) | Node::Contact(_) => unreachable!("only queued by visit"),
+            }
+        }
         /// A numeric page: queued once, unless robots.txt disallows it by its rules; on a host
         /// whose robots.txt fails, queued to be recorded as such.
         fn visit_page(seen: &mut [u64], site: &Site, p: u64, queue: &mut VecDeque<Node>) {
@@ -98,6 +141,15 @@ impl Site {
                     }
                 }
                 Node::Blocked(t) => record(&self.url(&t), Expected::RobotsUnavailable),
+                // A host whose robots.txt fails is not crawled: its sitemaps are not offered.
+                Node::Contact(host) if self.robots_kind(host) == RobotsKind::ServerError => {}
+                Node::Contact(host) => {
+                    let files = std::iter::once("/sitemap.xml".to_owned())
+                        .chain(self.robots_sitemaps(host));
+                    for path in files {
+                        visit(Node::Other(Target { host, path }), &mut queue);
+                    }
+                }
                 Node::Other(t) => {
                     let (expected, next) = self.outcome(t.host, &t.path);
                     if let Some(expected) = expected {
@@ -137,15 +189,30 @@ impl Site {
             Resource::Robots(_) => (None, vec![]),
             Resource::Hostile(kind) => (Some(Expected::Hostile(kind)), vec![]),
             Resource::Trap(_) => (None, vec![]),
+            // A sitemap lists URLs of its own host only; host 0's hostile files are not
+            // followed by the truth (how much of them a crawler reads is its limits').
+            Resource::Sitemap { entries, .. } => (
+                Some(Expected::Status(200)),
+                entries
+                    .into_iter()
+                    .map(|e| e.target)
+                    .filter(|t| t.host == h && !t.path.starts_with(HOSTILE_SITEMAPS))
+                    .collect(),
+            ),
             Resource::NotFound => (Some(Expected::Status(404)), vec![]),
         }
     }
 
     /// The whole ground truth in memory (for tests and small sites).
     pub fn ground_truth(&self) -> GroundTruth {
+        self.ground_truth_for(Crawler::default())
+    }
+
+    /// [`ground_truth`](Self::ground_truth) for a crawler with `crawler`'s settings.
+    pub fn ground_truth_for(&self, crawler: Crawler) -> GroundTruth {
         let mut urls = BTreeMap::new();
         let mut counts = BTreeMap::new();
-        self.walk_ground_truth(|url, expected| {
+        self.walk_ground_truth_for(crawler, |url, expected| {
             let previous = urls.insert(url.to_owned(), expected);
             assert!(previous.is_none(), "ground truth visited {url} twice");
             *counts.entry(expected.to_string()).or_insert(0) += 1;
@@ -339,8 +406,9 @@ mod tests {
             truth.urls.get("http://h0.test:8080/hostile/nested-target"),
             Some(&Expected::Status(200))
         );
-        // The trap's path and calendar, and the redirect spiral's steps on hosts 0 and 1.
-        assert_eq!(truth.trap_prefixes.len(), 4);
+        // The trap's path and calendar, the redirect spiral's steps on hosts 0 and 1, and the
+        // hostile sitemaps of hosts 0 and 1.
+        assert_eq!(truth.trap_prefixes.len(), 6);
         assert!(!truth.urls.keys().any(|u| u.contains("/hostile/trap/")));
         // The loop is two redirects; the chain's last hop leaves the site.
         for url in [
@@ -360,8 +428,50 @@ mod tests {
                     && !u.starts_with("http://h1.")
             })
             .collect::<Vec<_>>();
-        assert_eq!(elsewhere.len(), crate::MANY_HOSTS as usize);
+        // Each of their roots and /sitemap.xml, all 404.
+        assert_eq!(elsewhere.len(), 2 * crate::MANY_HOSTS as usize);
         assert!(elsewhere.iter().all(|(_, e)| **e == Expected::Status(404)));
+    }
+
+    #[test]
+    fn sitemaps_follow_the_crawlers_setting() {
+        let site = Site::new(
+            SiteConfig {
+                pages: 50,
+                hosts: 3,
+                ..SiteConfig::default()
+            },
+            8080,
+        )
+        .unwrap();
+        let with = site.ground_truth();
+        let without = site.ground_truth_for(Crawler { sitemaps: false });
+        let only_with: Vec<&String> = with
+            .urls
+            .keys()
+            .filter(|u| !without.urls.contains_key(*u))
+            .collect();
+        // Host 0 (rules: its robots.txt names listed.xml) and host 1 (no robots.txt): the
+        // index, its two files, the pages only they list; host 2's robots.txt fails, so its
+        // sitemaps are not read.
+        let h0 = |p: &str| format!("http://h0.test:8080{p}");
+        for p in [
+            "/sitemap.xml",
+            "/sitemaps/pages.xml",
+            "/sitemaps/more.xml.gz",
+            "/sitemaps/listed.xml",
+            "/from-sitemap/0.html",
+            "/from-sitemap/1.html",
+            "/from-sitemap/2.html",
+        ] {
+            assert_eq!(with.urls.get(&h0(p)), Some(&Expected::Status(200)), "{p}");
+        }
+        assert!(!with
+            .urls
+            .contains_key("http://h1.test:8080/sitemaps/listed.xml"));
+        assert!(!with.urls.contains_key("http://h2.test:8080/sitemap.xml"));
+        assert_eq!(only_with.len(), 7 + 5, "{only_with:?}");
+        assert!(without.urls.keys().all(|u| with.urls.contains_key(u)));
     }
 
     #[test]

@@ -197,6 +197,7 @@ fn decode(reply: &Reply) -> String {
 /// The walk: returns every fetched URL with its final status.
 fn walk(seed: &str, connect: impl Fn(&Url) -> SocketAddr) -> BTreeMap<String, u16> {
     let mut robots: HashMap<String, Robots> = HashMap::new();
+    let mut sitemap_files: HashSet<String> = HashSet::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut queue = VecDeque::new();
     let mut fetched = BTreeMap::new();
@@ -205,17 +206,35 @@ fn walk(seed: &str, connect: impl Fn(&Url) -> SocketAddr) -> BTreeMap<String, u1
     while let Some(url_text) = queue.pop_front() {
         let url = Url::parse(&url_text).unwrap();
         let origin = url.origin().ascii_serialization();
-        let rules = robots
-            .entry(origin.clone())
-            .or_insert_with(|| {
-                let r = get(connect(&url), &url.join("/robots.txt").unwrap());
+        if !robots.contains_key(&origin) {
+            let r = get(connect(&url), &url.join("/robots.txt").unwrap());
+            let text = String::from_utf8_lossy(&r.body).into_owned();
+            robots.insert(
+                origin.clone(),
                 match r.status {
-                    200 => parse_robots(&String::from_utf8_lossy(&r.body)),
+                    200 => parse_robots(&text),
                     400..=499 => Robots::AllowAll,
                     _ => Robots::DisallowAll,
+                },
+            );
+            // First contact: the host's sitemaps (its robots.txt's Sitemap: lines, and
+            // /sitemap.xml) join the queue — unless its robots.txt failed.
+            let failed = r.status >= 500;
+            let mut files: Vec<String> = text
+                .lines()
+                .filter(|_| r.status == 200)
+                .filter_map(|l| l.strip_prefix("Sitemap:"))
+                .map(|v| v.trim().to_owned())
+                .collect();
+            files.push(url.join("/sitemap.xml").unwrap().to_string());
+            for f in files.into_iter().filter(|_| !failed) {
+                sitemap_files.insert(f.clone());
+                if seen.insert(f.clone()) {
+                    queue.push_back(f);
                 }
-            })
-            .clone();
+            }
+        }
+        let rules = robots[&origin].clone();
         let path_query = match url.query() {
             Some(q) => format!("{}?{q}", url.path()),
             None => url.path().to_owned(),
@@ -239,6 +258,30 @@ fn walk(seed: &str, connect: impl Fn(&Url) -> SocketAddr) -> BTreeMap<String, u1
         if (300..400).contains(&reply.status) {
             if let Some(loc) = reply.header("location") {
                 found.push(url.join(loc).unwrap());
+            }
+        }
+        if reply.status == 200 && sitemap_files.contains(&url_text) {
+            let mut xml = reply.body.clone();
+            if xml.starts_with(&[0x1f, 0x8b]) {
+                let mut plain = Vec::new();
+                flate2::read::GzDecoder::new(&reply.body[..])
+                    .read_to_end(&mut plain)
+                    .unwrap();
+                xml = plain;
+            }
+            let xml = String::from_utf8(xml).unwrap();
+            let index = xml.contains("<sitemapindex");
+            for piece in xml.split("<loc>").skip(1) {
+                let loc = unescape(&piece[..piece.find("</loc>").unwrap()]);
+                let u = url.join(&loc).unwrap();
+                // A sitemap lists its own host's URLs only.
+                if u.origin() != url.origin() {
+                    continue;
+                }
+                if index {
+                    sitemap_files.insert(normalise(u.clone()));
+                }
+                found.push(u);
             }
         }
         let is_html = reply

@@ -134,6 +134,8 @@ pub struct CrawlSection {
     pub respect_robots: bool,
     /// Skip `rel=nofollow` links and pages with `<meta name=robots content=nofollow>`.
     pub respect_nofollow: bool,
+    /// Read each host's sitemaps (`Sitemap:` lines of robots.txt and `/sitemap.xml`).
+    pub sitemaps: bool,
     /// Seconds to let in-flight fetches finish after SIGINT/SIGTERM.
     pub drain_secs: u64,
     /// Seconds between progress reports on a non-terminal.

@@ -74,6 +74,7 @@ pub(super) const SCHEMA: &[(&str, &str, Kind)] = &[
     ("crawl", "user_agent", Kind::Str),
     ("crawl", "respect_robots", Kind::Bool),
     ("crawl", "respect_nofollow", Kind::Bool),
+    ("crawl", "sitemaps", Kind::Bool),
     ("crawl", "drain_secs", Kind::UInt { min: 0, max: 3600 }),
     ("crawl", "progress_secs", Kind::UInt { min: 1, max: 3600 }),
     ("crawl", "status_secs", Kind::UInt { min: 1, max: 3600 }),

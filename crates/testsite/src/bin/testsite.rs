@@ -63,6 +63,10 @@ struct Args {
     /// lines) for this configuration and port, and exit.
     #[arg(long)]
     ground_truth: bool,
+    /// With --ground-truth: for a crawler that does not read sitemaps (leaves out the
+    /// sitemap files and the pages only they list).
+    #[arg(long)]
+    no_sitemaps: bool,
     /// Write every link as a plain absolute URL (same URLs, same ground truth; for crawlers
     /// that do not resolve every form of link).
     #[arg(long)]
@@ -113,7 +117,10 @@ fn main() -> ExitCode {
         return ExitCode::from(64);
     }
     if args.ground_truth {
-        return print_ground_truth(cfg, args.port);
+        let crawler = testsite::Crawler {
+            sitemaps: !args.no_sitemaps,
+        };
+        return print_ground_truth(cfg, args.port, crawler);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.threads.max(1))
@@ -229,14 +236,14 @@ async fn shutdown_signal() {
     }
 }
 
-fn print_ground_truth(cfg: SiteConfig, port: u16) -> ExitCode {
+fn print_ground_truth(cfg: SiteConfig, port: u16, crawler: testsite::Crawler) -> ExitCode {
     use std::io::Write;
     let site = Site::new(cfg, port).expect("validated");
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut counts = std::collections::BTreeMap::<String, u64>::new();
     let mut failed = false;
-    site.walk_ground_truth(|url, expected| {
+    site.walk_ground_truth_for(crawler, |url, expected| {
         *counts.entry(expected.to_string()).or_default() += 1;
         failed |= writeln!(out, "{url}\t{expected}").is_err();
     });

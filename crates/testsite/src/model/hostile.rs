@@ -86,6 +86,17 @@ impl Site {
                 });
             }
         }
+        if let (Some(name), None, true) = (
+            route.strip_prefix(super::HOSTILE_SITEMAPS),
+            query,
+            m.sitemap_bomb,
+        ) {
+            return match (name.starts_with("nest/"), h) {
+                (true, h) if h == self.loop_partner(0) => self.hostile_sitemap(h, name),
+                (false, 0) => self.hostile_sitemap(0, name),
+                _ => None,
+            };
+        }
         if h != 0 {
             return None;
         }
@@ -188,6 +199,16 @@ impl Site {
         } else {
             vec![]
         };
+        if self.cfg.hostile.sitemap_bomb {
+            let mut hosts = vec![0, self.loop_partner(0)];
+            hosts.dedup();
+            prefixes.extend(hosts.into_iter().map(|host| {
+                self.url(&Target {
+                    host,
+                    path: super::HOSTILE_SITEMAPS.into(),
+                })
+            }));
+        }
         if self.cfg.hostile.redirect_loop {
             let mut hosts = vec![0, self.loop_partner(0)];
             hosts.dedup();
@@ -199,6 +220,63 @@ impl Site {
             }));
         }
         prefixes
+    }
+
+    /// Hostile sitemap `name` of host `h` (under [`super::HOSTILE_SITEMAPS`]).
+    fn hostile_sitemap(&self, h: HostId, name: &str) -> Option<Resource> {
+        let file = |i: String| super::SitemapEntry {
+            target: Target {
+                host: h,
+                path: format!("{}{i}", super::HOSTILE_SITEMAPS),
+            },
+            lastmod: None,
+        };
+        let sitemap = |index, gzip, entries| {
+            Some(Resource::Sitemap {
+                index,
+                gzip,
+                entries,
+            })
+        };
+        match name {
+            "bomb.xml.gz" => Some(Resource::Hostile(HostileKind::SitemapBomb)),
+            "broken.xml" => Some(Resource::Hostile(HostileKind::SitemapBroken)),
+            // 60,000 entries (the protocol allows 50,000), all on a host that is not this
+            // one: a crawler reads what the limits allow and follows none.
+            "huge.xml" => sitemap(
+                false,
+                true,
+                (0..60_000)
+                    .map(|i| super::SitemapEntry {
+                        target: Target {
+                            host: self.cfg.hosts,
+                            path: format!("/{i}"),
+                        },
+                        lastmod: None,
+                    })
+                    .collect(),
+            ),
+            "nest/1.xml" => sitemap(true, false, vec![file("nest/2.xml".into())]),
+            "nest/2.xml" => sitemap(true, false, vec![file("nest/3.xml".into())]),
+            "nest/3.xml" => sitemap(false, false, vec![]),
+            "many.xml" => sitemap(
+                true,
+                false,
+                (0..1500).map(|i| file(format!("child/{i}.xml"))).collect(),
+            ),
+            _ => {
+                let i: u32 = name
+                    .strip_prefix("child/")?
+                    .strip_suffix(".xml")?
+                    .parse()
+                    .ok()?;
+                (i < 1500 && name == format!("child/{i}.xml")).then_some(Resource::Sitemap {
+                    index: false,
+                    gzip: false,
+                    entries: vec![],
+                })
+            }
+        }
     }
 
     /// Where step `n` of the redirect spiral on host `h` sends the client.

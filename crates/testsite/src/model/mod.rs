@@ -11,7 +11,9 @@ use std::fmt;
 use crate::config::{Addressing, SiteConfig};
 
 mod hostile;
+mod sitemaps;
 pub use hostile::MANY_HOSTS;
+pub use sitemaps::{SitemapEntry, FROM_SITEMAP, HOSTILE_SITEMAPS};
 mod routes;
 
 /// Index of a virtual host.
@@ -74,6 +76,10 @@ pub enum HostileKind {
     RetryAfterYear,
     /// Part of the body, then a connection reset.
     Reset,
+    /// A gzip'd "sitemap" that inflates to 1 GiB.
+    SitemapBomb,
+    /// A sitemap whose XML breaks after its first entry.
+    SitemapBroken,
 }
 
 impl HostileKind {
@@ -90,6 +96,8 @@ impl HostileKind {
             HostileKind::RedirectSpiral(_) => "redirect-spiral",
             HostileKind::RetryAfterYear => "retry-after-year",
             HostileKind::Reset => "reset",
+            HostileKind::SitemapBomb => "sitemap-bomb",
+            HostileKind::SitemapBroken => "sitemap-broken",
         }
     }
 }
@@ -187,6 +195,15 @@ pub enum Resource {
     Hostile(HostileKind),
     /// A spider-trap page: valid HTML whose links lead ever deeper.
     Trap(Html),
+    /// A sitemap file: an index of sitemaps or a URL set.
+    Sitemap {
+        /// `<sitemapindex>` (else `<urlset>`).
+        index: bool,
+        /// Served gzip'd as a file (`application/gzip`, not a transfer encoding).
+        gzip: bool,
+        /// Its entries, in order.
+        entries: Vec<SitemapEntry>,
+    },
     /// Nothing here.
     NotFound,
 }
@@ -317,6 +334,9 @@ impl Site {
         );
         if let (0, Some(delay)) = (h, self.cfg.crawl_delay) {
             text.push_str(&format!("Crawl-delay: {delay}\n"));
+        }
+        for path in self.robots_sitemaps(h) {
+            text.push_str(&format!("Sitemap: {}{path}\n", self.origin(h)));
         }
         text.push_str("\nUser-agent: BadBot\nDisallow: /\n");
         text

@@ -295,6 +295,11 @@ impl Site {
                 ));
             }
         }
+        if query.is_none() {
+            if let Some(r) = self.resolve_sitemap(h, route) {
+                return r;
+            }
+        }
         self.resolve_hostile(h, route, query)
             .unwrap_or(Resource::NotFound)
     }

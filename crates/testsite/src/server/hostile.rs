@@ -64,19 +64,26 @@ pub(super) async fn respond(
             r
         }
         HostileKind::GzipBomb => {
-            let bomb = match shared.gzip_bomb.get() {
-                Some(b) => b.clone(),
-                None => {
-                    let b = tokio::task::spawn_blocking(gzip_bomb)
-                        .await
-                        .unwrap_or_default();
-                    shared.gzip_bomb.get_or_init(|| b).clone()
-                }
-            };
-            let mut r = Response::new(full(bomb));
+            let mut r = Response::new(full(bomb(shared).await));
             r.headers_mut()
                 .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
             r
+        }
+        HostileKind::SitemapBomb => {
+            // The same gigabyte, as a gzip'd file (no Content-Encoding): the reader inflates.
+            let mut r = Response::new(full(bomb(shared).await));
+            r.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/gzip"));
+            return r;
+        }
+        HostileKind::SitemapBroken => {
+            let mut r = Response::new(full(
+                "<?xml version=\"1.0\"?><urlset><url><loc>/from-sitemap/0.html</loc></url>\
+                 <url><loc>/x</loc></urlset></url><<<",
+            ));
+            r.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/xml"));
+            return r;
         }
         HostileKind::HugeHeaders => {
             let mut r = Response::new(full("<!DOCTYPE html><title>Headers</title>"));
@@ -118,6 +125,19 @@ pub(super) async fn respond(
     };
     r.headers_mut().insert(CONTENT_TYPE, html);
     r
+}
+
+/// The gzip bomb's bytes, made once per site.
+async fn bomb(shared: &Shared) -> Bytes {
+    match shared.gzip_bomb.get() {
+        Some(b) => b.clone(),
+        None => {
+            let b = tokio::task::spawn_blocking(gzip_bomb)
+                .await
+                .unwrap_or_default();
+            shared.gzip_bomb.get_or_init(|| b).clone()
+        }
+    }
 }
 
 fn redirect(to: String) -> Response<ResponseBody> {

@@ -364,6 +364,22 @@ async fn respond(
             }
         },
         Resource::Hostile(kind) => hostile::respond(shared, h, kind, reset).await,
+        Resource::Sitemap {
+            index,
+            gzip,
+            entries,
+        } => {
+            let xml = site.render_sitemap(index, &entries);
+            let (body, ct) = if gzip {
+                (compress(&xml, Encoding::Gzip), "application/gzip")
+            } else {
+                (xml, "application/xml")
+            };
+            let mut r = Response::new(full(body));
+            r.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static(ct));
+            r
+        }
         Resource::NotFound => simple(404, "not found"),
     }
 }

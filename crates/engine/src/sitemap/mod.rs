@@ -14,6 +14,8 @@ use std::io::Read;
 use quick_xml::events::Event;
 use quick_xml::Reader;
 
+pub(crate) mod crawl;
+
 /// Most entries (URLs or child sitemaps) one sitemap file may list (the protocol's limit).
 pub const MAX_ENTRIES: usize = 50_000;
 /// Most bytes one sitemap file may have once inflated (the protocol's 50 MiB).
@@ -48,8 +50,10 @@ pub struct Sitemap {
     pub kind: Kind,
     /// The entries, in document order, at most [`MAX_ENTRIES`].
     pub entries: Vec<Entry>,
-    /// More than [`MAX_ENTRIES`] entries: the rest were not read.
+    /// More than [`MAX_ENTRIES`] entries, or malformed XML after some: the rest were not read.
     pub truncated: bool,
+    /// What was malformed, when that is why the rest were not read.
+    pub malformed: Option<String>,
     /// Entries dropped: no `<loc>`, or one longer than [`MAX_LOC`].
     pub skipped: u64,
 }
@@ -122,6 +126,7 @@ fn parse_text(body: &[u8]) -> Sitemap {
         kind: Kind::Urls,
         entries: Vec::new(),
         truncated: false,
+        malformed: None,
         skipped: 0,
     };
     for line in body.split(|&b| b == b'\n') {
@@ -163,6 +168,7 @@ fn parse_xml(body: &[u8]) -> Result<Sitemap, SitemapError> {
         kind: Kind::Urls,
         entries: Vec::new(),
         truncated: false,
+        malformed: None,
         skipped: 0,
     };
     // The entry being read (inside <url> or <sitemap>), and the field its text goes to.
@@ -173,9 +179,10 @@ fn parse_xml(body: &[u8]) -> Result<Sitemap, SitemapError> {
     loop {
         let event = match reader.read_event() {
             Ok(e) => e,
-            Err(_) if kind.is_some() => {
+            Err(e) if kind.is_some() => {
                 // Keep what was read before the damage.
                 sitemap.truncated = true;
+                sitemap.malformed = Some(format!("byte {}: {e}", reader.error_position()));
                 break;
             }
             Err(e) => {
