@@ -17,7 +17,7 @@ use frontier::{
 };
 use url::Url;
 
-use crate::fetch::{Fetcher, Keep};
+use crate::fetch::{Fetched, Fetcher, Keep};
 use crate::leases::Leases;
 use crate::metrics::LatencyHistogram;
 use crate::output::{self, Output, PageRecord};
@@ -231,18 +231,7 @@ pub(crate) async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
         }
         _ => {}
     }
-    let response = Response {
-        status: fetched.status,
-        final_url,
-        content_type: fetched.content_type.clone(),
-        bytes: fetched.bytes,
-        fetch_ms: fetched.elapsed.as_millis() as u64,
-        truncated: fetched.truncated,
-        error,
-        transient: fetched.transient,
-        retry_after: fetched.retry_after,
-    };
-    finish(ctx, entry, response, offers).await
+    finish(ctx, entry, Response::of(&fetched, final_url, error), offers).await
 }
 
 /// What stands before a leased URL's fetch: the SSRF guard (an IP literal it refuses gets a
@@ -390,6 +379,23 @@ pub(crate) struct Response {
     /// The host is struggling (5xx, 429, no response): it backs off.
     pub(crate) transient: bool,
     pub(crate) retry_after: Option<Duration>,
+}
+
+impl Response {
+    /// How a built-in fetch ended, with the URL it ended at and the record's error.
+    pub(crate) fn of(fetched: &Fetched, final_url: String, error: Option<String>) -> Self {
+        Self {
+            status: fetched.status,
+            final_url,
+            content_type: fetched.content_type.clone(),
+            bytes: fetched.bytes,
+            fetch_ms: fetched.elapsed.as_millis() as u64,
+            truncated: fetched.truncated,
+            error,
+            transient: fetched.transient,
+            retry_after: fetched.retry_after,
+        }
+    }
 }
 
 /// Offers what a fetched page leads to (one frontier call), writes its record and returns

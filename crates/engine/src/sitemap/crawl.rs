@@ -105,18 +105,8 @@ pub(crate) async fn read(ctx: &Ctx, lease: &Lease, url: &Url) -> Outcome {
         }
         _ => {}
     }
-    let response = Response {
-        status: fetched.status,
-        final_url,
-        content_type: fetched.content_type.clone(),
-        bytes: fetched.bytes,
-        fetch_ms: fetched.elapsed.as_millis() as u64,
-        truncated: fetched.truncated,
-        error: (!notes.is_empty()).then(|| notes.join("; ")),
-        transient: fetched.transient,
-        retry_after: fetched.retry_after,
-    };
-    finish(ctx, entry, response, offers).await
+    let error = (!notes.is_empty()).then(|| notes.join("; "));
+    finish(ctx, entry, Response::of(&fetched, final_url, error), offers).await
 }
 
 /// The links a parsed sitemap file leads to, noting in `notes` what it held that is not

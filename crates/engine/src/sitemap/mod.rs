@@ -58,6 +58,18 @@ pub struct Sitemap {
     pub skipped: u64,
 }
 
+impl Sitemap {
+    fn empty(kind: Kind) -> Self {
+        Self {
+            kind,
+            entries: Vec::new(),
+            truncated: false,
+            malformed: None,
+            skipped: 0,
+        }
+    }
+}
+
 /// Why a sitemap file could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SitemapError {
@@ -122,13 +134,7 @@ fn parse_plain(body: &[u8]) -> Result<Sitemap, SitemapError> {
 
 /// A plain-text sitemap: one absolute URL per line; other lines are skipped.
 fn parse_text(body: &[u8]) -> Sitemap {
-    let mut sitemap = Sitemap {
-        kind: Kind::Urls,
-        entries: Vec::new(),
-        truncated: false,
-        malformed: None,
-        skipped: 0,
-    };
+    let mut sitemap = Sitemap::empty(Kind::Urls);
     for line in body.split(|&b| b == b'\n') {
         let line = String::from_utf8_lossy(line.trim_ascii());
         if line.is_empty() {
@@ -164,13 +170,7 @@ fn parse_xml(body: &[u8]) -> Result<Sitemap, SitemapError> {
     let mut reader = Reader::from_reader(body);
     reader.config_mut().check_end_names = false;
     let mut kind = None;
-    let mut sitemap = Sitemap {
-        kind: Kind::Urls,
-        entries: Vec::new(),
-        truncated: false,
-        malformed: None,
-        skipped: 0,
-    };
+    let mut sitemap = Sitemap::empty(Kind::Urls);
     // The entry being read (inside <url> or <sitemap>), and the field its text goes to.
     let mut current: Option<(String, String)> = None;
     let mut field = Field::None;
