@@ -181,6 +181,9 @@ pub struct SiteConfig {
     /// peers whose link extraction misses protocol-relative, upper-case or dot-relative links;
     /// the URL set, and so the ground truth, is the same).
     pub plain_links: bool,
+    /// Numeric pages of about 8 MB (filler before their links), spread evenly over the site:
+    /// a crawl's memory should follow its links, not its page sizes.
+    pub big_pages: u32,
 }
 
 impl Default for SiteConfig {
@@ -198,6 +201,7 @@ impl Default for SiteConfig {
             slow_secs: 30,
             hostile: Hostile::default(),
             plain_links: false,
+            big_pages: 0,
         }
     }
 }
@@ -260,6 +264,12 @@ impl SiteConfig {
             if !(d.is_finite() && (0.0..=3600.0).contains(&d)) {
                 problems.push(format!("crawl_delay must be in 0..=3600 seconds, got {d}"));
             }
+        }
+        if u64::from(self.big_pages) > self.pages {
+            problems.push(format!(
+                "big_pages ({}) must not exceed pages ({})",
+                self.big_pages, self.pages
+            ));
         }
         if self.hostile.many_hosts && self.addressing == Addressing::Ips {
             problems.push(

@@ -43,6 +43,9 @@ struct Args {
     /// many-hosts, huge-robots, retry-after-year, reset.
     #[arg(long, default_value = "")]
     hostile: String,
+    /// Numeric pages of about 8 MB, spread over the site.
+    #[arg(long, default_value_t = 0)]
+    big_pages: u32,
     /// Seconds the slow-first-byte page waits.
     #[arg(long, default_value_t = 30)]
     slow_secs: u64,
@@ -110,6 +113,7 @@ fn main() -> ExitCode {
         crawl_delay: args.crawl_delay,
         slow_secs: args.slow_secs,
         hostile,
+        big_pages: args.big_pages,
         plain_links: args.plain_links,
     };
     if let Err(e) = cfg.validate() {

@@ -484,7 +484,22 @@ impl Site {
             _ => None,
         };
         html.filler = 1 + (mix(self.cfg.seed, p, 7) % 3) as u32;
+        if self.is_big(p) {
+            // About 120 bytes a paragraph: 8 MB before the links.
+            html.filler = 66_000;
+            html.encoding = None;
+        }
         html
+    }
+
+    /// Whether numeric page `p` is one of the site's big pages (see `SiteConfig::big_pages`).
+    pub fn is_big(&self, p: u64) -> bool {
+        let big = u64::from(self.cfg.big_pages);
+        if big == 0 {
+            return false;
+        }
+        let stride = (self.cfg.pages / big).max(1);
+        p % stride == stride / 2 && p / stride < big
     }
 }
 
@@ -544,6 +559,31 @@ mod tests {
             assert_eq!(a.page_links(p), b.page_links(p));
         }
         assert!((0..50).any(|p| a.page_links(p) != c.page_links(p)));
+    }
+
+    #[test]
+    fn big_pages_are_spread_and_about_8_mb() {
+        let s = Site::new(
+            SiteConfig {
+                pages: 10_000,
+                big_pages: 100,
+                ..SiteConfig::default()
+            },
+            8080,
+        )
+        .unwrap();
+        let big: Vec<u64> = (0..10_000).filter(|&p| s.is_big(p)).collect();
+        assert_eq!(big.len(), 100);
+        assert_eq!(big[..2], [50, 150]);
+        let t = s.page_target(50);
+        let (body, _) = s.render_html(t.host, &t.path, &s.page_html(50));
+        assert!(
+            (7_500_000..8_500_000).contains(&body.len()),
+            "{}",
+            body.len()
+        );
+        assert_eq!(s.page_html(50).links, s.page_links(50), "the same links");
+        assert!(!site().is_big(50), "none by default");
     }
 
     #[test]
