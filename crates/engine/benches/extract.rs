@@ -108,6 +108,214 @@ fn corpus(dir: &Path) -> Vec<Page> {
     out
 }
 
+/// A candidate for the streaming extractor (issue 24), measured here before it is built:
+/// html5ever's tokenizer without its tree builder, switching to the raw-text states a
+/// scripting-off parse uses, collecting `href`/`src` of the link elements and resolving them.
+mod tokenizer_only {
+    use std::cell::RefCell;
+
+    use html5ever::tendril::StrTendril;
+    use html5ever::tokenizer::states::RawKind;
+    use html5ever::tokenizer::{
+        BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
+    };
+    use url::Url;
+
+    #[derive(Default)]
+    struct Sink {
+        found: RefCell<Vec<String>>,
+        base: RefCell<Option<String>>,
+    }
+
+    impl TokenSink for Sink {
+        type Handle = ();
+
+        fn process_token(&self, token: Token, _line: u64) -> TokenSinkResult<()> {
+            let Token::TagToken(tag) = token else {
+                return TokenSinkResult::Continue;
+            };
+            if tag.kind != TagKind::StartTag {
+                return TokenSinkResult::Continue;
+            }
+            let attr = |name: &str| {
+                tag.attrs
+                    .iter()
+                    .find(|a| &*a.name.local == name)
+                    .map(|a| a.value.to_string())
+            };
+            let found = |v: Option<String>| {
+                if let Some(v) = v {
+                    self.found.borrow_mut().push(v);
+                }
+            };
+            match &*tag.name {
+                "a" | "area" | "link" => found(attr("href")),
+                "frame" => found(attr("src")),
+                "iframe" => {
+                    found(attr("src"));
+                    return TokenSinkResult::RawData(RawKind::Rawtext);
+                }
+                "base" => {
+                    let mut base = self.base.borrow_mut();
+                    if base.is_none() {
+                        *base = attr("href");
+                    }
+                }
+                "script" => return TokenSinkResult::RawData(RawKind::ScriptData),
+                "style" | "xmp" | "noembed" | "noframes" => {
+                    return TokenSinkResult::RawData(RawKind::Rawtext)
+                }
+                "textarea" | "title" => return TokenSinkResult::RawData(RawKind::Rcdata),
+                "plaintext" => return TokenSinkResult::Plaintext,
+                _ => {}
+            }
+            TokenSinkResult::Continue
+        }
+    }
+
+    pub fn links(text: &str, page: &Url) -> Vec<Url> {
+        let tok = Tokenizer::new(Sink::default(), TokenizerOpts::default());
+        let input = BufferQueue::default();
+        input.push_back(StrTendril::from(text));
+        let _ = tok.feed(&input);
+        tok.end();
+        let base = tok
+            .sink
+            .base
+            .borrow()
+            .as_deref()
+            .and_then(|b| page.join(b).ok())
+            .unwrap_or_else(|| page.clone());
+        let found = tok.sink.found.take();
+        found
+            .iter()
+            .filter_map(|h| base.join(h.trim()).ok())
+            .filter(|u| matches!(u.scheme(), "http" | "https"))
+            .collect()
+    }
+}
+
+/// The other candidate: Cloudflare's lol_html streaming rewriter, selectors on the link
+/// elements, the body fed as bytes (it decodes the charset itself). Measured as it is: it
+/// reads `<noscript>` as raw text (scripting on) and leaves entities in attribute values.
+mod lol {
+    use std::cell::RefCell;
+
+    use lol_html::{element, HtmlRewriter, Settings};
+    use url::Url;
+
+    pub fn links(body: &[u8], page: &Url) -> Vec<Url> {
+        let (found, base) = raw(body);
+        let base = base
+            .as_deref()
+            .and_then(|b| page.join(b).ok())
+            .unwrap_or_else(|| page.clone());
+        found
+            .iter()
+            .filter_map(|h| base.join(h.trim()).ok())
+            .filter(|u| matches!(u.scheme(), "http" | "https"))
+            .collect()
+    }
+
+    /// The attribute values and `<base href>` as written, unresolved.
+    pub fn raw(body: &[u8]) -> (Vec<String>, Option<String>) {
+        let found: RefCell<Vec<String>> = RefCell::default();
+        let base: RefCell<Option<String>> = RefCell::default();
+        {
+            let settings = Settings::new()
+                .append_element_content_handler(element!("a[href], area[href], link[href]", |el| {
+                    if let Some(h) = el.get_attribute("href") {
+                        found.borrow_mut().push(h);
+                    }
+                    Ok(())
+                }))
+                .append_element_content_handler(element!("frame[src], iframe[src]", |el| {
+                    if let Some(h) = el.get_attribute("src") {
+                        found.borrow_mut().push(h);
+                    }
+                    Ok(())
+                }))
+                .append_element_content_handler(element!("base[href]", |el| {
+                    let mut b = base.borrow_mut();
+                    if b.is_none() {
+                        *b = el.get_attribute("href");
+                    }
+                    Ok(())
+                }));
+            let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
+            let _ = rewriter.write(body);
+            let _ = rewriter.end();
+        }
+        (found.take(), base.take())
+    }
+}
+
+fn run_lol(name: &str, pages: &[Page]) {
+    if pages.is_empty() {
+        return;
+    }
+    let bytes: usize = pages.iter().map(|p| p.body.len()).sum();
+    let mut best = Duration::MAX;
+    let mut links = 0;
+    for _ in 0..3 {
+        let start = Instant::now();
+        links = 0;
+        for p in pages {
+            links += black_box(lol::links(&p.body, &p.url)).len();
+        }
+        best = best.min(start.elapsed());
+    }
+    let mb = bytes as f64 / 1e6;
+    println!(
+        "{name} (lol_html)\t{}\t{mb:.1}\t{links}\t{:.3}\t{:.1}",
+        pages.len(),
+        best.as_secs_f64(),
+        mb / best.as_secs_f64()
+    );
+    // The same without resolving the links against the page: what URL parsing costs.
+    let mut best = Duration::MAX;
+    for _ in 0..3 {
+        let start = Instant::now();
+        links = 0;
+        for p in pages {
+            links += black_box(lol::raw(&p.body)).0.len();
+        }
+        best = best.min(start.elapsed());
+    }
+    println!(
+        "{name} (lol_html, unresolved)\t{}\t{mb:.1}\t{links}\t{:.3}\t{:.1}",
+        pages.len(),
+        best.as_secs_f64(),
+        mb / best.as_secs_f64()
+    );
+}
+
+/// The candidate on the same pages: decoding (as today) and tokenizing.
+fn run_tokenizer(name: &str, pages: &[Page]) {
+    if pages.is_empty() {
+        return;
+    }
+    let bytes: usize = pages.iter().map(|p| p.body.len()).sum();
+    let mut best = Duration::MAX;
+    let mut links = 0;
+    for _ in 0..3 {
+        let start = Instant::now();
+        links = 0;
+        for p in pages {
+            let text = engine::extract::decode(&p.body, Some(&p.content_type));
+            links += black_box(tokenizer_only::links(&text, &p.url)).len();
+        }
+        best = best.min(start.elapsed());
+    }
+    let mb = bytes as f64 / 1e6;
+    println!(
+        "{name} (tokenizer only)\t{}\t{mb:.1}\t{links}\t{:.3}\t{:.1}",
+        pages.len(),
+        best.as_secs_f64(),
+        mb / best.as_secs_f64()
+    );
+}
+
 fn run(name: &str, pages: &[Page]) {
     if pages.is_empty() {
         return;
@@ -135,12 +343,17 @@ fn run(name: &str, pages: &[Page]) {
 
 fn main() {
     println!("corpus\tpages\tmb\tlinks\tseconds\tmb_per_s");
-    run("test-site", &test_site_pages());
-    run("large-2mb", &large_pages());
+    let mut corpora = vec![
+        ("test-site".to_owned(), test_site_pages()),
+        ("large-2mb".to_owned(), large_pages()),
+    ];
     if let Some(dir) = std::env::var_os("EXTRACT_CORPUS") {
-        run(
-            &format!("dir:{}", Path::new(&dir).display()),
-            &corpus(Path::new(&dir)),
-        );
+        let name = format!("dir:{}", Path::new(&dir).display());
+        corpora.push((name, corpus(Path::new(&dir))));
+    }
+    for (name, pages) in &corpora {
+        run(name, pages);
+        run_tokenizer(name, pages);
+        run_lol(name, pages);
     }
 }
