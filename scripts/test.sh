@@ -6,6 +6,7 @@
 #   SKIP_JAVA=1 scripts/test.sh  # Rust tests only (the committed Guava fixtures still run)
 #   SKIP_SERVICE_TOOLS=1 …       # do not install Python's prometheus_client and selenium
 #                                  # nor Chromium (the tests needing them then skip)
+#   SKIP_REDIS=1 …               # do not install redis-server (the Redis tests then skip)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -56,6 +57,26 @@ install_service_test_tools() {
 
 if [[ "${SKIP_SERVICE_TOOLS:-0}" != 1 ]]; then
     install_service_test_tools
+fi
+
+# Debian's redis-server for the Redis frontier's tests, which start private instances on
+# free loopback ports (never 6379, never one they did not start) and stop them at the end.
+install_redis() {
+    if ! command -v redis-server >/dev/null 2>&1; then
+        if [[ "$(id -u)" -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+            echo "test.sh: redis-server missing and cannot apt-get install here" >&2
+            return 1
+        fi
+        echo "test.sh: installing redis-server" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        # The package's own service is not wanted: the tests start their own servers.
+        apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+    fi
+    export REQUIRE_REDIS_TESTS=1
+}
+if [[ "${SKIP_REDIS:-0}" != 1 ]]; then
+    install_redis
 fi
 
 echo "== cargo test --workspace"
