@@ -26,6 +26,7 @@ use crate::entry::Entry;
 use crate::spill::{ChunkRef, Spill};
 
 mod hosts;
+mod memory;
 
 /// Serving order within a host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -249,90 +250,6 @@ impl Scheduler {
         self.schedule(id)
     }
 
-    /// Writes host `id`'s tail to disk as one chunk. On an I/O error the entries stay in
-    /// memory (over capacity, but never lost) and the error is counted.
-    fn flush_tail(&mut self, id: u32) -> bool {
-        let q = &mut self.hosts[id as usize];
-        if q.tail.is_empty() {
-            return false;
-        }
-        match self.spill.write(&q.tail) {
-            Ok(chunk) => {
-                let n = q.tail.len();
-                q.tail.clear();
-                q.chunks.push_back(chunk);
-                q.spilled += n as u64;
-                self.spilled += n as u64;
-                self.tails -= n;
-                true
-            }
-            Err(_) => {
-                self.spill_errors += 1;
-                false
-            }
-        }
-    }
-
-    /// Moves the newest part of host `id`'s head back to the front of its disk backlog.
-    fn evict_head(&mut self, id: u32, n: usize) -> bool {
-        let q = &mut self.hosts[id as usize];
-        let n = n.min(q.head.len());
-        if n == 0 {
-            return false;
-        }
-        let at = q.head.len() - n;
-        let moved: Vec<Entry> = q.head.drain(at..).collect();
-        match self.spill.write(&moved) {
-            Ok(chunk) => {
-                q.chunks.push_front(chunk);
-                q.spilled += n as u64;
-                self.spilled += n as u64;
-                self.heads -= n;
-                true
-            }
-            Err(_) => {
-                q.head.extend(moved);
-                self.spill_errors += 1;
-                false
-            }
-        }
-    }
-
-    /// Restores `heads + tails ≤ capacity` by writing out the largest tails, then (only if no
-    /// tail is left) parts of `preferred`'s head.
-    fn enforce_capacity(&mut self, preferred: u32) {
-        while self.heads + self.tails > self.capacity || self.heads > self.head_capacity {
-            if self.heads + self.tails > self.capacity {
-                self.tail_hosts
-                    .retain(|&h| !self.hosts[h as usize].tail.is_empty());
-                let largest = self
-                    .tail_hosts
-                    .iter()
-                    .copied()
-                    .max_by_key(|&h| self.hosts[h as usize].tail.len());
-                if let Some(h) = largest {
-                    if self.flush_tail(h) {
-                        continue;
-                    }
-                    break; // the disk refuses; keep everything in memory
-                }
-            }
-            let excess = (self.heads + self.tails)
-                .saturating_sub(self.capacity)
-                .max(self.heads.saturating_sub(self.head_capacity));
-            let victim = if self.hosts[preferred as usize].head.is_empty() {
-                (0..self.hosts.len() as u32).max_by_key(|&h| self.hosts[h as usize].head.len())
-            } else {
-                Some(preferred)
-            };
-            match victim {
-                Some(h) if self.evict_head(h, excess) => {}
-                _ => break,
-            }
-        }
-        self.max_memory = self.max_memory.max(self.heads + self.tails);
-    }
-
     /// Puts host `id` on the ready heap if it has work and a free slot. Returns whether it
     /// was added.
     fn schedule(&mut self, id: u32) -> bool {
@@ -354,26 +271,6 @@ impl Scheduler {
         self.queued -= 1;
         self.enforce_capacity(id);
         Some(entry)
-    }
-
-    fn load_chunk(&mut self, id: u32, chunk: ChunkRef) -> Option<Vec<Entry>> {
-        match self.spill.take(chunk) {
-            Ok(entries) => {
-                let q = &mut self.hosts[id as usize];
-                q.spilled -= entries.len() as u64;
-                self.spilled -= entries.len() as u64;
-                Some(entries)
-            }
-            Err(_) => {
-                // Unreadable scratch space: there is nothing left to serve from this chunk.
-                self.spill_errors += 1;
-                let q = &mut self.hosts[id as usize];
-                q.spilled -= u64::from(chunk.count);
-                self.spilled -= u64::from(chunk.count);
-                self.queued -= u64::from(chunk.count);
-                None
-            }
-        }
     }
 
     fn pop_front(&mut self, id: u32) -> Option<Entry> {
