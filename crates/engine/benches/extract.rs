@@ -250,7 +250,8 @@ mod lol {
     }
 }
 
-fn run_lol(name: &str, pages: &[Page]) {
+/// Times `extract` over every page (best of 3 passes) and prints the corpus' row.
+fn measure(name: &str, pages: &[Page], extract: impl Fn(&Page) -> usize) {
     if pages.is_empty() {
         return;
     }
@@ -259,77 +260,7 @@ fn run_lol(name: &str, pages: &[Page]) {
     let mut links = 0;
     for _ in 0..3 {
         let start = Instant::now();
-        links = 0;
-        for p in pages {
-            links += black_box(lol::links(&p.body, &p.url)).len();
-        }
-        best = best.min(start.elapsed());
-    }
-    let mb = bytes as f64 / 1e6;
-    println!(
-        "{name} (lol_html)\t{}\t{mb:.1}\t{links}\t{:.3}\t{:.1}",
-        pages.len(),
-        best.as_secs_f64(),
-        mb / best.as_secs_f64()
-    );
-    // The same without resolving the links against the page: what URL parsing costs.
-    let mut best = Duration::MAX;
-    for _ in 0..3 {
-        let start = Instant::now();
-        links = 0;
-        for p in pages {
-            links += black_box(lol::raw(&p.body)).0.len();
-        }
-        best = best.min(start.elapsed());
-    }
-    println!(
-        "{name} (lol_html, unresolved)\t{}\t{mb:.1}\t{links}\t{:.3}\t{:.1}",
-        pages.len(),
-        best.as_secs_f64(),
-        mb / best.as_secs_f64()
-    );
-}
-
-/// The candidate on the same pages: decoding (as today) and tokenizing.
-fn run_tokenizer(name: &str, pages: &[Page]) {
-    if pages.is_empty() {
-        return;
-    }
-    let bytes: usize = pages.iter().map(|p| p.body.len()).sum();
-    let mut best = Duration::MAX;
-    let mut links = 0;
-    for _ in 0..3 {
-        let start = Instant::now();
-        links = 0;
-        for p in pages {
-            let text = engine::extract::decode(&p.body, Some(&p.content_type));
-            links += black_box(tokenizer_only::links(&text, &p.url)).len();
-        }
-        best = best.min(start.elapsed());
-    }
-    let mb = bytes as f64 / 1e6;
-    println!(
-        "{name} (tokenizer only)\t{}\t{mb:.1}\t{links}\t{:.3}\t{:.1}",
-        pages.len(),
-        best.as_secs_f64(),
-        mb / best.as_secs_f64()
-    );
-}
-
-fn run(name: &str, pages: &[Page]) {
-    if pages.is_empty() {
-        return;
-    }
-    let bytes: usize = pages.iter().map(|p| p.body.len()).sum();
-    let mut best = Duration::MAX;
-    let mut links = 0;
-    for _ in 0..3 {
-        let start = Instant::now();
-        links = 0;
-        for p in pages {
-            let e = extract(&p.body, Some(&p.content_type), &p.url, true);
-            links += black_box(e).links.len();
-        }
+        links = pages.iter().map(|p| black_box(extract(p))).sum();
         best = best.min(start.elapsed());
     }
     let mb = bytes as f64 / 1e6;
@@ -339,6 +270,25 @@ fn run(name: &str, pages: &[Page]) {
         best.as_secs_f64(),
         mb / best.as_secs_f64()
     );
+}
+
+/// Today's DOM extractor and the two candidates (the last one also without resolving links).
+fn run(name: &str, pages: &[Page]) {
+    measure(name, pages, |p| {
+        extract(&p.body, Some(&p.content_type), &p.url, true)
+            .links
+            .len()
+    });
+    measure(&format!("{name} (tokenizer only)"), pages, |p| {
+        let text = engine::extract::decode(&p.body, Some(&p.content_type));
+        tokenizer_only::links(&text, &p.url).len()
+    });
+    measure(&format!("{name} (lol_html)"), pages, |p| {
+        lol::links(&p.body, &p.url).len()
+    });
+    measure(&format!("{name} (lol_html, unresolved)"), pages, |p| {
+        lol::raw(&p.body).0.len()
+    });
 }
 
 fn main() {
@@ -353,7 +303,5 @@ fn main() {
     }
     for (name, pages) in &corpora {
         run(name, pages);
-        run_tokenizer(name, pages);
-        run_lol(name, pages);
     }
 }
