@@ -12,19 +12,25 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 GUAVA_JAR="${GUAVA_JAR:-/usr/share/java/guava.jar}"
 
+# Installs Debian packages (as root, with apt-get), saying why: `apt_install WHY PKG...`.
+apt_install() {
+    local why=$1; shift
+    if [[ "$(id -u)" -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "test.sh: $why missing and cannot apt-get install here" >&2
+        return 1
+    fi
+    echo "test.sh: installing $*" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "$@" >/dev/null
+}
+
 # Debian packages the Java cross-checks need; installed only when something is missing.
 install_java() {
     if command -v javac >/dev/null 2>&1 && [[ -f "$GUAVA_JAR" ]]; then
         return 0
     fi
-    if [[ "$(id -u)" -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "test.sh: javac or $GUAVA_JAR missing and cannot apt-get install here" >&2
-        return 1
-    fi
-    echo "test.sh: installing openjdk-17-jdk-headless and libguava-java" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq openjdk-17-jdk-headless libguava-java >/dev/null
+    apt_install "javac or $GUAVA_JAR" openjdk-17-jdk-headless libguava-java
 }
 
 # What the service's tests use from outside Rust: Python's prometheus_client (the real
@@ -42,14 +48,7 @@ install_service_test_tools() {
             || python3 -m pip install -q --break-system-packages "${py_missing[@]}"
     fi
     if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
-        if [[ "$(id -u)" -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-            echo "test.sh: chromium/chromedriver missing and cannot apt-get install here" >&2
-            return 1
-        fi
-        echo "test.sh: installing chromium and chromium-driver" >&2
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq chromium chromium-driver >/dev/null
+        apt_install chromium/chromedriver chromium chromium-driver
     fi
     # Not CRAWLER_*: the crawler refuses unknown variables of its own prefix.
     export REQUIRE_SERVICE_TEST_TOOLS=1
@@ -62,17 +61,8 @@ fi
 # Debian's redis-server for the Redis frontier's tests, which start private instances on
 # free loopback ports (never 6379, never one they did not start) and stop them at the end.
 install_redis() {
-    if ! command -v redis-server >/dev/null 2>&1; then
-        if [[ "$(id -u)" -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-            echo "test.sh: redis-server missing and cannot apt-get install here" >&2
-            return 1
-        fi
-        echo "test.sh: installing redis-server" >&2
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        # The package's own service is not wanted: the tests start their own servers.
-        apt-get install -y -qq --no-install-recommends redis-server >/dev/null
-    fi
+    # The package's own service is not used: the tests start their own servers.
+    command -v redis-server >/dev/null 2>&1 || apt_install redis-server redis-server
     export REQUIRE_REDIS_TESTS=1
 }
 if [[ "${SKIP_REDIS:-0}" != 1 ]]; then
