@@ -1,0 +1,563 @@
+//! An HTML5 tokenizer that finds where tags begin and end exactly as the WHATWG tokenizer does
+//! (comments with `<!-->` and `--!>`, bogus comments, DOCTYPE, CDATA, RCDATA, RAWTEXT,
+//! PLAINTEXT and the script-data escapes) but keeps only what link extraction needs: tag names
+//! and, for the tags its sink asks for, the first value of a few attributes. It copies no text
+//! and builds no tree; which content model follows a start tag is the sink's say, as it is the
+//! tree builder's in a browser (`tree.rs`).
+//!
+//! It takes the page in pieces (`feed`) and keeps its state between them, so a body can be read
+//! as it arrives. What it holds is bounded whatever the input: tag and attribute names are cut at
+//! `MAX_NAME_BYTES`, kept values at `MAX_VALUE_BYTES`, and look-ahead is at most the seven bytes
+//! after `<!`.
+
+mod markup;
+mod script;
+
+use memchr::memchr;
+
+/// Longer tag and attribute names are cut (and marked so they match nothing): no name this
+/// extractor acts on is near this long.
+const MAX_NAME_BYTES: usize = 32;
+/// A kept attribute value longer than this is dropped as if absent: no URL is this long (the
+/// frontier refuses URLs past a few KiB), and a hostile page cannot make the value grow.
+pub(super) const MAX_VALUE_BYTES: usize = 64 * 1024;
+/// The only attributes ever kept; a tag's other attributes are skipped without copying.
+const KEPT: [&str; 10] = [
+    "href",
+    "src",
+    "rel",
+    "name",
+    "content",
+    "http-equiv",
+    "type",
+    "encoding",
+    "color",
+    "face",
+];
+const KEPT_FONT_SIZE: &str = "size";
+
+/// The content model the tree builder puts the tokenizer in after a start tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Content {
+    Data,
+    Rcdata,
+    Rawtext,
+    ScriptData,
+    Plaintext,
+}
+
+/// A start tag, as far as it was kept.
+#[derive(Debug)]
+pub(super) struct Tag<'a> {
+    /// Lower-case name (U+0000 read as U+FFFD).
+    pub name: &'a str,
+    /// `<name ... />`.
+    pub self_closing: bool,
+    attrs: &'a [(String, String)],
+}
+
+impl Tag<'_> {
+    /// The raw (undecoded) first value of attribute `name`, if kept and present.
+    pub fn raw_attr(&self, name: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the tokenizer reports, and the tree-construction decisions it asks for.
+pub(super) trait Sink {
+    /// Keep the attributes of start tags named `name`.
+    fn wants_attributes(&self, name: &str) -> bool;
+    /// A start tag; returns the content model that follows it.
+    fn start_tag(&mut self, tag: &Tag<'_>) -> Content;
+    /// An end tag (lower-case name).
+    fn end_tag(&mut self, name: &str);
+    /// Whether `text` must be called (tree construction still cares about text).
+    fn wants_text(&self) -> bool;
+    /// Text other than whitespace in the data state; `only_nul` when all of it is U+0000
+    /// (which a tree builder drops, though it opens the body).
+    fn text(&mut self, only_nul: bool);
+    /// Whether `<![CDATA[` opens a CDATA section here (in foreign content) or a bogus comment.
+    fn cdata_allowed(&self) -> bool;
+}
+
+/// Text content models the tokenizer returns to after a `</` that was not their end tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Raw {
+    Rcdata,
+    Rawtext,
+    Script,
+    ScriptEscaped,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Data,
+    Text(Raw),
+    Plaintext,
+    TagOpen,
+    EndTagOpen,
+    TagName,
+    RawLessThan(Raw),
+    RawEndTagOpen(Raw),
+    RawEndTagName(Raw),
+    ScriptLessThan,
+    ScriptEscapeStart,
+    ScriptEscapeStartDash,
+    ScriptEscapedLessThan,
+    ScriptEscapedDash,
+    ScriptEscapedDashDash,
+    ScriptDoubleEscapeStart,
+    ScriptDoubleEscaped,
+    ScriptDoubleEscapedDash,
+    ScriptDoubleEscapedDashDash,
+    ScriptDoubleEscapedLessThan,
+    ScriptDoubleEscapeEnd,
+    BeforeAttrName,
+    AttrName,
+    AfterAttrName,
+    BeforeAttrValue,
+    AttrValueQuoted(u8),
+    AttrValueUnquoted,
+    AfterAttrValueQuoted,
+    SelfClosingStartTag,
+    MarkupDeclarationOpen,
+    CommentStart,
+    CommentStartDash,
+    Comment,
+    CommentEndDash,
+    CommentEnd,
+    CommentEndBang,
+    BogusComment,
+    Doctype,
+    Cdata,
+    CdataBracket,
+    CdataEnd,
+}
+
+/// The tokenizer's state between pieces of input.
+#[derive(Debug)]
+pub(super) struct Tokenizer {
+    state: State,
+    /// Unread look-ahead after `<!` carried to the next piece.
+    carry: Vec<u8>,
+    /// The tag being read.
+    end_tag: bool,
+    name: Vec<u8>,
+    self_closing: bool,
+    keep: bool,
+    attrs: Vec<(String, String)>,
+    /// The attribute being read: its name, value and whether it is kept.
+    attr_name: Vec<u8>,
+    attr_value: Vec<u8>,
+    attr_kept: bool,
+    /// Lower-case letters after `</` in text, or of `<script` in an escaped script.
+    temp: Vec<u8>,
+    /// The element whose end tag ends the current text content.
+    text_end: Vec<u8>,
+}
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
+}
+
+fn push_lower(buf: &mut Vec<u8>, b: u8) {
+    if buf.len() <= MAX_NAME_BYTES {
+        match b {
+            0 => buf.extend_from_slice("\u{FFFD}".as_bytes()),
+            _ => buf.push(b.to_ascii_lowercase()),
+        }
+    }
+}
+
+impl Tokenizer {
+    pub(super) fn new() -> Self {
+        Self {
+            state: State::Data,
+            carry: Vec::new(),
+            end_tag: false,
+            name: Vec::new(),
+            self_closing: false,
+            keep: false,
+            attrs: Vec::new(),
+            attr_name: Vec::new(),
+            attr_value: Vec::new(),
+            attr_kept: false,
+            temp: Vec::new(),
+            text_end: Vec::new(),
+        }
+    }
+
+    /// Reads the next piece of the page.
+    pub(super) fn feed(&mut self, piece: &str, sink: &mut impl Sink) {
+        if self.carry.is_empty() {
+            self.run(piece.as_bytes(), false, sink);
+        } else {
+            let mut joined = std::mem::take(&mut self.carry);
+            joined.extend_from_slice(piece.as_bytes());
+            self.run(&joined, false, sink);
+        }
+    }
+
+    /// The page ended: an unfinished tag is dropped, as a browser drops it.
+    pub(super) fn finish(&mut self, sink: &mut impl Sink) {
+        let carry = std::mem::take(&mut self.carry);
+        self.run(&carry, true, sink);
+    }
+
+    fn start_attr(&mut self) {
+        self.finish_attr();
+        self.attr_name.clear();
+        self.attr_value.clear();
+        self.attr_kept = false;
+    }
+
+    /// Called when the attribute's name is complete: keep it if wanted and not a duplicate.
+    fn name_done(&mut self) {
+        if !self.keep || self.attr_name.len() > MAX_NAME_BYTES {
+            return;
+        }
+        let name = self.attr_name.as_slice();
+        let wanted = KEPT.iter().any(|k| k.as_bytes() == name)
+            || (name == KEPT_FONT_SIZE.as_bytes() && self.name == b"font");
+        self.attr_kept = wanted && !self.attrs.iter().any(|(n, _)| n.as_bytes() == name);
+    }
+
+    fn finish_attr(&mut self) {
+        if self.attr_kept && self.attr_value.len() <= MAX_VALUE_BYTES {
+            let name = String::from_utf8_lossy(&self.attr_name).into_owned();
+            let value = String::from_utf8_lossy(&self.attr_value).into_owned();
+            self.attrs.push((name, value));
+        }
+        self.attr_kept = false;
+    }
+
+    fn push_value(&mut self, bytes: &[u8]) {
+        if self.attr_kept && self.attr_value.len() <= MAX_VALUE_BYTES {
+            let room = MAX_VALUE_BYTES + 1 - self.attr_value.len();
+            self.attr_value
+                .extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+    }
+
+    fn new_tag(&mut self, end: bool) {
+        self.end_tag = end;
+        self.name.clear();
+        self.self_closing = false;
+        self.keep = false;
+        self.attrs.clear();
+        self.attr_kept = false;
+    }
+
+    /// The tag's name is complete: decide whether its attributes are kept.
+    fn tag_name_done(&mut self, sink: &impl Sink) {
+        self.keep = !self.end_tag
+            && self.name.len() <= MAX_NAME_BYTES
+            && std::str::from_utf8(&self.name).is_ok_and(|n| sink.wants_attributes(n));
+    }
+
+    fn emit(&mut self, sink: &mut impl Sink) -> State {
+        self.finish_attr();
+        let long = self.name.len() > MAX_NAME_BYTES;
+        let name = String::from_utf8_lossy(&self.name);
+        let name: &str = if long { "\u{FFFD}long" } else { &name };
+        if self.end_tag {
+            sink.end_tag(name);
+            return State::Data;
+        }
+        let tag = Tag {
+            name,
+            self_closing: self.self_closing,
+            attrs: &self.attrs,
+        };
+        let content = sink.start_tag(&tag);
+        self.text_end.clear();
+        self.text_end.extend_from_slice(name.as_bytes());
+        match content {
+            Content::Data => State::Data,
+            Content::Rcdata => State::Text(Raw::Rcdata),
+            Content::Rawtext => State::Text(Raw::Rawtext),
+            Content::ScriptData => State::Text(Raw::Script),
+            Content::Plaintext => State::Plaintext,
+        }
+    }
+
+    fn run(&mut self, s: &[u8], last: bool, sink: &mut impl Sink) {
+        let mut i = 0;
+        while i < s.len() {
+            let c = s[i];
+            self.state = match self.state {
+                State::Data => {
+                    let end = memchr(b'<', &s[i..]).map_or(s.len(), |at| i + at);
+                    if sink.wants_text() {
+                        let mut text = s[i..end].iter().filter(|&&b| !is_space(b));
+                        if let Some(&first) = text.next() {
+                            sink.text(first == 0 && text.all(|&b| b == 0));
+                        }
+                    }
+                    if end == s.len() {
+                        return;
+                    }
+                    i = end + 1;
+                    State::TagOpen
+                }
+                State::Text(raw @ (Raw::Rcdata | Raw::Rawtext | Raw::Script)) => {
+                    let Some(at) = memchr(b'<', &s[i..]) else {
+                        return;
+                    };
+                    i += at + 1;
+                    match raw {
+                        Raw::Script => State::ScriptLessThan,
+                        _ => State::RawLessThan(raw),
+                    }
+                }
+                State::Plaintext => return,
+                State::TagOpen => match c {
+                    b'!' => {
+                        i += 1;
+                        State::MarkupDeclarationOpen
+                    }
+                    b'/' => {
+                        i += 1;
+                        State::EndTagOpen
+                    }
+                    b'?' => State::BogusComment,
+                    c if c.is_ascii_alphabetic() => {
+                        self.new_tag(false);
+                        State::TagName
+                    }
+                    _ => {
+                        if sink.wants_text() {
+                            sink.text(false); // the `<` is text
+                        }
+                        State::Data
+                    }
+                },
+                State::EndTagOpen => match c {
+                    c if c.is_ascii_alphabetic() => {
+                        self.new_tag(true);
+                        State::TagName
+                    }
+                    b'>' => {
+                        i += 1;
+                        State::Data
+                    }
+                    _ => State::BogusComment,
+                },
+                State::TagName => {
+                    let end = s[i..]
+                        .iter()
+                        .position(|&b| is_space(b) || b == b'/' || b == b'>')
+                        .map_or(s.len(), |at| i + at);
+                    for &b in &s[i..end] {
+                        push_lower(&mut self.name, b);
+                    }
+                    i = end;
+                    if end == s.len() {
+                        continue;
+                    }
+                    self.tag_name_done(sink);
+                    i += 1;
+                    match s[end] {
+                        b'/' => State::SelfClosingStartTag,
+                        b'>' => self.emit(sink),
+                        _ => State::BeforeAttrName,
+                    }
+                }
+                State::RawLessThan(raw) => match c {
+                    b'/' => {
+                        i += 1;
+                        self.temp.clear();
+                        State::RawEndTagOpen(raw)
+                    }
+                    _ => State::Text(raw),
+                },
+                State::RawEndTagOpen(raw) => match c {
+                    c if c.is_ascii_alphabetic() => State::RawEndTagName(raw),
+                    _ => State::Text(raw),
+                },
+                State::RawEndTagName(raw) => match c {
+                    c if c.is_ascii_alphabetic() => {
+                        i += 1;
+                        if self.temp.len() <= MAX_NAME_BYTES {
+                            self.temp.push(c.to_ascii_lowercase());
+                        }
+                        State::RawEndTagName(raw)
+                    }
+                    b'\t' | b'\n' | b'\x0c' | b'\r' | b' ' | b'/' | b'>'
+                        if self.temp == self.text_end =>
+                    {
+                        self.new_tag(true);
+                        self.name.extend_from_slice(&self.temp);
+                        i += 1;
+                        match c {
+                            b'/' => State::SelfClosingStartTag,
+                            b'>' => self.emit(sink),
+                            _ => State::BeforeAttrName,
+                        }
+                    }
+                    _ => State::Text(raw),
+                },
+                state @ (State::ScriptLessThan
+                | State::ScriptEscapeStart
+                | State::ScriptEscapeStartDash
+                | State::Text(Raw::ScriptEscaped)
+                | State::ScriptEscapedDash
+                | State::ScriptEscapedDashDash
+                | State::ScriptEscapedLessThan
+                | State::ScriptDoubleEscapeStart
+                | State::ScriptDoubleEscapeEnd
+                | State::ScriptDoubleEscaped
+                | State::ScriptDoubleEscapedDash
+                | State::ScriptDoubleEscapedDashDash
+                | State::ScriptDoubleEscapedLessThan) => match self.script(state, s, &mut i) {
+                    Some(next) => next,
+                    None => return,
+                },
+                State::BeforeAttrName => match c {
+                    c if is_space(c) => {
+                        i += 1;
+                        State::BeforeAttrName
+                    }
+                    b'/' | b'>' => State::AfterAttrName,
+                    b'=' => {
+                        i += 1;
+                        self.start_attr();
+                        self.attr_name.push(b'=');
+                        State::AttrName
+                    }
+                    _ => {
+                        self.start_attr();
+                        State::AttrName
+                    }
+                },
+                State::AttrName => {
+                    let end = s[i..]
+                        .iter()
+                        .position(|&b| is_space(b) || matches!(b, b'/' | b'>' | b'='))
+                        .map_or(s.len(), |at| i + at);
+                    for &b in &s[i..end] {
+                        push_lower(&mut self.attr_name, b);
+                    }
+                    i = end;
+                    if end == s.len() {
+                        continue;
+                    }
+                    self.name_done();
+                    if s[end] == b'=' {
+                        i += 1;
+                        State::BeforeAttrValue
+                    } else {
+                        State::AfterAttrName
+                    }
+                }
+                State::AfterAttrName => match c {
+                    c if is_space(c) => {
+                        i += 1;
+                        State::AfterAttrName
+                    }
+                    b'/' => {
+                        i += 1;
+                        State::SelfClosingStartTag
+                    }
+                    b'=' => {
+                        i += 1;
+                        State::BeforeAttrValue
+                    }
+                    b'>' => {
+                        i += 1;
+                        self.emit(sink)
+                    }
+                    _ => {
+                        self.start_attr();
+                        State::AttrName
+                    }
+                },
+                State::BeforeAttrValue => match c {
+                    c if is_space(c) => {
+                        i += 1;
+                        State::BeforeAttrValue
+                    }
+                    b'"' | b'\'' => {
+                        i += 1;
+                        State::AttrValueQuoted(c)
+                    }
+                    b'>' => {
+                        i += 1;
+                        self.emit(sink)
+                    }
+                    _ => State::AttrValueUnquoted,
+                },
+                State::AttrValueQuoted(quote) => {
+                    let end = memchr(quote, &s[i..]).map_or(s.len(), |at| i + at);
+                    self.push_value(&s[i..end]);
+                    if end == s.len() {
+                        i = end;
+                        continue;
+                    }
+                    i = end + 1;
+                    State::AfterAttrValueQuoted
+                }
+                State::AttrValueUnquoted => {
+                    let end = s[i..]
+                        .iter()
+                        .position(|&b| is_space(b) || b == b'>')
+                        .map_or(s.len(), |at| i + at);
+                    self.push_value(&s[i..end]);
+                    i = end;
+                    if end == s.len() {
+                        continue;
+                    }
+                    i += 1;
+                    match s[end] {
+                        b'>' => self.emit(sink),
+                        _ => State::BeforeAttrName,
+                    }
+                }
+                State::AfterAttrValueQuoted => match c {
+                    c if is_space(c) => {
+                        i += 1;
+                        State::BeforeAttrName
+                    }
+                    b'/' => {
+                        i += 1;
+                        State::SelfClosingStartTag
+                    }
+                    b'>' => {
+                        i += 1;
+                        self.emit(sink)
+                    }
+                    _ => State::BeforeAttrName,
+                },
+                State::SelfClosingStartTag => match c {
+                    b'>' => {
+                        i += 1;
+                        self.self_closing = true;
+                        self.emit(sink)
+                    }
+                    _ => State::BeforeAttrName,
+                },
+                state @ (State::MarkupDeclarationOpen
+                | State::CommentStart
+                | State::CommentStartDash
+                | State::Comment
+                | State::CommentEndDash
+                | State::CommentEnd
+                | State::CommentEndBang
+                | State::BogusComment
+                | State::Doctype
+                | State::Cdata
+                | State::CdataBracket
+                | State::CdataEnd) => {
+                    let cdata = sink.cdata_allowed();
+                    match self.markup(state, s, &mut i, last, cdata) {
+                        Some(next) => next,
+                        None => return,
+                    }
+                }
+            };
+        }
+    }
+}
