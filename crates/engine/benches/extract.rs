@@ -5,6 +5,8 @@
 //!   cargo bench -p engine --bench extract
 //!   EXTRACT_CORPUS=/usr/share/doc/valgrind/html cargo bench -p engine --bench extract
 //!
+//! `EXTRACT_ONLY=streaming` (any part of a row's name) measures only the rows that name it.
+//!
 //! Prints one TSV row per corpus: pages, MB, links found, seconds (best of 3), MB/s.
 
 use std::hint::black_box;
@@ -255,7 +257,8 @@ mod lol {
 
 /// Times `extract` over every page (best of 3 passes) and prints the corpus' row.
 fn measure(name: &str, pages: &[Page], extract: impl Fn(&Page) -> usize) {
-    if pages.is_empty() {
+    let only = std::env::var("EXTRACT_ONLY").unwrap_or_default();
+    if pages.is_empty() || !name.contains(&only) {
         return;
     }
     let bytes: usize = pages.iter().map(|p| p.body.len()).sum();

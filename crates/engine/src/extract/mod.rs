@@ -109,6 +109,10 @@ enum Decoding {
 #[derive(Debug)]
 pub struct Extractor {
     decoding: Decoding,
+    /// Pieces are still read as UTF-8 where they lie.
+    direct: bool,
+    /// Some of the body has been read (a byte-order mark is only at the start).
+    started: bool,
     text: String,
     tokenizer: Tokenizer,
     page: PageSink,
@@ -123,6 +127,8 @@ impl Extractor {
         };
         Self {
             decoding,
+            direct: true,
+            started: false,
             text: String::new(),
             tokenizer: Tokenizer::new(),
             page: PageSink {
@@ -145,52 +151,49 @@ impl Extractor {
     }
 
     fn decode(&mut self, bytes: &[u8], last: bool) {
+        let held: Vec<u8>;
+        let mut bytes = bytes;
         if let Decoding::Sniffing(head) = &mut self.decoding {
             if head.len() + bytes.len() < PRESCAN_BYTES && !last {
                 head.extend_from_slice(bytes);
                 return;
             }
-            let mut head = std::mem::take(head);
-            if head.is_empty() && last {
+            if !head.is_empty() {
+                head.extend_from_slice(bytes);
+                held = std::mem::take(head);
+                bytes = &held;
+            }
+            self.decoding = Decoding::Decoding(sniffed_charset(bytes).new_decoder());
+        }
+        let Decoding::Decoding(decoder) = &mut self.decoding else {
+            return;
+        };
+        // Valid UTF-8 (the common case) is read where it lies, not copied through the decoder;
+        // from the first piece that is not (a character split between pieces, a bad byte)
+        // the decoder takes over.
+        if self.direct && decoder.encoding() == encoding_rs::UTF_8 {
+            let piece = match self.started {
+                true => bytes,
+                false => bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes),
+            };
+            if let Ok(text) = std::str::from_utf8(piece) {
+                self.started |= !bytes.is_empty();
+                self.tokenizer.feed(text, &mut self.page);
                 return;
             }
-            let mut decoder = if head.is_empty() {
-                sniffed_charset(bytes).new_decoder()
-            } else {
-                head.extend_from_slice(bytes);
-                sniffed_charset(&head).new_decoder()
-            };
-            let first: &[u8] = if head.is_empty() { bytes } else { &head };
-            // A whole page in valid UTF-8 (the common case) is read where it lies.
-            if last && decoder.encoding() == encoding_rs::UTF_8 {
-                let no_bom = first.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(first);
-                if let Ok(text) = std::str::from_utf8(no_bom) {
-                    self.tokenizer.feed(text, &mut self.page);
-                    self.decoding = Decoding::Decoding(decoder);
-                    return;
-                }
+            self.direct = false;
+            if self.started {
+                *decoder = encoding_rs::UTF_8.new_decoder_without_bom_handling();
             }
-            Self::run(
-                &mut decoder,
-                &mut self.text,
-                first,
-                last,
-                &mut self.tokenizer,
-                &mut self.page,
-            );
-            self.decoding = Decoding::Decoding(decoder);
-            return;
         }
-        if let Decoding::Decoding(decoder) = &mut self.decoding {
-            Self::run(
-                decoder,
-                &mut self.text,
-                bytes,
-                last,
-                &mut self.tokenizer,
-                &mut self.page,
-            );
-        }
+        Self::run(
+            decoder,
+            &mut self.text,
+            bytes,
+            last,
+            &mut self.tokenizer,
+            &mut self.page,
+        );
     }
 
     /// Decodes `bytes` into `text` and tokenizes it, a bounded piece at a time.
@@ -295,7 +298,7 @@ pub struct Links {
     base: Option<String>,
     /// Link targets as written (attribute values decoded), resolved at the end against the
     /// base, which may come after them.
-    raw: Vec<String>,
+    raw: RawLinks,
     meta_nofollow: bool,
     nofollow_skipped: usize,
     /// What had been found when the body started, to go back to if a frameset replaces it.
@@ -308,7 +311,7 @@ impl Links {
         Self {
             respect_nofollow,
             base: None,
-            raw: Vec::new(),
+            raw: RawLinks::default(),
             meta_nofollow: false,
             nofollow_skipped: 0,
             at_body: None,
@@ -317,7 +320,7 @@ impl Links {
 
     fn body_starts(&mut self) {
         self.at_body = Some((
-            self.raw.len(),
+            self.raw.ends.len(),
             self.base.is_some(),
             self.meta_nofollow,
             self.nofollow_skipped,
@@ -374,7 +377,7 @@ impl Links {
             self.nofollow_skipped += 1;
             return;
         }
-        self.raw.push(target.into_owned());
+        self.raw.push(&target);
     }
 
     fn meta<'a>(&mut self, attr: &impl Fn(&str) -> Option<Cow<'a, str>>) {
@@ -391,7 +394,7 @@ impl Links {
         }
         if attr("http-equiv").is_some_and(|h| h.trim().eq_ignore_ascii_case("refresh")) {
             if let Some(url) = content.as_deref().and_then(refresh_url) {
-                self.raw.push(url.to_owned());
+                self.raw.push(url);
             }
         }
     }
@@ -408,8 +411,8 @@ impl Links {
             .base
             .and_then(|href| page.join(href.trim()).ok())
             .unwrap_or_else(|| page.clone());
-        let mut links = Vec::with_capacity(self.raw.len());
-        for raw in &self.raw {
+        let mut links = Vec::with_capacity(self.raw.ends.len());
+        for raw in self.raw.iter() {
             let raw = raw.trim();
             let lower = raw.get(..11).unwrap_or(raw).to_ascii_lowercase();
             if lower.starts_with("javascript:")
@@ -431,6 +434,32 @@ impl Links {
             meta_nofollow: false,
             nofollow_skipped: self.nofollow_skipped,
         }
+    }
+}
+
+/// Link targets as written, in one buffer (not a string each).
+#[derive(Debug, Default)]
+struct RawLinks {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl RawLinks {
+    fn push(&mut self, link: &str) {
+        self.text.push_str(link);
+        self.ends.push(self.text.len());
+    }
+
+    fn truncate(&mut self, links: usize) {
+        self.ends.truncate(links);
+        self.text.truncate(self.ends.last().copied().unwrap_or(0));
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &str> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(from, &to)| &self.text[from..to])
     }
 }
 

@@ -26,7 +26,7 @@ enum Ns {
 /// An element open inside foreign content.
 #[derive(Debug)]
 struct Open {
-    name: String,
+    name: Name,
     ns: Ns,
     /// An HTML integration point (svg `foreignObject`, `desc`, `title`; MathML
     /// `annotation-xml` declaring HTML).
@@ -47,7 +47,7 @@ pub(super) struct Tree {
     framesets: u32,
     /// HTML elements open outside foreign content, by name, closed by their end tags (and `<p>`
     /// by the blocks that close it): what an end tag inside `<svg>` or `<math>` may close.
-    html: Vec<String>,
+    html: Vec<Name>,
     /// `<template>` elements open: template contents never hold a frameset.
     templates: u32,
     /// Content that belongs in `<body>` has been seen (a frameset would throw it away).
@@ -84,115 +84,143 @@ impl Insert {
 }
 
 /// Start tags that stay in `<head>` (or before it); any other starts the body.
-const HEAD: [&str; 13] = [
-    "html", "head", "base", "basefont", "bgsound", "link", "meta", "noframes", "noscript",
-    "script", "style", "template", "title",
-];
-
-/// HTML start tags that end foreign content (the spec's list; `font` only with these
-/// attributes).
-const BREAKOUT: [&str; 44] = [
-    "b",
-    "big",
-    "blockquote",
-    "body",
-    "br",
-    "center",
-    "code",
-    "dd",
-    "div",
-    "dl",
-    "dt",
-    "em",
-    "embed",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "head",
-    "hr",
-    "i",
-    "img",
-    "li",
-    "listing",
-    "menu",
-    "meta",
-    "nobr",
-    "ol",
-    "p",
-    "pre",
-    "ruby",
-    "s",
-    "small",
-    "span",
-    "strong",
-    "strike",
-    "sub",
-    "sup",
-    "table",
-    "tt",
-    "u",
-    "ul",
-    "var",
-];
-
+const IN_HEAD: u8 = 1;
+/// HTML start tags that end foreign content (the spec's list; `font` only with `color`,
+/// `face` or `size`).
+const BREAKS_OUT: u8 = 2;
 /// HTML start tags after which a `<frameset>` is ignored.
-const NOT_FRAMESET: [&str; 24] = [
-    "applet", "area", "body", "br", "button", "dd", "dt", "embed", "hr", "iframe", "image", "img",
-    "input", "keygen", "li", "listing", "marquee", "object", "pre", "select", "table", "textarea",
-    "wbr", "xmp",
-];
-
+const NO_FRAMESET: u8 = 4;
 /// Start tags that close an open `<p>`.
-const CLOSES_P: [&str; 36] = [
-    "address",
-    "article",
-    "aside",
-    "blockquote",
-    "center",
-    "details",
-    "dialog",
-    "dir",
-    "div",
-    "dl",
-    "fieldset",
-    "figcaption",
-    "figure",
-    "footer",
-    "header",
-    "hgroup",
-    "main",
-    "menu",
-    "nav",
-    "ol",
-    "p",
-    "search",
-    "section",
-    "summary",
-    "ul",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "pre",
-    "listing",
-    "form",
-    "table",
-    "hr",
-];
-
-/// At most this many open HTML elements are tracked (deeper nesting is not followed).
-const MAX_OPEN: usize = 4096;
-
+const CLOSES_P: u8 = 8;
 /// Elements without content: never open.
-const VOID: [&str; 16] = [
-    "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "img", "input",
-    "keygen", "link", "meta", "source", "track",
-];
+const VOID: u8 = 16;
+
+/// What the tree builder's lists say of an element name (one `match`, not a scan of lists).
+fn class(name: &str) -> u8 {
+    match name {
+        "address" => CLOSES_P,
+        "applet" => NO_FRAMESET,
+        "area" => NO_FRAMESET | VOID,
+        "article" => CLOSES_P,
+        "aside" => CLOSES_P,
+        "b" => BREAKS_OUT,
+        "base" => IN_HEAD | VOID,
+        "basefont" => IN_HEAD | VOID,
+        "bgsound" => IN_HEAD | VOID,
+        "big" => BREAKS_OUT,
+        "blockquote" => BREAKS_OUT | CLOSES_P,
+        "body" => BREAKS_OUT | NO_FRAMESET,
+        "br" => BREAKS_OUT | NO_FRAMESET | VOID,
+        "button" => NO_FRAMESET,
+        "center" => BREAKS_OUT | CLOSES_P,
+        "code" => BREAKS_OUT,
+        "col" => VOID,
+        "dd" => BREAKS_OUT | NO_FRAMESET,
+        "details" => CLOSES_P,
+        "dialog" => CLOSES_P,
+        "dir" => CLOSES_P,
+        "div" => BREAKS_OUT | CLOSES_P,
+        "dl" => BREAKS_OUT | CLOSES_P,
+        "dt" => BREAKS_OUT | NO_FRAMESET,
+        "em" => BREAKS_OUT,
+        "embed" => BREAKS_OUT | NO_FRAMESET | VOID,
+        "fieldset" => CLOSES_P,
+        "figcaption" => CLOSES_P,
+        "figure" => CLOSES_P,
+        "footer" => CLOSES_P,
+        "form" => CLOSES_P,
+        "frame" => VOID,
+        "h1" => BREAKS_OUT | CLOSES_P,
+        "h2" => BREAKS_OUT | CLOSES_P,
+        "h3" => BREAKS_OUT | CLOSES_P,
+        "h4" => BREAKS_OUT | CLOSES_P,
+        "h5" => BREAKS_OUT | CLOSES_P,
+        "h6" => BREAKS_OUT | CLOSES_P,
+        "head" => IN_HEAD | BREAKS_OUT,
+        "header" => CLOSES_P,
+        "hgroup" => CLOSES_P,
+        "hr" => BREAKS_OUT | NO_FRAMESET | CLOSES_P | VOID,
+        "html" => IN_HEAD,
+        "i" => BREAKS_OUT,
+        "iframe" => NO_FRAMESET,
+        "image" => NO_FRAMESET,
+        "img" => BREAKS_OUT | NO_FRAMESET | VOID,
+        "input" => NO_FRAMESET | VOID,
+        "keygen" => NO_FRAMESET | VOID,
+        "li" => BREAKS_OUT | NO_FRAMESET,
+        "link" => IN_HEAD | VOID,
+        "listing" => BREAKS_OUT | NO_FRAMESET | CLOSES_P,
+        "main" => CLOSES_P,
+        "marquee" => NO_FRAMESET,
+        "menu" => BREAKS_OUT | CLOSES_P,
+        "meta" => IN_HEAD | BREAKS_OUT | VOID,
+        "nav" => CLOSES_P,
+        "nobr" => BREAKS_OUT,
+        "noframes" => IN_HEAD,
+        "noscript" => IN_HEAD,
+        "object" => NO_FRAMESET,
+        "ol" => BREAKS_OUT | CLOSES_P,
+        "p" => BREAKS_OUT | CLOSES_P,
+        "pre" => BREAKS_OUT | NO_FRAMESET | CLOSES_P,
+        "ruby" => BREAKS_OUT,
+        "s" => BREAKS_OUT,
+        "script" => IN_HEAD,
+        "search" => CLOSES_P,
+        "section" => CLOSES_P,
+        "select" => NO_FRAMESET,
+        "small" => BREAKS_OUT,
+        "source" => VOID,
+        "span" => BREAKS_OUT,
+        "strike" => BREAKS_OUT,
+        "strong" => BREAKS_OUT,
+        "style" => IN_HEAD,
+        "sub" => BREAKS_OUT,
+        "summary" => CLOSES_P,
+        "sup" => BREAKS_OUT,
+        "table" => BREAKS_OUT | NO_FRAMESET | CLOSES_P,
+        "template" => IN_HEAD,
+        "textarea" => NO_FRAMESET,
+        "title" => IN_HEAD,
+        "track" => VOID,
+        "tt" => BREAKS_OUT,
+        "u" => BREAKS_OUT,
+        "ul" => BREAKS_OUT | CLOSES_P,
+        "var" => BREAKS_OUT,
+        "wbr" => NO_FRAMESET,
+        "xmp" => NO_FRAMESET,
+        _ => 0,
+    }
+}
+
+/// An element name as held on a stack of open elements: inline, no allocation. Names past
+/// `NAME_BYTES` are cut (none that matters here is that long).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Name {
+    len: u8,
+    bytes: [u8; NAME_BYTES],
+}
+
+const NAME_BYTES: usize = 23;
+
+impl Name {
+    fn new(name: &str) -> Self {
+        let len = name.len().min(NAME_BYTES);
+        let mut bytes = [0; NAME_BYTES];
+        bytes[..len].copy_from_slice(&name.as_bytes()[..len]);
+        Self {
+            len: len as u8,
+            bytes,
+        }
+    }
+
+    fn is(&self, name: &str) -> bool {
+        self.bytes[..usize::from(self.len)] == name.as_bytes()[..name.len().min(NAME_BYTES)]
+    }
+}
+
+/// At most this many open HTML elements are tracked (deeper nesting is not followed), as
+/// browsers cap the depth of the tree they build.
+const MAX_OPEN: usize = 512;
 
 impl Tree {
     pub(super) fn new() -> Self {
@@ -237,7 +265,7 @@ impl Tree {
                 top.ns == Ns::Html
                     || top.html_point
                     || (top.text_point && name != "mglyph" && name != "malignmark")
-                    || (top.name == "annotation-xml" && name == "svg")
+                    || (top.name.is("annotation-xml") && name == "svg")
             }
         }
     }
@@ -259,7 +287,7 @@ impl Tree {
             };
         }
         if !self.html_context(name) {
-            let breakout = BREAKOUT.contains(&name)
+            let breakout = class(name) & BREAKS_OUT != 0
                 || (name == "font"
                     && ["color", "face", "size"]
                         .iter()
@@ -278,7 +306,7 @@ impl Tree {
             self.break_out();
         }
         // An HTML element.
-        if !HEAD.contains(&name) && name != "frameset" && self.templates == 0 {
+        if class(name) & IN_HEAD == 0 && name != "frameset" && self.templates == 0 {
             self.in_body = true;
         }
         match name {
@@ -302,14 +330,14 @@ impl Tree {
                 if tag
                     .raw_attr("type")
                     .is_some_and(|t| t.trim().eq_ignore_ascii_case("hidden")) => {}
-            n if NOT_FRAMESET.contains(&n) => self.frameset_ok = false,
+            n if class(n) & NO_FRAMESET != 0 => self.frameset_ok = false,
             _ => {}
         }
         match name {
             "svg" if !tag.self_closing => self.push_foreign(tag, Ns::Svg),
             "math" if !tag.self_closing => self.push_foreign(tag, Ns::MathMl),
-            _ if !self.foreign.is_empty() && !VOID.contains(&name) => self.foreign.push(Open {
-                name: name.to_owned(),
+            _ if !self.foreign.is_empty() && class(name) & VOID == 0 => self.foreign.push(Open {
+                name: Name::new(name),
                 ns: Ns::Html,
                 html_point: false,
                 text_point: false,
@@ -335,27 +363,28 @@ impl Tree {
             _ => self
                 .html
                 .iter()
-                .rposition(|open| open == "template")
+                .rposition(|open| open.is("template"))
                 .map_or(0, |t| t + 1),
         };
         self.html[floor..]
             .iter()
-            .rposition(|open| open == name)
+            .rposition(|open| open.is(name))
             .map(|at| floor + at)
     }
 
     /// An HTML element opens outside foreign content.
     fn open_html(&mut self, name: &str) {
-        if CLOSES_P.contains(&name) {
-            if let Some(at) = self.html.iter().rposition(|open| open == "p") {
+        let class = class(name);
+        if class & CLOSES_P != 0 {
+            if let Some(at) = self.html.iter().rposition(|open| open.is("p")) {
                 self.html.truncate(at);
             }
         }
-        if !VOID.contains(&name)
+        if class & VOID == 0
             && !matches!(name, "html" | "head" | "body")
             && self.html.len() < MAX_OPEN
         {
-            self.html.push(name.to_owned());
+            self.html.push(Name::new(name));
         }
     }
 
@@ -374,7 +403,7 @@ impl Tree {
         };
         let text_point = ns == Ns::MathMl && matches!(name, "mi" | "mo" | "mn" | "ms" | "mtext");
         self.foreign.push(Open {
-            name: name.to_owned(),
+            name: Name::new(name),
             ns,
             html_point,
             text_point,
@@ -403,7 +432,7 @@ impl Tree {
                 self.break_out();
                 return;
             }
-            if let Some(at) = self.foreign.iter().rposition(|open| open.name == name) {
+            if let Some(at) = self.foreign.iter().rposition(|open| open.name.is(name)) {
                 if name == "template" && self.foreign[at].ns == Ns::Html {
                     self.templates = self.templates.saturating_sub(1);
                 }

@@ -149,6 +149,8 @@ pub(super) struct Tokenizer {
     self_closing: bool,
     keep: bool,
     attrs: Vec<(String, String)>,
+    /// How many of `attrs` belong to the tag being read.
+    attr_count: usize,
     /// The attribute being read: its name, value and whether it is kept.
     attr_name: Vec<u8>,
     attr_value: Vec<u8>,
@@ -182,6 +184,7 @@ impl Tokenizer {
             self_closing: false,
             keep: false,
             attrs: Vec::new(),
+            attr_count: 0,
             attr_name: Vec::new(),
             attr_value: Vec::new(),
             attr_kept: false,
@@ -222,14 +225,30 @@ impl Tokenizer {
         let name = self.attr_name.as_slice();
         let wanted = KEPT.iter().any(|k| k.as_bytes() == name)
             || (name == KEPT_FONT_SIZE.as_bytes() && self.name == b"font");
-        self.attr_kept = wanted && !self.attrs.iter().any(|(n, _)| n.as_bytes() == name);
+        self.attr_kept = wanted
+            && !self.attrs[..self.attr_count]
+                .iter()
+                .any(|(n, _)| n.as_bytes() == name);
     }
 
     fn finish_attr(&mut self) {
         if self.attr_kept && self.attr_value.len() <= MAX_VALUE_BYTES {
-            let name = String::from_utf8_lossy(&self.attr_name).into_owned();
-            let value = String::from_utf8_lossy(&self.attr_value).into_owned();
-            self.attrs.push((name, value));
+            // Whole characters: a value is cut only past the limit, and then not kept.
+            if let (Ok(name), Ok(value)) = (
+                std::str::from_utf8(&self.attr_name),
+                std::str::from_utf8(&self.attr_value),
+            ) {
+                // Slots are reused from tag to tag: no allocation once warm.
+                if self.attr_count == self.attrs.len() {
+                    self.attrs.push(Default::default());
+                }
+                let (n, v) = &mut self.attrs[self.attr_count];
+                n.clear();
+                n.push_str(name);
+                v.clear();
+                v.push_str(value);
+                self.attr_count += 1;
+            }
         }
         self.attr_kept = false;
     }
@@ -247,7 +266,7 @@ impl Tokenizer {
         self.name.clear();
         self.self_closing = false;
         self.keep = false;
-        self.attrs.clear();
+        self.attr_count = 0;
         self.attr_kept = false;
     }
 
@@ -260,9 +279,10 @@ impl Tokenizer {
 
     fn emit(&mut self, sink: &mut impl Sink) -> State {
         self.finish_attr();
-        let long = self.name.len() > MAX_NAME_BYTES;
-        let name = String::from_utf8_lossy(&self.name);
-        let name: &str = if long { "\u{FFFD}long" } else { &name };
+        let name = match std::str::from_utf8(&self.name) {
+            Ok(name) if self.name.len() <= MAX_NAME_BYTES => name,
+            _ => "\u{FFFD}long",
+        };
         if self.end_tag {
             sink.end_tag(name);
             return State::Data;
@@ -270,7 +290,7 @@ impl Tokenizer {
         let tag = Tag {
             name,
             self_closing: self.self_closing,
-            attrs: &self.attrs,
+            attrs: &self.attrs[..self.attr_count],
         };
         let content = sink.start_tag(&tag);
         self.text_end.clear();
