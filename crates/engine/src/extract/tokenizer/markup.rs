@@ -59,9 +59,7 @@ impl Tokenizer {
                 _ => State::Comment,
             },
             State::Comment => {
-                let Some(at) = memchr(b'-', &s[*i..]) else {
-                    return None;
-                };
+                let at = memchr(b'-', &s[*i..])?;
                 *i += at + 1;
                 State::CommentEndDash
             }
@@ -99,16 +97,12 @@ impl Tokenizer {
                 _ => State::Comment,
             },
             State::BogusComment | State::Doctype => {
-                let Some(at) = memchr(b'>', &s[*i..]) else {
-                    return None;
-                };
+                let at = memchr(b'>', &s[*i..])?;
                 *i += at + 1;
                 State::Data
             }
             State::Cdata => {
-                let Some(at) = memchr(b']', &s[*i..]) else {
-                    return None;
-                };
+                let at = memchr(b']', &s[*i..])?;
                 *i += at + 1;
                 State::CdataBracket
             }

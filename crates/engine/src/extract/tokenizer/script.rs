@@ -35,9 +35,7 @@ impl Tokenizer {
                 _ => State::Text(Raw::Script),
             },
             State::Text(Raw::ScriptEscaped) => {
-                let Some(at) = memchr2(b'-', b'<', &s[*i..]) else {
-                    return None;
-                };
+                let at = memchr2(b'-', b'<', &s[*i..])?;
                 *i += at + 1;
                 match s[*i - 1] {
                     b'-' => State::ScriptEscapedDash,
@@ -94,9 +92,7 @@ impl Tokenizer {
                 }
             }
             State::ScriptDoubleEscaped => {
-                let Some(at) = memchr2(b'-', b'<', &s[*i..]) else {
-                    return None;
-                };
+                let at = memchr2(b'-', b'<', &s[*i..])?;
                 *i += at + 1;
                 match s[*i - 1] {
                     b'-' => State::ScriptDoubleEscapedDash,
