@@ -8,7 +8,7 @@ use testsite::{Expected, SiteConfig, TestSite};
 
 use crate::util::{crawler, recorded, stderr};
 
-fn read_pages(dir: &std::path::Path) -> Vec<serde_json::Value> {
+pub(crate) fn read_pages(dir: &std::path::Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join("pages.jsonl"))
         .unwrap()
         .lines()
@@ -19,7 +19,10 @@ fn read_pages(dir: &std::path::Path) -> Vec<serde_json::Value> {
 /// Crawls `site` from its seed with `config` (TOML text; the scope is set to every `.test`
 /// host and names resolve to 127.0.0.1) and returns the output directory (kept alive by the
 /// returned guard). Panics unless the crawler exits 0.
-async fn crawl_site(site: &TestSite, config: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+pub(crate) async fn crawl_site(
+    site: &TestSite,
+    config: &str,
+) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("crawler.toml");
     // The site's domain is the scope unless the test sets its own.
@@ -233,215 +236,6 @@ fn default_config_round_trips() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_hostile_mode_ends_in_a_clear_record() {
-    let site = TestSite::start(SiteConfig {
-        pages: 100,
-        hosts: 2,
-        hostile: testsite::Hostile::all(),
-        slow_secs: 30,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
-    // The timeouts leave a busy test machine ample time for the honest pages (and for the
-    // server to render its 7 MB page) while the slow ones (30 s to the first byte, one byte
-    // per 500 ms for 10 minutes) still hit them.
-    // A crawl that hung on a hostile page would be stopped by `max_duration_secs` (far beyond
-    // what the timeouts allow) and say so in `stopped_by`: no assertion on the machine's speed.
-    // Any scope, so the redirect into 169.254.169.254 meets the SSRF guard (on, as by default).
-    let (_dir, out) = crawl_site(&site, "[crawl]\nconcurrency = 16\nmax_depth = 20\ndrain_secs = 5\nmax_duration_secs = 900\n\
-         [fetch]\nfirst_byte_timeout_ms = 6000\ntotal_timeout_ms = 12000\nmax_body_bytes = 2000000\n\
-         max_retries = 1\nretry_base_ms = 100\nmax_redirects = 5\n\
-         [politeness]\ndelay_ms = 0\nmax_per_host = 8\nbackoff_base_ms = 100\nmax_backoff_secs = 2\n\
-         [frontier]\nscope = \"any\"\n").await;
-    let stats: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("stats.json")).unwrap()).unwrap();
-    assert_eq!(stats["stopped_by"], "finished", "{stats}");
-    let pages = read_pages(&out);
-    let mut by_url = std::collections::HashMap::new();
-    for p in &pages {
-        let url = p["url"].as_str().unwrap().to_owned();
-        assert!(by_url.insert(url, p.clone()).is_none(), "twice: {p}");
-    }
-    let record_of = |url: &str| {
-        by_url
-            .get(url)
-            .unwrap_or_else(|| panic!("no record for {url}"))
-            .clone()
-    };
-    let record = |path: &str| record_of(&format!("{}{path}", site.site().origin(0)));
-    for path in [
-        "/hostile/slow-first-byte",
-        "/hostile/drip",
-        "/hostile/huge-headers",
-    ] {
-        let r = record(path);
-        assert!(
-            r["error"].as_str().is_some_and(|e| !e.is_empty()),
-            "{path}: {r}"
-        );
-    }
-    for path in ["/hostile/endless", "/hostile/huge"] {
-        let r = record(path);
-        assert_eq!(r["truncated"], true, "{path}: {r}");
-        assert!(r["bytes"].as_u64().unwrap() <= 2_000_000, "{path}: {r}");
-    }
-    // The bomb is cut at the cap once inflating, or (when the server is still compressing
-    // its gigabyte) times out waiting for headers: either way a clear record, bounded memory.
-    let bomb = record("/hostile/gzip-bomb");
-    assert!(
-        bomb["truncated"] == true || bomb["error"].is_string(),
-        "{bomb}"
-    );
-    assert!(bomb["bytes"].as_u64().unwrap() <= 2_000_000, "{bomb}");
-    // 100,000 links in 7 MB: the first 2 MB are read and their ~29,000 links parsed.
-    let many = record("/hostile/many-links");
-    assert_eq!(many["truncated"], true, "{many}");
-    assert!(many["links_found"].as_u64().unwrap() > 10_000, "{many}");
-    assert_eq!(
-        record("/hostile/nested-target")["status"],
-        200,
-        "found under 100,000 tags"
-    );
-    let trap = pages
-        .iter()
-        .filter(|p| p["url"].as_str().unwrap().contains("/hostile/trap/"))
-        .count();
-    assert!(
-        (1..=5).contains(&trap),
-        "the trap guard stops the ever-growing path: {trap}"
-    );
-
-    // A redirect chain into the cloud metadata address: followed to its last hop, which the
-    // SSRF guard refuses (never requested: nothing listens there, and the record says why).
-    assert_eq!(record("/hostile/redirect-private")["status"], 302);
-    let metadata = "http://169.254.169.254/latest/meta-data/";
-    assert_eq!(
-        record("/hostile/redirect-private/next")["final_url"],
-        metadata
-    );
-    let blocked = record_of(metadata);
-    assert!(blocked["status"].is_null(), "{blocked}");
-    assert_eq!(
-        blocked["error"],
-        "blocked address 169.254.169.254 (fetch.allow_private)"
-    );
-    // A loop across hosts: each hop recorded once, the loop ends at the first repeat.
-    for h in [0, 1] {
-        let r = record_of(&format!("{}/hostile/redirect-loop", site.site().origin(h)));
-        assert_eq!(r["status"], 302, "{r}");
-    }
-    // A spiral of new URLs across the two hosts: max_redirects (5) hops are followed, and the
-    // last record says why the chain ends there.
-    let spiral: Vec<_> = pages
-        .iter()
-        .filter(|p| {
-            p["url"]
-                .as_str()
-                .unwrap()
-                .contains("/hostile/redirect-spiral")
-        })
-        .collect();
-    assert_eq!(spiral.len(), 6, "{spiral:?}");
-    let last = record_of(&format!(
-        "{}/hostile/redirect-spiral/5",
-        site.site().origin(1)
-    ));
-    assert_eq!(
-        last["error"], "redirect not followed: more than 5 redirects (fetch.max_redirects)",
-        "{last}"
-    );
-    // 10,000 hosts from one page: each gets its robots.txt asked for and its record (404).
-    for i in 0..testsite::MANY_HOSTS {
-        let url = format!("http://h{}.test:{}/", 2 + i, site.addr().port());
-        assert_eq!(record_of(&url)["status"], 404, "{url}");
-    }
-    assert!(
-        stats["frontier"]["hosts"].as_u64().unwrap() >= 2 + u64::from(testsite::MANY_HOSTS),
-        "{stats}"
-    );
-    // A 100 MB robots.txt: its first 500 KiB are read and obeyed; the `Disallow: /` at its
-    // end is not, so host 0's root page (the seed) was fetched.
-    assert_eq!(record("/")["status"], 200);
-    // A Retry-After of a year is not waited for, with retries left.
-    let year = record("/hostile/retry-after-year");
-    assert_eq!(year["status"], 503, "{year}");
-    assert_eq!(year["attempts"], 1, "{year}");
-    assert_eq!(
-        year["error"],
-        "Retry-After of 31536000 s is beyond politeness.max_backoff_secs (2 s): not retried"
-    );
-    // A reset mid-body is a network failure: retried, then recorded with the error.
-    let reset = record("/hostile/reset");
-    assert_eq!(reset["attempts"], 2, "{reset}");
-    assert!(
-        reset["error"]
-            .as_str()
-            .is_some_and(|e| e.starts_with("body: ")),
-        "{reset}"
-    );
-    // Hostile sitemaps: each file's record says what was not read, and the crawl goes on.
-    let sitemap = |name: &str| record(&format!("{}{name}", testsite::HOSTILE_SITEMAPS));
-    let error = |r: &serde_json::Value| r["error"].as_str().unwrap_or_default().to_owned();
-    let bomb = sitemap("bomb.xml.gz");
-    assert_eq!(
-        error(&bomb),
-        "sitemap larger than 52428800 bytes uncompressed",
-        "{bomb}"
-    );
-    let huge = sitemap("huge.xml");
-    assert_eq!(
-        error(&huge),
-        "sitemap: more than 50000 entries; the rest are not read; \
-         sitemap: 50000 entries not on this sitemap's host ignored",
-        "{huge}"
-    );
-    let broken = sitemap("broken.xml");
-    assert!(
-        error(&broken).starts_with("sitemap: malformed XML at byte "),
-        "{broken}"
-    );
-    // Mismatched end tags are tolerated: both entries before the damage are kept.
-    assert_eq!(broken["links_found"], 2, "{broken}");
-    let nested = record_of(&format!(
-        "{}{}nest/2.xml",
-        site.site().origin(1),
-        testsite::HOSTILE_SITEMAPS
-    ));
-    assert_eq!(
-        error(&nested),
-        "sitemap index nested more than 2 deep: its 1 sitemaps are not read"
-    );
-    assert!(!by_url.contains_key(&format!(
-        "{}{}nest/3.xml",
-        site.site().origin(1),
-        testsite::HOSTILE_SITEMAPS
-    )));
-    let many = sitemap("many.xml");
-    assert!(
-        error(&many).ends_with("sitemaps beyond 1000 per host are not read"),
-        "{many}"
-    );
-    let files_of_host_0 = pages
-        .iter()
-        .filter(|p| {
-            p["sitemap"] == true
-                && p["url"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with(&site.site().origin(0))
-        })
-        .count();
-    assert_eq!(files_of_host_0, 1000, "the per-host limit");
-    // With every hostile mode on, memory stays bounded.
-    let rss = stats["peak_rss_bytes"]
-        .as_u64()
-        .expect("Linux reports VmHWM");
-    assert!(rss <= 200 << 20, "peak RSS {} MB", rss >> 20);
-    site.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_sitemaps_the_crawl_equals_that_ground_truth() {
     let site = TestSite::start(SiteConfig {
         pages: 200,
@@ -467,6 +261,37 @@ async fn without_sitemaps_the_crawl_equals_that_ground_truth() {
         .log()
         .iter()
         .any(|r| r.path.contains("sitemap")));
+    site.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_pages_are_read_in_pieces_and_keep_every_link() {
+    // Pages of 8 MB whose links all come after the filler: the extractor reads them in
+    // pieces of 256 KiB as they arrive, and must find the same links as in one piece.
+    let site = TestSite::start(SiteConfig {
+        pages: 60,
+        hosts: 2,
+        big_pages: 3,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let (_dir, out) = crawl_site(
+        &site,
+        "[crawl]\nconcurrency = 8\n[fetch]\nretry_base_ms = 20\n\
+         [politeness]\nbackoff_base_ms = 20\ndelay_ms = 0\nmax_per_host = 4\n",
+    )
+    .await;
+    let pages = read_pages(&out);
+    if let Err(e) = site.site().ground_truth().check(pages.iter().map(recorded)) {
+        panic!("{e}");
+    }
+    let big: Vec<_> = pages
+        .iter()
+        .filter(|p| p["bytes"].as_u64() > Some(4_000_000))
+        .collect();
+    assert_eq!(big.len(), 3);
+    assert!(big.iter().all(|p| p["links_found"].as_u64() > Some(0)));
     site.stop().await;
 }
 

@@ -3,6 +3,7 @@
 mod bloom_cli;
 mod crawl;
 mod guard;
+mod hostile;
 mod resume;
 mod serve;
 mod util;

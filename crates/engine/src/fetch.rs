@@ -3,6 +3,7 @@
 //! timeouts, and a body cap applied while streaming — after decompression, so a gzip bomb is
 //! cut at the cap like any other long body.
 
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,6 +21,29 @@ pub enum Keep {
     Html,
     /// Any 2xx body (robots.txt).
     Always,
+}
+
+/// Bytes of a kept body gathered before they are handed to [`Pieces`].
+pub const PIECE_BYTES: usize = 256 * 1024;
+
+/// Takes a kept body in pieces as it arrives, so that a long body is never held whole: the
+/// fetch hands over what it has each time it holds `PIECE_BYTES`, and what is left at the
+/// end stays in [`Fetched::body`].
+pub trait Pieces: Send {
+    /// Consumes `body` (the bytes read since the last piece), leaving it empty; may reuse its
+    /// allocation.
+    fn piece(
+        &mut self,
+        content_type: Option<&str>,
+        body: &mut Vec<u8>,
+    ) -> impl Future<Output = ()> + Send;
+}
+
+/// Bodies kept whole.
+struct Whole;
+
+impl Pieces for Whole {
+    async fn piece(&mut self, _: Option<&str>, _: &mut Vec<u8>) {}
 }
 
 /// What a fetch produced.
@@ -194,6 +218,19 @@ impl Fetcher {
     /// host's last queued URL: an idle pooled connection per host ever seen is what made a
     /// page linking 10,000 hosts cost 16 KB each).
     pub async fn fetch_with(&self, url: &str, keep: Keep, cap: u64, last: bool) -> Fetched {
+        self.fetch_pieces(url, keep, cap, last, None::<&mut Whole>)
+            .await
+    }
+
+    /// [`fetch_with`](Self::fetch_with), handing a kept body to `pieces` as it arrives.
+    pub async fn fetch_pieces<P: Pieces>(
+        &self,
+        url: &str,
+        keep: Keep,
+        cap: u64,
+        last: bool,
+        pieces: Option<&mut P>,
+    ) -> Fetched {
         let started = Instant::now();
         if let Some(why) = url::Url::parse(url)
             .ok()
@@ -206,7 +243,8 @@ impl Fetcher {
         }
         let total = Duration::from_millis(self.cfg.total_timeout_ms);
         let mut out =
-            match tokio::time::timeout(total, self.fetch_inner(url, keep, cap, last)).await {
+            match tokio::time::timeout(total, self.fetch_inner(url, keep, cap, last, pieces)).await
+            {
                 Ok(f) => f,
                 Err(_) => Fetched {
                     error: Some(format!("timed out after {} ms", self.cfg.total_timeout_ms)),
@@ -218,7 +256,14 @@ impl Fetcher {
         out
     }
 
-    async fn fetch_inner(&self, url: &str, keep: Keep, cap: u64, last: bool) -> Fetched {
+    async fn fetch_inner<P: Pieces>(
+        &self,
+        url: &str,
+        keep: Keep,
+        cap: u64,
+        last: bool,
+        mut pieces: Option<&mut P>,
+    ) -> Fetched {
         let first_byte = Duration::from_millis(self.cfg.first_byte_timeout_ms);
         let mut request = self.client.get(url);
         if last {
@@ -278,6 +323,13 @@ impl Fetcher {
                     let take = room.min(chunk.len());
                     if keep_body {
                         out.body.extend_from_slice(&chunk[..take]);
+                        if out.body.len() >= PIECE_BYTES {
+                            if let Some(pieces) = pieces.as_deref_mut() {
+                                pieces
+                                    .piece(out.content_type.as_deref(), &mut out.body)
+                                    .await;
+                            }
+                        }
                     }
                     out.bytes += take as u64;
                     if take < chunk.len() {

@@ -17,7 +17,7 @@ use frontier::{
 };
 use url::Url;
 
-use crate::fetch::{Fetched, Fetcher, Keep};
+use crate::fetch::{Fetched, Fetcher, Keep, Pieces};
 use crate::leases::Leases;
 use crate::metrics::LatencyHistogram;
 use crate::output::{self, Output, PageRecord};
@@ -191,9 +191,22 @@ pub(crate) async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
         return crate::sitemap::crawl::read(ctx, lease, &url).await;
     }
     let cap = ctx.cfg.fetch.max_body_bytes;
+    let respect = ctx.cfg.crawl.respect_nofollow;
+    let mut pieces = ExtractPieces {
+        pool: &ctx.parse,
+        respect,
+        extractor: None,
+        failed: None,
+    };
     let mut fetched = ctx
         .fetcher
-        .fetch_with(url.as_str(), Keep::Html, cap, lease.last_of_host())
+        .fetch_pieces(
+            url.as_str(),
+            Keep::Html,
+            cap,
+            lease.last_of_host(),
+            Some(&mut pieces),
+        )
         .await;
     ctx.counters.latency.observe(fetched.elapsed);
     if let Some(retry) = retry(ctx, entry, fetched.transient, fetched.retry_after) {
@@ -214,13 +227,23 @@ pub(crate) async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             }
             Err(why) => error = Some(why),
         },
-        Some(200) if !fetched.body.is_empty() => {
-            // Moved, not copied: a body may be up to `max_body_bytes`.
+        Some(200) if pieces.failed.is_some() => {
+            error = pieces
+                .failed
+                .map(|e| format!("link extraction failed: {e}"));
+        }
+        Some(200) if !fetched.body.is_empty() || pieces.extractor.is_some() => {
+            // The body's last piece (or all of it), moved, not copied.
             let body = std::mem::take(&mut fetched.body);
             let ct = fetched.content_type.clone();
             let page = url.clone();
-            let respect = ctx.cfg.crawl.respect_nofollow;
-            let job = move || extract::extract(&body, ct.as_deref(), &page, respect);
+            let extractor = pieces.extractor.take();
+            let job = move || {
+                let mut extractor =
+                    extractor.unwrap_or_else(|| extract::Extractor::new(ct.as_deref(), respect));
+                extractor.feed(&body);
+                extractor.finish(&page)
+            };
             match ctx.parse.run(job).await {
                 Ok(e) => {
                     let depth = entry.depth + 1;
@@ -232,6 +255,39 @@ pub(crate) async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
         _ => {}
     }
     finish(ctx, entry, Response::of(&fetched, final_url, error), offers).await
+}
+
+/// A page's body read by the extractor piece by piece as it arrives, on the parsing threads:
+/// a fetch holds at most `fetch::PIECE_BYTES` of it, whatever the page's size.
+struct ExtractPieces<'a> {
+    pool: &'a parse_pool::ParsePool,
+    respect: bool,
+    extractor: Option<extract::Extractor>,
+    failed: Option<parse_pool::Dropped>,
+}
+
+impl Pieces for ExtractPieces<'_> {
+    async fn piece(&mut self, content_type: Option<&str>, body: &mut Vec<u8>) {
+        let respect = self.respect;
+        let extractor = self.extractor.take();
+        let content_type = content_type.map(str::to_owned);
+        let bytes = std::mem::take(body);
+        let job = move || {
+            let mut extractor = extractor
+                .unwrap_or_else(|| extract::Extractor::new(content_type.as_deref(), respect));
+            extractor.feed(&bytes);
+            (extractor, bytes)
+        };
+        match self.pool.run(job).await {
+            Ok((extractor, mut bytes)) => {
+                // The allocation is reused for the next piece.
+                bytes.clear();
+                *body = bytes;
+                self.extractor = Some(extractor);
+            }
+            Err(e) => self.failed = Some(e),
+        }
+    }
 }
 
 /// What stands before a leased URL's fetch: the SSRF guard (an IP literal it refuses gets a
