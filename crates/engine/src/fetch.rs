@@ -144,11 +144,13 @@ pub struct Fetcher {
 }
 
 impl Fetcher {
-    /// A fetcher for `cfg`, sending `user_agent`; `seed_hosts` (the operator's) may be
+    /// A fetcher for `cfg`, sending `user_agent`, keeping up to `max_per_host` idle
+    /// connections per host (`politeness.max_per_host`); `seed_hosts` (the operator's) may be
     /// private addresses (see [`Guard`]).
     pub fn new(
         cfg: &FetchSection,
         user_agent: &str,
+        max_per_host: u32,
         seed_hosts: impl IntoIterator<Item = String>,
     ) -> Result<Self, reqwest::Error> {
         // rustls needs a process-wide crypto provider; ring builds without a C++ toolchain.
@@ -170,7 +172,11 @@ impl Fetcher {
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_millis(cfg.connect_timeout_ms))
             .timeout(Duration::from_millis(cfg.total_timeout_ms))
-            .pool_max_idle_per_host(8)
+            // As many idle connections per host as fetches of it may be in flight: with fewer,
+            // the connections beyond them close after each response and the next fetch
+            // connects again (9,207 connects for 21,616 fetches of one host at 64 in flight
+            // with 8). Hosts with nothing left are closed by `Connection: close`.
+            .pool_max_idle_per_host(max_per_host.max(1) as usize)
             .dns_resolver(Arc::new(Overrides {
                 rules,
                 guard: Arc::clone(&guard),

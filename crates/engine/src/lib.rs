@@ -231,7 +231,12 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
     let local = LocalFrontier::new(fcfg, &seed_strs)?;
     // The operator's seeds may be private addresses (the SSRF guard allows their hosts).
     let seed_hosts = seeds.iter().filter_map(|u| u.host_str().map(str::to_owned));
-    let fetcher = Fetcher::new(&cfg.fetch, &cfg.crawl.user_agent, seed_hosts)?;
+    let fetcher = Fetcher::new(
+        &cfg.fetch,
+        &cfg.crawl.user_agent,
+        cfg.politeness.max_per_host,
+        seed_hosts,
+    )?;
     let out_dir = cfg.crawl.out_dir.clone();
     let (local, store, mut state_summary) = if cfg.crawl.persist {
         let (f, s, summary) = state::open(&cfg, local, opts.fresh)?;

@@ -112,15 +112,15 @@ impl Lease {
         }
     }
 
-    /// Marks the lease as its host's last queued URL when it was handed out (a hint: more may
-    /// be found later).
+    /// Marks the lease as its host's last URL when it was handed out: none queued, no other in
+    /// flight (a hint: more may be found later).
     pub fn with_last_of_host(mut self, last: bool) -> Self {
         self.last_of_host = last;
         self
     }
 
-    /// Whether nothing else of its host was queued when this lease was handed out: a fetcher
-    /// need not keep the host's connection open for a next request.
+    /// Whether nothing else of its host was queued or in flight when this lease was handed
+    /// out: a fetcher need not keep the host's connection open for a next request.
     pub fn last_of_host(&self) -> bool {
         self.last_of_host
     }

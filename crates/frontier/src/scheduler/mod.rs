@@ -348,7 +348,10 @@ impl Scheduler {
             q.last_start = Some(now);
             self.in_flight += 1;
             let host = Arc::clone(&q.name);
-            let last = q.len() == 0;
+            // Nothing else of the host queued or in flight: it looks done, so its connection
+            // need not stay open. (With other fetches of it in flight, their pages may bring
+            // more: closing then cost a reconnect a page on a one-host crawl.)
+            let last = q.len() == 0 && q.in_flight == 1;
             self.schedule(id);
             return Ok(Lease::new(entry, host, u64::from(id)).with_last_of_host(last));
         }
