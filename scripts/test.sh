@@ -7,6 +7,7 @@
 #   SKIP_SERVICE_TOOLS=1 …       # do not install Python's prometheus_client and selenium
 #                                  # nor Chromium (the tests needing them then skip)
 #   SKIP_REDIS=1 …               # do not install redis-server (the Redis tests then skip)
+#   SKIP_WARCIO=1 …              # do not install warcio (the WARC reading tests then skip)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -67,6 +68,16 @@ install_redis() {
 }
 if [[ "${SKIP_REDIS:-0}" != 1 ]]; then
     install_redis
+fi
+
+# warcio (Webrecorder, PyPI) reads the WARC files the crawler writes: crates/warc's tests.
+install_warcio() {
+    command -v warcio >/dev/null 2>&1 || python3 -m pip install -q warcio 2>/dev/null \
+        || python3 -m pip install -q --break-system-packages warcio
+    export REQUIRE_WARCIO=1
+}
+if [[ "${SKIP_WARCIO:-0}" != 1 ]]; then
+    install_warcio
 fi
 
 echo "== cargo test --workspace"

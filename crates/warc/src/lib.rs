@@ -1,0 +1,209 @@
+//! WARC 1.1 (ISO 28500) writing for the crawler's archive output.
+//!
+//! Design choices:
+//! - **One gzip member per record.** A reader can seek to a record's offset and inflate just
+//!   it (what CDX indexes and replay tools do), and a file cut after a crash is whole up to
+//!   its last complete member.
+//! - **Files rotate by size**, `<prefix>-<UTC timestamp>-<serial>.warc.gz`, each beginning
+//!   with a `warcinfo` record naming the software and the settings that matter.
+//! - **The writer is synchronous and owns its file**: the engine runs it off the async
+//!   reactor; `sync` makes what was written durable (at each checkpoint).
+
+mod record;
+mod time;
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+
+pub use record::{sha1, Kind, Record, RecordId};
+pub use time::Utc;
+
+/// What can go wrong writing WARC files.
+#[derive(Debug, thiserror::Error)]
+pub enum WarcError {
+    #[error("WARC file {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where a record landed: its file (name, in the writer's directory) and the byte offset of
+/// its gzip member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    pub file: String,
+    pub offset: u64,
+}
+
+/// How a writer names and fills its files.
+#[derive(Debug, Clone)]
+pub struct WarcConfig {
+    /// Directory of the files (created if missing).
+    pub dir: PathBuf,
+    /// File name prefix.
+    pub prefix: String,
+    /// A file that reaches this many bytes is closed and the next record starts a new one.
+    pub max_file_bytes: u64,
+    /// The `warcinfo` record's fields (`software`, `operator`, settings), one per line.
+    pub info: Vec<(String, String)>,
+}
+
+#[derive(Debug)]
+struct Open {
+    name: String,
+    path: PathBuf,
+    out: BufWriter<File>,
+    len: u64,
+}
+
+/// Writes records into rotating `.warc.gz` files.
+#[derive(Debug)]
+pub struct WarcWriter {
+    cfg: WarcConfig,
+    serial: u32,
+    open: Option<Open>,
+}
+
+impl WarcWriter {
+    /// A writer into `cfg.dir` (created if missing; the first file is opened with the first
+    /// record).
+    pub fn new(cfg: WarcConfig) -> Result<Self, WarcError> {
+        std::fs::create_dir_all(&cfg.dir).map_err(|source| WarcError::Io {
+            path: cfg.dir.clone(),
+            source,
+        })?;
+        Ok(Self {
+            cfg,
+            serial: 0,
+            open: None,
+        })
+    }
+
+    /// Appends `record` as one gzip member; returns where it is.
+    pub fn write(&mut self, record: &Record<'_>) -> Result<Position, WarcError> {
+        if self
+            .open
+            .as_ref()
+            .is_some_and(|f| f.len >= self.cfg.max_file_bytes)
+        {
+            self.close()?;
+        }
+        if self.open.is_none() {
+            self.start_file()?;
+        }
+        self.append(record)
+    }
+
+    /// Flushes and fsyncs the current file: everything written so far survives a crash.
+    pub fn sync(&mut self) -> Result<(), WarcError> {
+        if let Some(f) = &mut self.open {
+            let path = &f.path;
+            let io = |source| WarcError::Io {
+                path: path.clone(),
+                source,
+            };
+            f.out.flush().map_err(io)?;
+            f.out.get_ref().sync_data().map_err(io)?;
+        }
+        Ok(())
+    }
+
+    /// Syncs and closes the current file (the next record opens a new one).
+    pub fn close(&mut self) -> Result<(), WarcError> {
+        self.sync()?;
+        self.open = None;
+        Ok(())
+    }
+
+    /// The directory the files are in.
+    pub fn dir(&self) -> &Path {
+        &self.cfg.dir
+    }
+
+    fn start_file(&mut self) -> Result<(), WarcError> {
+        self.serial += 1;
+        let name = format!(
+            "{}-{}-{:05}.warc.gz",
+            self.cfg.prefix,
+            Utc::now().compact(),
+            self.serial
+        );
+        let path = self.cfg.dir.join(&name);
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|source| WarcError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        self.open = Some(Open {
+            name: name.clone(),
+            path,
+            out: BufWriter::with_capacity(256 * 1024, file),
+            len: 0,
+        });
+        let mut block = String::new();
+        for (k, v) in &self.cfg.info {
+            block.push_str(&format!("{k}: {v}\r\n"));
+        }
+        let mut info = Record::new(
+            Kind::Warcinfo,
+            Utc::now().rfc3339(),
+            "application/warc-fields",
+            block.as_bytes(),
+        );
+        info.fields.push(("WARC-Filename", name));
+        self.append(&info)?;
+        Ok(())
+    }
+
+    fn append(&mut self, record: &Record<'_>) -> Result<Position, WarcError> {
+        let Some(f) = &mut self.open else {
+            return Err(no_file());
+        };
+        let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+        let member = gz
+            .write_all(&record.to_bytes())
+            .and_then(|()| gz.finish())
+            .map_err(|source| WarcError::Io {
+                path: f.path.clone(),
+                source,
+            })?;
+        f.out.write_all(&member).map_err(|source| WarcError::Io {
+            path: f.path.clone(),
+            source,
+        })?;
+        let at = Position {
+            file: f.name.clone(),
+            offset: f.len,
+        };
+        f.len += member.len() as u64;
+        Ok(at)
+    }
+}
+
+/// `append` is only called with a file open; an error rather than a panic if not.
+fn no_file() -> WarcError {
+    WarcError::Io {
+        path: PathBuf::new(),
+        source: std::io::Error::other("no WARC file open"),
+    }
+}
+
+impl Drop for WarcWriter {
+    fn drop(&mut self) {
+        if let Some(f) = &mut self.open {
+            let _ = f.out.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

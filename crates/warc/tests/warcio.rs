@@ -1,0 +1,183 @@
+//! Files this crate writes, read by a tool nobody here wrote: warcio (Webrecorder, PyPI).
+//! `warcio check` verifies every block and payload digest; `warcio index` lists the records
+//! with their offsets, which must be the positions the writer returned. Skipped when warcio is
+//! missing unless REQUIRE_WARCIO=1 (scripts/test.sh installs it and sets it).
+
+use std::process::Command;
+
+use warc::{Kind, Record, Utc, WarcConfig, WarcWriter};
+
+fn warcio() -> Option<Command> {
+    let found = Command::new("warcio").arg("--help").output().is_ok();
+    if !found {
+        assert!(
+            std::env::var("REQUIRE_WARCIO").as_deref() != Ok("1"),
+            "REQUIRE_WARCIO=1 but no warcio on PATH"
+        );
+        eprintln!("warcio not installed: skipped");
+        return None;
+    }
+    Some(Command::new("warcio"))
+}
+
+#[test]
+fn warcio_checks_digests_and_indexes_every_record_where_the_writer_said() {
+    let Some(_) = warcio() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = WarcWriter::new(WarcConfig {
+        dir: dir.path().to_owned(),
+        prefix: "crawl".into(),
+        max_file_bytes: 1 << 30,
+        info: vec![
+            ("software".into(), "crawler/0.1".into()),
+            ("format".into(), "WARC File Format 1.1".into()),
+        ],
+    })
+    .unwrap();
+    let mut expected = Vec::new();
+    let pages: [(&str, &[u8], bool); 3] = [
+        (
+            "http://h.test/",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\n\r\n<p>hello</p>\n",
+            false,
+        ),
+        (
+            "http://h.test/gone",
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+            false,
+        ),
+        (
+            "http://h.test/big",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100\r\n\r\n<p>cut",
+            true,
+        ),
+    ];
+    for (url, response, cut) in pages {
+        let path = &url["http://h.test".len()..];
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: h.test\r\nUser-Agent: crawler/0.1\r\n\r\n");
+        let date = Utc::now().rfc3339();
+        let mut req = Record::new(
+            Kind::Request,
+            date.clone(),
+            "application/http; msgtype=request",
+            request.as_bytes(),
+        );
+        req.target_uri = Some(url);
+        req.payload_at = Some(request.len());
+        let mut resp = Record::new(
+            Kind::Response,
+            date,
+            "application/http; msgtype=response",
+            response,
+        );
+        resp.target_uri = Some(url);
+        resp.ip = Some("127.0.0.1".parse().unwrap());
+        resp.concurrent_to = Some(&req.id);
+        let head = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        resp.payload_at = Some(head);
+        resp.truncated = cut.then_some("length");
+        let at = w.write(&req).unwrap();
+        expected.push(("request", url, at.offset));
+        let at = w.write(&resp).unwrap();
+        expected.push(("response", url, at.offset));
+    }
+    w.close().unwrap();
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+
+    let check = warcio()
+        .unwrap()
+        .args(["check", "-v"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "warcio check failed:\n{said}");
+    // One line a record, block and payload digests both verified.
+    assert_eq!(said.matches("digest pass").count(), 7, "{said}");
+    assert!(!said.contains("fail"), "{said}");
+
+    let index = warcio()
+        .unwrap()
+        .args([
+            "index",
+            "-f",
+            "warc-type,warc-target-uri,offset,http:status",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(index.status.success());
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&index.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let field = |r: &serde_json::Value, key: &str| match &r[key] {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    assert_eq!(field(&rows[0], "warc-type"), "warcinfo");
+    let got: Vec<(String, String, u64)> = rows[1..]
+        .iter()
+        .map(|r| {
+            (
+                field(r, "warc-type"),
+                field(r, "warc-target-uri"),
+                field(r, "offset").parse().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, u64)> = expected
+        .iter()
+        .map(|(t, u, o)| (t.to_string(), u.to_string(), *o))
+        .collect();
+    assert_eq!(got, want);
+    let statuses: Vec<String> = rows.iter().map(|r| field(r, "http:status")).collect();
+    assert_eq!(statuses, ["", "", "200", "", "404", "", "200"]);
+}
+
+#[test]
+fn warcio_check_fails_a_wrong_payload_digest() {
+    // The check above can fail: a payload digest taken over the HTTP headers too is caught.
+    let Some(_) = warcio() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = WarcWriter::new(WarcConfig {
+        dir: dir.path().to_owned(),
+        prefix: "bad".into(),
+        max_file_bytes: 1 << 30,
+        info: vec![],
+    })
+    .unwrap();
+    let response = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
+    let mut resp = Record::new(
+        Kind::Response,
+        Utc::now().rfc3339(),
+        "application/http; msgtype=response",
+        response,
+    );
+    resp.target_uri = Some("http://h.test/");
+    resp.payload_at = Some(0);
+    w.write(&resp).unwrap();
+    w.close().unwrap();
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let check = warcio()
+        .unwrap()
+        .args(["check", "-v"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(!check.status.success(), "{said}");
+    assert!(said.contains("payload digest failed"), "{said}");
+}
