@@ -20,20 +20,37 @@ fn warcio() -> Option<Command> {
     Some(Command::new("warcio"))
 }
 
+fn writer(dir: &std::path::Path, info: Vec<(String, String)>) -> WarcWriter {
+    WarcWriter::new(WarcConfig {
+        dir: dir.to_owned(),
+        prefix: "crawl".into(),
+        max_file_bytes: 1 << 30,
+        info,
+    })
+    .unwrap()
+}
+
+/// The one file the writer made in `dir`.
+fn only_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files.pop().unwrap()
+}
+
 #[test]
 fn warcio_checks_digests_and_indexes_every_record_where_the_writer_said() {
     let Some(_) = warcio() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let mut w = WarcWriter::new(WarcConfig {
-        dir: dir.path().to_owned(),
-        prefix: "crawl".into(),
-        max_file_bytes: 1 << 30,
-        info: vec![
+    let mut w = writer(
+        dir.path(),
+        vec![
             ("software".into(), "crawler/0.1".into()),
             ("format".into(), "WARC File Format 1.1".into()),
         ],
-    })
-    .unwrap();
+    );
     let mut expected = Vec::new();
     let pages: [(&str, &[u8], bool); 3] = [
         (
@@ -83,12 +100,7 @@ fn warcio_checks_digests_and_indexes_every_record_where_the_writer_said() {
         expected.push(("response", url, at.offset));
     }
     w.close().unwrap();
-    let file = std::fs::read_dir(dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let file = only_file(dir.path());
 
     let check = warcio()
         .unwrap()
@@ -147,13 +159,7 @@ fn warcio_check_fails_a_wrong_payload_digest() {
     // The check above can fail: a payload digest taken over the HTTP headers too is caught.
     let Some(_) = warcio() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let mut w = WarcWriter::new(WarcConfig {
-        dir: dir.path().to_owned(),
-        prefix: "bad".into(),
-        max_file_bytes: 1 << 30,
-        info: vec![],
-    })
-    .unwrap();
+    let mut w = writer(dir.path(), vec![]);
     let response = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
     let mut resp = Record::new(
         Kind::Response,
@@ -165,12 +171,7 @@ fn warcio_check_fails_a_wrong_payload_digest() {
     resp.payload_at = Some(0);
     w.write(&resp).unwrap();
     w.close().unwrap();
-    let file = std::fs::read_dir(dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let file = only_file(dir.path());
     let check = warcio()
         .unwrap()
         .args(["check", "-v"])
