@@ -365,12 +365,61 @@ fn document() -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(fragment(), 0..60).prop_map(|parts| parts.concat())
 }
 
+/// Hostile HTML with tables: a tree builder moves ("foster-parents") what is misplaced in a
+/// table to before it, so only the order of the links may differ. Without `<template>`: a
+/// template whose first content is table markup parses the rest in that table mode, which
+/// drops what a column group cannot hold (`<template><col><meta>`); `tree.rs` does not follow
+/// table modes. Without `<base>`: of two, a foster-parented one can come first in the tree
+/// though second in the source.
+fn document_with_tables() -> impl Strategy<Value = Vec<u8>> {
+    let table = prop::sample::select(vec![
+        "<table>",
+        "</table>",
+        "<tr>",
+        "</tr>",
+        "<td>",
+        "</td>",
+        "<th>",
+        "<tbody>",
+        "<caption>",
+        "</caption>",
+        "<colgroup>",
+        "<col>",
+        "<thead>",
+        "<tfoot>",
+    ])
+    .prop_map(|s| s.as_bytes().to_vec());
+    let part = prop_oneof![3 => fragment(), 1 => table];
+    prop::collection::vec(part, 0..60).prop_map(|parts| {
+        String::from_utf8_lossy(&parts.concat())
+            .replace("template>", "div>")
+            .replace("<base", "<span")
+            .into_bytes()
+    })
+}
+
+/// Each link once, sorted.
+fn link_set(e: &Extracted) -> Vec<&str> {
+    let mut set = first_occurrences(e);
+    set.sort_unstable();
+    set
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3_000))]
 
     #[test]
     fn matches_the_dom_on_generated_hostile_html(html in document()) {
         agree(&html, None, &page());
+    }
+
+    #[test]
+    fn tables_move_links_but_never_change_which(html in document_with_tables()) {
+        for respect in [true, false] {
+            let got = extract(&html, None, &page(), respect);
+            let want = oracle::extract(&html, None, &page(), respect);
+            prop_assert_eq!(link_set(&got), link_set(&want));
+        }
     }
 
     #[test]
