@@ -239,8 +239,7 @@ pub(crate) async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             let page = url.clone();
             let extractor = pieces.extractor.take();
             let job = move || {
-                let mut extractor =
-                    extractor.unwrap_or_else(|| extract::Extractor::new(ct.as_deref(), respect));
+                let mut extractor = ExtractPieces::resume(extractor, ct.as_deref(), respect);
                 extractor.feed(&body);
                 extractor.finish(&page)
             };
@@ -266,6 +265,17 @@ struct ExtractPieces<'a> {
     failed: Option<parse_pool::Dropped>,
 }
 
+impl ExtractPieces<'_> {
+    /// The page's extractor so far, or a new one for its first piece.
+    fn resume(
+        extractor: Option<extract::Extractor>,
+        content_type: Option<&str>,
+        respect: bool,
+    ) -> extract::Extractor {
+        extractor.unwrap_or_else(|| extract::Extractor::new(content_type, respect))
+    }
+}
+
 impl Pieces for ExtractPieces<'_> {
     async fn piece(&mut self, content_type: Option<&str>, body: &mut Vec<u8>) {
         let respect = self.respect;
@@ -273,8 +283,7 @@ impl Pieces for ExtractPieces<'_> {
         let content_type = content_type.map(str::to_owned);
         let bytes = std::mem::take(body);
         let job = move || {
-            let mut extractor = extractor
-                .unwrap_or_else(|| extract::Extractor::new(content_type.as_deref(), respect));
+            let mut extractor = Self::resume(extractor, content_type.as_deref(), respect);
             extractor.feed(&bytes);
             (extractor, bytes)
         };

@@ -40,6 +40,20 @@ fn only_file(dir: &std::path::Path) -> std::path::PathBuf {
     files.pop().unwrap()
 }
 
+/// `warcio check -v FILE`: whether it passed, and what it said.
+fn check(file: &std::path::Path) -> (bool, String) {
+    let out = warcio()
+        .unwrap()
+        .args(["check", "-v"])
+        .arg(file)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
 #[test]
 fn warcio_checks_digests_and_indexes_every_record_where_the_writer_said() {
     let Some(_) = warcio() else { return };
@@ -102,14 +116,12 @@ fn warcio_checks_digests_and_indexes_every_record_where_the_writer_said() {
     w.close().unwrap();
     let file = only_file(dir.path());
 
-    let check = warcio()
-        .unwrap()
-        .args(["check", "-v"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&check.stdout);
-    assert!(check.status.success(), "warcio check failed:\n{said}");
+    let (passed, said) = check(&file);
+    assert!(
+        passed,
+        "warcio check failed:
+{said}"
+    );
     // One line a record, block and payload digests both verified.
     assert_eq!(said.matches("digest pass").count(), 7, "{said}");
     assert!(!said.contains("fail"), "{said}");
@@ -172,13 +184,7 @@ fn warcio_check_fails_a_wrong_payload_digest() {
     w.write(&resp).unwrap();
     w.close().unwrap();
     let file = only_file(dir.path());
-    let check = warcio()
-        .unwrap()
-        .args(["check", "-v"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&check.stdout);
-    assert!(!check.status.success(), "{said}");
+    let (passed, said) = check(&file);
+    assert!(!passed, "{said}");
     assert!(said.contains("payload digest failed"), "{said}");
 }

@@ -274,6 +274,7 @@ impl Tree {
     /// model that follows it.
     pub(super) fn start_tag(&mut self, tag: &Tag<'_>) -> Insert {
         let name = tag.name;
+        let class = class(name);
         if self.in_frameset {
             return match name {
                 "frame" | "frameset" if self.framesets > 0 => {
@@ -287,7 +288,7 @@ impl Tree {
             };
         }
         if !self.html_context(name) {
-            let breakout = class(name) & BREAKS_OUT != 0
+            let breakout = class & BREAKS_OUT != 0
                 || (name == "font"
                     && ["color", "face", "size"]
                         .iter()
@@ -306,7 +307,7 @@ impl Tree {
             self.break_out();
         }
         // An HTML element.
-        if class(name) & IN_HEAD == 0 && name != "frameset" && self.templates == 0 {
+        if class & IN_HEAD == 0 && name != "frameset" && self.templates == 0 {
             self.in_body = true;
         }
         match name {
@@ -330,20 +331,20 @@ impl Tree {
                 if tag
                     .raw_attr("type")
                     .is_some_and(|t| t.trim().eq_ignore_ascii_case("hidden")) => {}
-            n if class(n) & NO_FRAMESET != 0 => self.frameset_ok = false,
+            _ if class & NO_FRAMESET != 0 => self.frameset_ok = false,
             _ => {}
         }
         match name {
             "svg" if !tag.self_closing => self.push_foreign(tag, Ns::Svg),
             "math" if !tag.self_closing => self.push_foreign(tag, Ns::MathMl),
-            _ if !self.foreign.is_empty() && class(name) & VOID == 0 => self.foreign.push(Open {
+            _ if !self.foreign.is_empty() && class & VOID == 0 => self.foreign.push(Open {
                 name: Name::new(name),
                 ns: Ns::Html,
                 html_point: false,
                 text_point: false,
             }),
             _ if !self.foreign.is_empty() => {}
-            _ => self.open_html(name),
+            _ => self.open_html(name, class),
         }
         let content = match name {
             "title" | "textarea" => Content::Rcdata,
@@ -373,8 +374,7 @@ impl Tree {
     }
 
     /// An HTML element opens outside foreign content.
-    fn open_html(&mut self, name: &str) {
-        let class = class(name);
+    fn open_html(&mut self, name: &str, class: u8) {
         if class & CLOSES_P != 0 {
             if let Some(at) = self.html.iter().rposition(|open| open.is("p")) {
                 self.html.truncate(at);
