@@ -161,6 +161,9 @@ pub struct CrawlArgs {
     /// Start over: delete the crawl state and empty pages.jsonl instead of resuming.
     #[arg(long)]
     pub fresh: bool,
+    /// Archive every fetch as WARC files in <out>/warc (output.warc = true).
+    #[arg(long)]
+    pub warc: bool,
 }
 
 #[derive(Debug, Args)]

@@ -118,6 +118,9 @@ pub(crate) fn load_with(
         "log_format",
         args.log_format.clone(),
     );
+    if args.warc {
+        loader = loader.flag("--warc", "output", "warc", Value::Boolean(true));
+    }
     if args.ignore_robots {
         loader = loader.flag(
             "--ignore-robots",

@@ -7,3 +7,4 @@ mod hostile;
 mod resume;
 mod serve;
 mod util;
+mod warc;

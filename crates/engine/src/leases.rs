@@ -218,6 +218,8 @@ pub(crate) async fn complete(ctx: &Ctx, c: Completion) -> Completed {
         error,
         transient,
         retry_after,
+        // An external fetcher reports an outcome, not the bytes: nothing to archive.
+        capture: None,
     };
     let outcome = finish(ctx, &entry, response, offers).await;
     let recorded = outcome.is_recorded();

@@ -19,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod archive;
 pub mod config;
 pub mod control;
 pub mod extract;
@@ -231,13 +232,25 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
     let local = LocalFrontier::new(fcfg, &seed_strs)?;
     // The operator's seeds may be private addresses (the SSRF guard allows their hosts).
     let seed_hosts = seeds.iter().filter_map(|u| u.host_str().map(str::to_owned));
-    let fetcher = Fetcher::new(
+    let mut fetcher = Fetcher::new(
         &cfg.fetch,
         &cfg.crawl.user_agent,
         cfg.politeness.max_per_host,
         seed_hosts,
     )?;
     let out_dir = cfg.crawl.out_dir.clone();
+    let warc = if cfg.output.warc {
+        let dir = archive::dir(&cfg);
+        if opts.fresh {
+            archive::remove_files(&dir).map_err(|e| EngineError::Output(dir.clone(), e))?;
+        }
+        let writer = warc::WarcWriter::new(archive::config(&cfg))
+            .map_err(|e| EngineError::Output(dir.clone(), std::io::Error::other(e)))?;
+        fetcher = fetcher.archiving(&dir);
+        Some(writer)
+    } else {
+        None
+    };
     let (local, store, mut state_summary) = if cfg.crawl.persist {
         let (f, s, summary) = state::open(&cfg, local, opts.fresh)?;
         (f, Some(Arc::new(s)), Some(summary))
@@ -247,10 +260,10 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
     let frontier: Arc<dyn Frontier> = Arc::new(local);
     // A URL is done in the state only once its line is written (workers complete a lease
     // after `Output::record` returns); the state syncs the file before each checkpoint.
-    let (output, writer, sync) =
-        Output::open(&out_dir, opts.fresh).map_err(|e| EngineError::Output(out_dir.clone(), e))?;
+    let (output, writer, sync) = Output::open(&out_dir, opts.fresh, warc)
+        .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
     if let Some(s) = &store {
-        s.set_before_commit(move || sync.sync_data());
+        s.set_before_commit(move || sync.sync());
     }
     if !seeds.is_empty() {
         let seed_links = seeds
@@ -268,6 +281,11 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
     let robots = match (&store, state_summary.as_mut()) {
         (Some(store), Some(summary)) => state::robots_cache(&cfg.crawl.user_agent, store, summary)?,
         _ => RobotsCache::new(&cfg.crawl.user_agent),
+    };
+    let robots = if cfg.output.warc {
+        robots.with_archive(output.clone())
+    } else {
+        robots
     };
     let threads = std::thread::available_parallelism().map_or(2, usize::from);
     let parse = parse_pool::ParsePool::new(threads).map_err(EngineError::Threads)?;

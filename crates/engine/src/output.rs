@@ -1,13 +1,20 @@
 //! `pages.jsonl` and `stats.json`: one JSON object per fetched URL, written so that a killed
-//! process leaves only whole lines, and a summary at the end.
+//! process leaves only whole lines, and a summary at the end. With `output.warc`, the same
+//! writer thread archives each fetch's request and response first ([`crate::archive`]), so
+//! a line can name where its response record is, and a line is never in the file before its
+//! records are.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
+use warc::WarcWriter;
+
+use crate::fetch::Capture;
 
 /// One line of `pages.jsonl`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -48,25 +55,60 @@ pub struct PageRecord {
     pub truncated: bool,
     /// What went wrong, or null.
     pub error: Option<String>,
+    /// `output.warc`: the WARC file (in `<out_dir>/warc`) holding this fetch's response
+    /// record (or, for a fetch that got no response, its metadata record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warc_file: Option<String>,
+    /// Byte offset of that record's gzip member in `warc_file`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warc_offset: Option<u64>,
 }
 
-/// A record on its way to the writer, and who to tell once its line is written; `None`
-/// closes the file (see [`Output::close`]).
-type Queued = Option<(PageRecord, oneshot::Sender<()>)>;
+/// What goes to the writer: a page's record (with its capture when archiving) and who to
+/// tell once its line is written, or a capture with no line (a robots.txt fetch).
+#[derive(Debug)]
+enum Item {
+    Page(Box<PageRecord>, Option<Box<Capture>>, oneshot::Sender<()>),
+    Capture(Box<Capture>),
+}
 
-/// Sends records to the writer task, which appends them to `pages.jsonl`.
+/// `None` closes the file (see [`Output::close`]).
+type Queued = Option<Item>;
+
+/// Sends records to the writer task, which appends them to `pages.jsonl` (and archives their
+/// fetches).
 #[derive(Debug, Clone)]
 pub struct Output {
     tx: mpsc::Sender<Queued>,
 }
 
+/// Makes what was written durable: the WARC file first, then `pages.jsonl` (a line never
+/// outlives its records). The crawl state calls it before each checkpoint.
+#[derive(Debug)]
+pub struct Sync {
+    pages: File,
+    warc: Option<Arc<Mutex<WarcWriter>>>,
+}
+
+impl Sync {
+    /// Flushes and fsyncs the output.
+    pub fn sync(&self) -> io::Result<()> {
+        if let Some(w) = &self.warc {
+            lock(w).sync().map_err(io::Error::other)?;
+        }
+        self.pages.sync_data()
+    }
+}
+
 impl Output {
     /// Opens `dir/pages.jsonl` for appending (the directory is created; `truncate` empties an
-    /// existing file) and starts the writer. Also returns a handle to the file for syncing it.
+    /// existing file) and starts the writer; with `warc`, it also archives. Also returns the
+    /// handle that syncs the output.
     pub fn open(
         dir: &Path,
         truncate: bool,
-    ) -> io::Result<(Self, tokio::task::JoinHandle<io::Result<u64>>, File)> {
+        warc: Option<WarcWriter>,
+    ) -> io::Result<(Self, tokio::task::JoinHandle<io::Result<u64>>, Sync)> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join("pages.jsonl");
         if truncate {
@@ -75,18 +117,31 @@ impl Output {
             trim_partial_line(&path)?;
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        let sync = file.try_clone()?;
+        let warc = warc.map(|w| Arc::new(Mutex::new(w)));
+        let sync = Sync {
+            pages: file.try_clone()?,
+            warc: warc.clone(),
+        };
         let (tx, rx) = mpsc::channel(4096);
-        let task = tokio::task::spawn_blocking(move || write_lines(file, rx));
+        let task = tokio::task::spawn_blocking(move || write_lines(file, warc, rx));
         Ok((Self { tx }, task, sync))
     }
 
-    /// Writes a record: returns once its line is in the file (not yet synced: the state
-    /// syncs the file before each checkpoint), so the URL may be reported done after it.
-    /// `false`: the writer failed and the line was not written.
-    pub async fn record(&self, r: PageRecord) -> bool {
+    /// Writes a record (archiving `capture` first): returns once its line is in the file (not
+    /// yet synced: the state syncs the file before each checkpoint), so the URL may be
+    /// reported done after it. `false`: the writer failed and the line was not written.
+    pub async fn record(&self, r: PageRecord, capture: Option<Box<Capture>>) -> bool {
         let (ack, written) = oneshot::channel();
-        self.tx.send(Some((r, ack))).await.is_ok() && written.await.is_ok()
+        self.tx
+            .send(Some(Item::Page(Box::new(r), capture, ack)))
+            .await
+            .is_ok()
+            && written.await.is_ok()
+    }
+
+    /// Archives a fetch that has no line of its own (robots.txt).
+    pub async fn archive(&self, capture: Box<Capture>) {
+        let _ = self.tx.send(Some(Item::Capture(capture))).await;
     }
 
     /// Ends the writer once the records sent before are written, even while other handles
@@ -94,6 +149,10 @@ impl Output {
     pub async fn close(&self) {
         let _ = self.tx.send(None).await;
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Cuts a partial last line (a process killed in the middle of a `write`, or a power loss
@@ -129,27 +188,45 @@ pub fn trim_partial_line(path: &Path) -> io::Result<u64> {
 }
 
 /// Writes batches of whole lines with one `write` each, unbuffered: whatever has been written
-/// when the process dies is a sequence of complete lines.
-fn write_lines(mut file: File, mut rx: mpsc::Receiver<Queued>) -> io::Result<u64> {
+/// when the process dies is a sequence of complete lines. A batch's WARC records are written
+/// and flushed to the file before its lines, so every line's records are there too.
+fn write_lines(
+    mut file: File,
+    warc: Option<Arc<Mutex<WarcWriter>>>,
+    mut rx: mpsc::Receiver<Queued>,
+) -> io::Result<u64> {
     let mut lines = 0;
     let mut batch = Vec::with_capacity(1 << 16);
     let mut acks = Vec::new();
     let mut closed = false;
     while let Some(Some(first)) = rx.blocking_recv() {
         batch.clear();
-        let mut push = |(r, ack): (PageRecord, oneshot::Sender<()>), batch: &mut Vec<u8>| {
+        let mut archive = warc.as_ref().map(|w| lock(w));
+        let mut push = |item: Item, batch: &mut Vec<u8>| -> io::Result<()> {
+            let (mut r, capture, ack) = match item {
+                Item::Page(r, capture, ack) => (r, capture, ack),
+                Item::Capture(mut c) => {
+                    if let Some(w) = archive.as_deref_mut() {
+                        crate::archive::write(w, &mut c).map_err(io::Error::other)?;
+                    }
+                    return Ok(());
+                }
+            };
+            if let (Some(w), Some(mut c)) = (archive.as_deref_mut(), capture) {
+                let at = crate::archive::write(w, &mut c).map_err(io::Error::other)?;
+                r.warc_file = Some(at.file);
+                r.warc_offset = Some(at.offset);
+            }
             serde_json::to_writer(&mut *batch, &r).expect("records serialize");
             batch.push(b'\n');
             acks.push(ack);
+            lines += 1;
+            Ok(())
         };
-        push(first, &mut batch);
-        lines += 1;
+        push(first, &mut batch)?;
         while batch.len() < (1 << 16) {
             match rx.try_recv() {
-                Ok(Some(r)) => {
-                    push(r, &mut batch);
-                    lines += 1;
-                }
+                Ok(Some(item)) => push(item, &mut batch)?,
                 Ok(None) => {
                     closed = true;
                     break;
@@ -157,6 +234,10 @@ fn write_lines(mut file: File, mut rx: mpsc::Receiver<Queued>) -> io::Result<u64
                 Err(_) => break,
             }
         }
+        if let Some(w) = archive.as_deref_mut() {
+            w.flush().map_err(io::Error::other)?;
+        }
+        drop(archive);
         file.write_all(&batch)?;
         for ack in acks.drain(..) {
             let _ = ack.send(());
@@ -164,6 +245,9 @@ fn write_lines(mut file: File, mut rx: mpsc::Receiver<Queued>) -> io::Result<u64
         if closed {
             break;
         }
+    }
+    if let Some(w) = &warc {
+        lock(w).close().map_err(io::Error::other)?;
     }
     file.sync_data()?;
     Ok(lines)

@@ -85,6 +85,8 @@ pub struct RobotsCache {
     /// One cell per origin, so concurrent workers wait for a single fetch.
     entries: DashMap<String, Arc<OnceCell<Entry>>>,
     persist: Option<PersistHook>,
+    /// `output.warc`: robots.txt fetches are archived too.
+    archive: Option<crate::output::Output>,
 }
 
 impl std::fmt::Debug for RobotsCache {
@@ -108,7 +110,14 @@ impl RobotsCache {
             agent,
             entries: DashMap::new(),
             persist: None,
+            archive: None,
         }
+    }
+
+    /// This cache, archiving the robots.txt fetches it makes through `output`.
+    pub fn with_archive(mut self, output: crate::output::Output) -> Self {
+        self.archive = Some(output);
+        self
     }
 
     /// Hands every fetched verdict to `hook` (to be restored with [`restore`](Self::restore)).
@@ -253,9 +262,12 @@ impl RobotsCache {
         for _ in 0..=5 {
             // Only what is parsed is read: RFC 9309 §2.5 lets a crawler stop at 500 KiB, so a
             // 100 MB robots.txt costs 500 KiB of transfer and memory.
-            let got = fetcher
+            let mut got = fetcher
                 .fetch_with(&target, Keep::Always, MAX_ROBOTS_BYTES as u64, false)
                 .await;
+            if let (Some(output), Some(capture)) = (&self.archive, got.capture.take()) {
+                output.archive(capture).await;
+            }
             match got.status {
                 Some(200..=299) => {
                     if got.truncated {

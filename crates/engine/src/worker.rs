@@ -253,7 +253,13 @@ pub(crate) async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
         }
         _ => {}
     }
-    finish(ctx, entry, Response::of(&fetched, final_url, error), offers).await
+    finish(
+        ctx,
+        entry,
+        Response::of(&mut fetched, final_url, error),
+        offers,
+    )
+    .await
 }
 
 /// A page's body read by the extractor piece by piece as it arrives, on the parsing threads:
@@ -369,8 +375,10 @@ async fn unfetched(ctx: &Ctx, entry: &frontier::Entry, why: String) -> Outcome {
         attempts: 0,
         truncated: false,
         error: Some(why),
+        warc_file: None,
+        warc_offset: None,
     };
-    match write_record(ctx, entry, record).await {
+    match write_record(ctx, entry, record, None).await {
         true => Outcome::Done,
         false => Outcome::Retry { after: None },
     }
@@ -432,7 +440,7 @@ pub(crate) fn redirect(
 }
 
 /// How a fetch ended, whoever fetched.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Response {
     pub(crate) status: Option<u16>,
     pub(crate) final_url: String,
@@ -444,11 +452,14 @@ pub(crate) struct Response {
     /// The host is struggling (5xx, 429, no response): it backs off.
     pub(crate) transient: bool,
     pub(crate) retry_after: Option<Duration>,
+    /// The fetch as sent and received, to archive (`output.warc`).
+    pub(crate) capture: Option<Box<crate::fetch::Capture>>,
 }
 
 impl Response {
-    /// How a built-in fetch ended, with the URL it ended at and the record's error.
-    pub(crate) fn of(fetched: &Fetched, final_url: String, error: Option<String>) -> Self {
+    /// How a built-in fetch ended, with the URL it ended at and the record's error; its
+    /// capture moves to the response.
+    pub(crate) fn of(fetched: &mut Fetched, final_url: String, error: Option<String>) -> Self {
         Self {
             status: fetched.status,
             final_url,
@@ -459,6 +470,7 @@ impl Response {
             error,
             transient: fetched.transient,
             retry_after: fetched.retry_after,
+            capture: fetched.capture.take(),
         }
     }
 }
@@ -520,8 +532,10 @@ pub(crate) async fn finish(
         attempts: u32::from(entry.attempt) + 1,
         truncated: r.truncated,
         error: r.error,
+        warc_file: None,
+        warc_offset: None,
     };
-    if !write_record(ctx, entry, record).await {
+    if !write_record(ctx, entry, record, r.capture).await {
         return Outcome::Retry { after: None };
     }
     if r.transient {
@@ -535,7 +549,12 @@ pub(crate) async fn finish(
 
 /// Writes `record` and counts it (by status; a seed's response or its error). `false`: the
 /// output failed — the crawl stops and the URL is not done (a resume fetches it again).
-async fn write_record(ctx: &Ctx, entry: &frontier::Entry, record: PageRecord) -> bool {
+async fn write_record(
+    ctx: &Ctx,
+    entry: &frontier::Entry,
+    record: PageRecord,
+    capture: Option<Box<crate::fetch::Capture>>,
+) -> bool {
     let status_key = record
         .status
         .map_or_else(|| "error".to_owned(), |s| s.to_string());
@@ -556,7 +575,7 @@ async fn write_record(ctx: &Ctx, entry: &frontier::Entry, record: PageRecord) ->
     }
     let url = record.url.clone();
     let event = (ctx.events.receiver_count() > 0).then(|| Arc::new(record.clone()));
-    if !ctx.output.record(record).await {
+    if !ctx.output.record(record, capture).await {
         tracing::error!(%url, "pages.jsonl cannot be written; stopping");
         ctx.stop(StopReason::OutputError);
         return false;

@@ -52,6 +52,8 @@ pub struct WarcConfig {
     pub max_file_bytes: u64,
     /// The `warcinfo` record's fields (`software`, `operator`, settings), one per line.
     pub info: Vec<(String, String)>,
+    /// gzip level of each record's member (1 fastest … 9 smallest).
+    pub level: u32,
 }
 
 #[derive(Debug)]
@@ -66,6 +68,7 @@ struct Open {
 #[derive(Debug)]
 pub struct WarcWriter {
     cfg: WarcConfig,
+    level: Compression,
     serial: u32,
     open: Option<Open>,
 }
@@ -79,6 +82,7 @@ impl WarcWriter {
             source,
         })?;
         Ok(Self {
+            level: Compression::new(cfg.level.clamp(1, 9)),
             cfg,
             serial: 0,
             open: None,
@@ -87,6 +91,26 @@ impl WarcWriter {
 
     /// Appends `record` as one gzip member; returns where it is.
     pub fn write(&mut self, record: &Record<'_>) -> Result<Position, WarcError> {
+        self.write_parts(record, None)
+    }
+
+    /// Appends `record` whose block goes on past `record.block` with the whole of `rest` (a
+    /// payload spooled to a file because it was large): the digests are computed by reading
+    /// `rest` once, then it is read again into the record. `record.payload_at` counts from the
+    /// start of `record.block`.
+    pub fn write_spooled(
+        &mut self,
+        record: &Record<'_>,
+        rest: &mut File,
+    ) -> Result<Position, WarcError> {
+        self.write_parts(record, Some(rest))
+    }
+
+    fn write_parts(
+        &mut self,
+        record: &Record<'_>,
+        rest: Option<&mut File>,
+    ) -> Result<Position, WarcError> {
         if self
             .open
             .as_ref()
@@ -97,7 +121,19 @@ impl WarcWriter {
         if self.open.is_none() {
             self.start_file()?;
         }
-        self.append(record)
+        self.append_with(record, rest)
+    }
+
+    /// Hands what is buffered to the file (the page cache): it survives the process being
+    /// killed, not yet a power loss.
+    pub fn flush(&mut self) -> Result<(), WarcError> {
+        if let Some(f) = &mut self.open {
+            f.out.flush().map_err(|source| WarcError::Io {
+                path: f.path.clone(),
+                source,
+            })?;
+        }
+        Ok(())
     }
 
     /// Flushes and fsyncs the current file: everything written so far survives a crash.
@@ -160,32 +196,103 @@ impl WarcWriter {
             block.as_bytes(),
         );
         info.fields.push(("WARC-Filename", name));
-        self.append(&info)?;
+        self.append_with(&info, None)?;
         Ok(())
     }
 
-    fn append(&mut self, record: &Record<'_>) -> Result<Position, WarcError> {
+    fn append_with(
+        &mut self,
+        record: &Record<'_>,
+        mut rest: Option<&mut File>,
+    ) -> Result<Position, WarcError> {
         let Some(f) = &mut self.open else {
             return Err(no_file());
         };
-        let mut gz = GzEncoder::new(Vec::new(), Compression::default());
-        let member = gz
-            .write_all(&record.to_bytes())
-            .and_then(|()| gz.finish())
-            .map_err(|source| WarcError::Io {
-                path: f.path.clone(),
-                source,
-            })?;
-        f.out.write_all(&member).map_err(|source| WarcError::Io {
+        let io = |source| WarcError::Io {
             path: f.path.clone(),
             source,
-        })?;
+        };
+        let block = record.block;
+        let at = record.payload_at.map(|at| at.min(block.len()));
+        let mut block_sha = sha1_smol::Sha1::from(block);
+        let mut payload_sha = at.map(|at| sha1_smol::Sha1::from(&block[at..]));
+        let mut len = block.len() as u64;
+        if let Some(rest) = rest.as_deref_mut() {
+            len += each_piece(rest, |piece| {
+                block_sha.update(piece);
+                if let Some(p) = &mut payload_sha {
+                    p.update(piece);
+                }
+            })
+            .map_err(io)?;
+        }
+        let head = record.head(
+            len,
+            &record::digest(&block_sha),
+            payload_sha.as_ref().map(record::digest).as_deref(),
+        );
         let at = Position {
             file: f.name.clone(),
             offset: f.len,
         };
-        f.len += member.len() as u64;
+        // Compressed straight into the file's buffer: a large spooled payload is never held.
+        let mut counted = Counting {
+            out: &mut f.out,
+            written: 0,
+        };
+        let mut gz = GzEncoder::new(&mut counted, self.level);
+        gz.write_all(head.as_bytes()).map_err(io)?;
+        gz.write_all(block).map_err(io)?;
+        if let Some(rest) = rest {
+            let mut failed = None;
+            each_piece(rest, |piece| {
+                if failed.is_none() {
+                    failed = gz.write_all(piece).err();
+                }
+            })
+            .map_err(io)?;
+            if let Some(e) = failed {
+                return Err(io(e));
+            }
+        }
+        gz.write_all(record::END).map_err(io)?;
+        gz.finish().map_err(io)?;
+        f.len += counted.written;
         Ok(at)
+    }
+}
+
+/// A writer that counts the bytes through it (the length of a gzip member).
+struct Counting<'a, W: Write> {
+    out: &'a mut W,
+    written: u64,
+}
+
+impl<W: Write> Write for Counting<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Reads `file` from its start to its end, handing each piece to `f`; returns its length.
+fn each_piece(file: &mut File, mut f: impl FnMut(&[u8])) -> std::io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(0))?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(total);
+        }
+        f(&buf[..n]);
+        total += n as u64;
     }
 }
 

@@ -91,7 +91,31 @@ impl<'a> Record<'a> {
 
     /// The record as written: the header, the block, and the two line ends after it.
     pub fn to_bytes(&self) -> Vec<u8> {
+        let payload = self
+            .payload_at
+            .map(|at| sha1(&self.block[at.min(self.block.len())..]));
+        let head = self.head(
+            self.block.len() as u64,
+            &sha1(self.block),
+            payload.as_deref(),
+        );
+        let mut out = Vec::with_capacity(head.len() + self.block.len() + 4);
+        out.extend_from_slice(head.as_bytes());
+        out.extend_from_slice(self.block);
+        out.extend_from_slice(END);
+        out
+    }
+
+    /// The version line and the named fields, up to and including the empty line, for a block
+    /// of `len` bytes with these digests (`sha1:…`).
+    pub(crate) fn head(
+        &self,
+        len: u64,
+        block_digest: &str,
+        payload_digest: Option<&str>,
+    ) -> String {
         let mut head = String::with_capacity(512);
+        head.push_str("WARC/1.1\r\n");
         let mut field = |name: &str, value: &str| {
             head.push_str(name);
             head.push_str(": ");
@@ -110,12 +134,9 @@ impl<'a> Record<'a> {
         if let Some(to) = self.concurrent_to {
             field("WARC-Concurrent-To", to.as_str());
         }
-        field("WARC-Block-Digest", &sha1(self.block));
-        if let Some(at) = self.payload_at {
-            field(
-                "WARC-Payload-Digest",
-                &sha1(&self.block[at.min(self.block.len())..]),
-            );
+        field("WARC-Block-Digest", block_digest);
+        if let Some(digest) = payload_digest {
+            field("WARC-Payload-Digest", digest);
         }
         if let Some(why) = self.truncated {
             field("WARC-Truncated", why);
@@ -124,16 +145,14 @@ impl<'a> Record<'a> {
             field(name, value);
         }
         field("Content-Type", self.content_type);
-        field("Content-Length", &self.block.len().to_string());
-        let mut out = Vec::with_capacity(head.len() + self.block.len() + 16);
-        out.extend_from_slice(b"WARC/1.1\r\n");
-        out.extend_from_slice(head.as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(self.block);
-        out.extend_from_slice(b"\r\n\r\n");
-        out
+        field("Content-Length", &len.to_string());
+        head.push_str("\r\n");
+        head
     }
 }
+
+/// What ends every record, after its block.
+pub(crate) const END: &[u8] = b"\r\n\r\n";
 
 /// A header value on one line: control characters (a hostile URL's CR or LF) percent-encoded.
 fn clean(value: &str) -> std::borrow::Cow<'_, str> {
@@ -157,10 +176,12 @@ fn clean(value: &str) -> std::borrow::Cow<'_, str> {
 /// `sha1:` and the SHA-1 of `bytes` in base32 (RFC 4648, upper case, no padding needed for
 /// 20 bytes), as WARC readers compute it.
 pub fn sha1(bytes: &[u8]) -> String {
-    format!(
-        "sha1:{}",
-        base32(&sha1_smol::Sha1::from(bytes).digest().bytes())
-    )
+    digest(&sha1_smol::Sha1::from(bytes))
+}
+
+/// `sha1:` and the hash so far, in base32.
+pub(crate) fn digest(hash: &sha1_smol::Sha1) -> String {
+    format!("sha1:{}", base32(&hash.digest().bytes()))
 }
 
 fn base32(bytes: &[u8]) -> String {

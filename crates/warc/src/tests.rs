@@ -8,6 +8,7 @@ fn writer(dir: &Path, max: u64) -> WarcWriter {
         prefix: "test".into(),
         max_file_bytes: max,
         info: vec![("software".into(), "crawler/0.1".into())],
+        level: 6,
     })
     .unwrap()
 }
@@ -118,7 +119,47 @@ fn an_unwritable_directory_is_a_clear_error() {
         prefix: "x".into(),
         max_file_bytes: 1,
         info: vec![],
+        level: 6,
     })
     .unwrap_err();
     assert!(err.to_string().contains("file/warc"), "{err}");
+}
+
+#[test]
+fn a_spooled_payload_gives_the_same_record_as_one_in_memory() {
+    use std::io::{Seek, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = writer(dir.path(), 1 << 30);
+    let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n";
+    let payload: Vec<u8> = (0..300_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    let whole = [head.as_slice(), &payload].concat();
+    let mut all = Record::new(
+        Kind::Response,
+        "2026-11-25T15:40:00.000Z".into(),
+        "application/http; msgtype=response",
+        &whole,
+    );
+    all.payload_at = Some(head.len());
+    let mut split = all.clone();
+    split.block = head;
+    let mut spool = tempfile::tempfile().unwrap();
+    spool.write_all(&payload).unwrap();
+    spool.seek(std::io::SeekFrom::Start(7)).unwrap();
+    let a = w.write(&all).unwrap();
+    let b = w.write_spooled(&split, &mut spool).unwrap();
+    w.sync().unwrap();
+    let (a, b) = (member_at(dir.path(), &a), member_at(dir.path(), &b));
+    let fields = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| {
+                l.starts_with("WARC-Block")
+                    || l.starts_with("WARC-Payload")
+                    || l.starts_with("Content-Length")
+            })
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(fields(&a), fields(&b));
+    assert!(fields(&a)[1].ends_with(&sha1(&payload)));
+    assert_eq!(a.len(), b.len());
 }

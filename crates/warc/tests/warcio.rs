@@ -25,6 +25,7 @@ fn writer(dir: &std::path::Path, info: Vec<(String, String)>) -> WarcWriter {
         dir: dir.to_owned(),
         prefix: "crawl".into(),
         max_file_bytes: 1 << 30,
+        level: 6,
         info,
     })
     .unwrap()

@@ -178,14 +178,20 @@ impl Loader {
                 continue; // names the file, handled by the caller
             }
             let lower = rest.to_ascii_lowercase();
-            let Some((section, key)) = ["crawl", "fetch", "politeness", "frontier", "service"]
-                .iter()
-                .find_map(|s| {
-                    lower
-                        .strip_prefix(&format!("{s}_"))
-                        .map(|k| (*s, k.to_owned()))
-                })
-            else {
+            let Some((section, key)) = [
+                "crawl",
+                "fetch",
+                "politeness",
+                "frontier",
+                "service",
+                "output",
+            ]
+            .iter()
+            .find_map(|s| {
+                lower
+                    .strip_prefix(&format!("{s}_"))
+                    .map(|k| (*s, k.to_owned()))
+            }) else {
                 self.problems.push(Problem {
                     key: lower,
                     origin: Origin::Env(name),

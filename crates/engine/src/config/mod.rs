@@ -107,6 +107,8 @@ pub struct CrawlConfig {
     pub frontier: FrontierSection,
     /// `[service]`
     pub service: ServiceSection,
+    /// `[output]`
+    pub output: OutputSection,
 }
 
 /// `[crawl]`: what to crawl, how much, and where the output goes.
@@ -260,6 +262,16 @@ pub struct ServiceSection {
     /// Seeds added over the API may be private addresses, as the operator's own seeds are
     /// (otherwise the SSRF guard applies to them like to links).
     pub allow_private_seeds: bool,
+}
+
+/// `[output]`: what is written besides `pages.jsonl`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSection {
+    /// Archive every fetch as WARC files in `<out_dir>/warc`.
+    pub warc: bool,
+    /// Size in MiB at which a WARC file is closed and the next one begun.
+    pub warc_max_mb: u64,
 }
 
 /// `crawl.workers`: how many built-in fetch workers run.

@@ -276,6 +276,15 @@ pub(super) const SCHEMA: &[(&str, &str, Kind)] = &[
         },
     ),
     ("service", "allow_private_seeds", Kind::Bool),
+    ("output", "warc", Kind::Bool),
+    (
+        "output",
+        "warc_max_mb",
+        Kind::UInt {
+            min: 1,
+            max: 1 << 20,
+        },
+    ),
 ];
 
 pub(super) fn kind_of(section: &str, key: &str) -> Option<Kind> {

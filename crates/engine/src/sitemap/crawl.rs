@@ -106,7 +106,13 @@ pub(crate) async fn read(ctx: &Ctx, lease: &Lease, url: &Url) -> Outcome {
         _ => {}
     }
     let error = (!notes.is_empty()).then(|| notes.join("; "));
-    finish(ctx, entry, Response::of(&fetched, final_url, error), offers).await
+    finish(
+        ctx,
+        entry,
+        Response::of(&mut fetched, final_url, error),
+        offers,
+    )
+    .await
 }
 
 /// The links a parsed sitemap file leads to, noting in `notes` what it held that is not

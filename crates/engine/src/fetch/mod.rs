@@ -1,7 +1,14 @@
-//! Fetching one URL: one shared `reqwest::Client` (rustls, gzip/brotli/deflate, HTTP/2 when
-//! offered), no automatic redirects (each hop goes back through the frontier), three
-//! timeouts, and a body cap applied while streaming — after decompression, so a gzip bomb is
-//! cut at the cap like any other long body.
+//! Fetching one URL: one shared `reqwest::Client` (rustls, HTTP/2 when offered), no automatic
+//! redirects (each hop goes back through the frontier), three timeouts, and a body cap
+//! applied while streaming — after content decoding, so a gzip bomb is cut at the cap like
+//! any other long body. Content decoding is ours ([`decode`]), not the client's, so that
+//! with `output.warc` the body as received can be archived ([`capture`]) while its decoded
+//! form is parsed.
+
+mod capture;
+mod decode;
+
+pub use capture::{Capture, Spool, SPOOL_MEMORY};
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -9,7 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use reqwest::header::{CONNECTION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use reqwest::header::{
+    ACCEPT_ENCODING, CONNECTION, CONTENT_ENCODING, CONTENT_TYPE, LOCATION, RETRY_AFTER,
+};
 
 use crate::config::FetchSection;
 use crate::guard::Guard;
@@ -47,7 +56,7 @@ impl Pieces for Whole {
 }
 
 /// What a fetch produced.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Fetched {
     /// HTTP status, if a response arrived.
     pub status: Option<u16>,
@@ -69,6 +78,9 @@ pub struct Fetched {
     pub transient: bool,
     /// Time from request to last byte.
     pub elapsed: Duration,
+    /// The request and response as sent and received, when archiving
+    /// ([`Fetcher::archiving`]).
+    pub capture: Option<Box<Capture>>,
 }
 
 /// Resolves configured host patterns to fixed addresses, everything else through the system
@@ -141,6 +153,9 @@ pub struct Fetcher {
     client: reqwest::Client,
     cfg: Arc<FetchSection>,
     guard: Arc<Guard>,
+    user_agent: Arc<str>,
+    /// Archiving: where large payloads spool.
+    spool: Option<Arc<std::path::Path>>,
 }
 
 impl Fetcher {
@@ -177,6 +192,11 @@ impl Fetcher {
             // connects again (9,207 connects for 21,616 fetches of one host at 64 in flight
             // with 8). Hosts with nothing left are closed by `Connection: close`.
             .pool_max_idle_per_host(max_per_host.max(1) as usize)
+            // Bodies are decoded here (`decode`), after they are captured as received.
+            .no_gzip()
+            .no_brotli()
+            .no_deflate()
+            .no_zstd()
             .dns_resolver(Arc::new(Overrides {
                 rules,
                 guard: Arc::clone(&guard),
@@ -189,7 +209,16 @@ impl Fetcher {
             client,
             cfg: Arc::new(cfg.clone()),
             guard,
+            user_agent: user_agent.into(),
+            spool: None,
         })
+    }
+
+    /// This fetcher, capturing every fetch's request and response for the archive
+    /// ([`Fetched::capture`]); payloads past [`SPOOL_MEMORY`] spool to files in `spool_dir`.
+    pub fn archiving(mut self, spool_dir: &std::path::Path) -> Self {
+        self.spool = Some(spool_dir.into());
+        self
     }
 
     /// The SSRF guard (to allow an operator's seeds added at run time).
@@ -242,24 +271,37 @@ impl Fetcher {
             .ok()
             .and_then(|u| self.guard.check_url(&u).err())
         {
-            return Fetched {
-                error: Some(why),
-                ..Fetched::default()
-            };
+            return self.failed(url, why, false, started);
         }
         let total = Duration::from_millis(self.cfg.total_timeout_ms);
         let mut out =
             match tokio::time::timeout(total, self.fetch_inner(url, keep, cap, last, pieces)).await
             {
                 Ok(f) => f,
-                Err(_) => Fetched {
-                    error: Some(format!("timed out after {} ms", self.cfg.total_timeout_ms)),
-                    transient: true,
-                    ..Fetched::default()
-                },
+                Err(_) => {
+                    let why = format!("timed out after {} ms", self.cfg.total_timeout_ms);
+                    return self.failed(url, why, true, started);
+                }
             };
         out.elapsed = started.elapsed();
+        if self.spool.is_some() && out.capture.is_none() {
+            out.capture = Some(Box::new(failure(url, out.error.clone())));
+        }
         out
+    }
+
+    /// A fetch that got no response, with its capture when archiving.
+    fn failed(&self, url: &str, why: String, transient: bool, started: Instant) -> Fetched {
+        Fetched {
+            capture: self
+                .spool
+                .is_some()
+                .then(|| Box::new(failure(url, Some(why.clone())))),
+            error: Some(why),
+            transient,
+            elapsed: started.elapsed(),
+            ..Fetched::default()
+        }
     }
 
     async fn fetch_inner<P: Pieces>(
@@ -271,11 +313,29 @@ impl Fetcher {
         mut pieces: Option<&mut P>,
     ) -> Fetched {
         let first_byte = Duration::from_millis(self.cfg.first_byte_timeout_ms);
-        let mut request = self.client.get(url);
+        let mut request = self
+            .client
+            .get(url)
+            .header(ACCEPT_ENCODING, decode::ACCEPT_ENCODING);
         if last {
             request = request.header(CONNECTION, "close");
         }
-        let response = match tokio::time::timeout(first_byte, request.send()).await {
+        let request = match request.build() {
+            Ok(r) => r,
+            Err(e) => {
+                return Fetched {
+                    error: Some(describe(&e)),
+                    ..Fetched::default()
+                }
+            }
+        };
+        let mut capture = self.spool.as_ref().map(|_| {
+            Box::new(Capture::new(
+                url,
+                capture::request_head(&request, &self.user_agent),
+            ))
+        });
+        let response = match tokio::time::timeout(first_byte, self.client.execute(request)).await {
             Err(_) => {
                 return Fetched {
                     error: Some(format!(
@@ -309,6 +369,11 @@ impl Fetcher {
         let content_type = header(CONTENT_TYPE);
         let location = header(LOCATION);
         let retry_after = header(RETRY_AFTER).and_then(|v| parse_retry_after(&v));
+        let mut decoder = decode::Decoder::new(header(CONTENT_ENCODING).as_deref());
+        if let Some(c) = capture.as_mut() {
+            c.ip = response.remote_addr().map(|a| a.ip());
+            c.response = Some(capture::response_head(&response));
+        }
         let keep_body = match keep {
             Keep::Html => status == 200 && self.is_html(content_type.as_deref()),
             Keep::Always => (200..300).contains(&status),
@@ -322,39 +387,97 @@ impl Fetcher {
             ..Fetched::default()
         };
         let mut response = response;
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    let room = cap.saturating_sub(out.bytes) as usize;
-                    let take = room.min(chunk.len());
-                    if keep_body {
-                        out.body.extend_from_slice(&chunk[..take]);
-                        if out.body.len() >= PIECE_BYTES {
-                            if let Some(pieces) = pieces.as_deref_mut() {
-                                pieces
-                                    .piece(out.content_type.as_deref(), &mut out.body)
-                                    .await;
-                            }
-                        }
-                    }
-                    out.bytes += take as u64;
-                    if take < chunk.len() {
-                        out.truncated = true;
-                        out.error = Some(format!("body longer than {cap} bytes; cut"));
-                        break;
-                    }
+        // Decoded bytes of a body that is not kept: counted, then dropped.
+        let mut scratch = Vec::new();
+        let mut ended = false;
+        let mut cut = None;
+        'read: loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => {
+                    ended = true;
+                    break;
                 }
-                Ok(None) => break,
                 Err(e) => {
                     // The connection failed mid-body (a reset, a close short of the length):
                     // a network failure, retried like one.
                     out.error = Some(format!("body: {}", describe(&e)));
                     out.transient = true;
+                    cut = Some("disconnect");
+                    break;
+                }
+            };
+            if let (Some(c), Some(dir)) = (capture.as_mut(), self.spool.as_ref()) {
+                if let Err(e) = c.payload.push(&chunk, dir) {
+                    out.error = Some(format!("archiving the body: {e}"));
+                    cut = Some("unspecified");
+                    break;
+                }
+            }
+            let mut input = &chunk[..];
+            loop {
+                // One byte past the cap tells a body that is longer from one that fits.
+                let room = cap.saturating_sub(out.bytes).saturating_add(1);
+                let step = usize::try_from(room).unwrap_or(usize::MAX).min(PIECE_BYTES);
+                let sink = if keep_body {
+                    &mut out.body
+                } else {
+                    &mut scratch
+                };
+                let before = sink.len();
+                let stalled = input.len();
+                if let Err(e) = decoder.decode(&mut input, sink, step) {
+                    out.error = Some(format!("body: content decoding failed ({e})"));
+                    cut = Some("unspecified");
+                    break 'read;
+                }
+                let made = (sink.len() - before) as u64;
+                if out.bytes + made > cap {
+                    sink.truncate(before + (cap - out.bytes) as usize);
+                    out.bytes = cap;
+                    out.truncated = true;
+                    out.error = Some(format!("body longer than {cap} bytes; cut"));
+                    cut = Some("length");
+                    break 'read;
+                }
+                out.bytes += made;
+                scratch.clear();
+                if keep_body && out.body.len() >= PIECE_BYTES {
+                    if let Some(pieces) = pieces.as_deref_mut() {
+                        pieces
+                            .piece(out.content_type.as_deref(), &mut out.body)
+                            .await;
+                    }
+                }
+                if (made as usize) < step && input.is_empty() {
+                    // All of the chunk is out (a decoder that filled `step` may hold more).
+                    break;
+                }
+                if made == 0 && input.len() == stalled {
+                    // The decoder holds the rest for more input (a header split across chunks).
                     break;
                 }
             }
         }
+        if ended && out.error.is_none() {
+            if let Err(e) = decoder.finish() {
+                out.error = Some(format!("body: content decoding failed ({e})"));
+            }
+        }
+        if let Some(c) = capture.as_mut() {
+            c.truncated = cut;
+            c.error = out.error.clone();
+        }
+        out.capture = capture;
         out
+    }
+}
+
+/// The capture of a fetch that got no response.
+fn failure(url: &str, error: Option<String>) -> Capture {
+    Capture {
+        error,
+        ..Capture::new(url, Vec::new())
     }
 }
 
