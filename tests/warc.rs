@@ -319,3 +319,85 @@ fn next_member(bytes: &[u8], offset: u64) -> u64 {
     let left = d.into_inner().len();
     (bytes.len() - left) as u64
 }
+
+/// Every WARC file of `out` is whole and valid (warcio, when installed), and the fetches it
+/// archives are `pages.jsonl`'s, each once: one response or metadata record per line of a
+/// fetched URL, where the line says, and none for anything else (robots.txt aside).
+pub(crate) fn each_fetched_url_archived_once(out: &Path) {
+    let pages = read_pages(out);
+    let mut want = BTreeMap::new();
+    for p in pages.iter().filter(|p| p["attempts"] != 0) {
+        let at = (
+            p["warc_file"].as_str().unwrap().to_owned(),
+            p["warc_offset"].as_u64().unwrap(),
+        );
+        assert!(
+            want.insert(p["url"].as_str().unwrap().to_owned(), at)
+                .is_none(),
+            "{p}"
+        );
+    }
+    let mut archived: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
+    for file in warc_files(out) {
+        let bytes = std::fs::read(&file).unwrap();
+        let members = warc_members(&bytes);
+        assert_eq!(
+            members.iter().map(|m| m.1).sum::<usize>(),
+            bytes.len(),
+            "{file:?} is whole members only"
+        );
+        let name = file.file_name().unwrap().to_str().unwrap().to_owned();
+        for (offset, _, fields) in members {
+            let kind = &fields["warc-type"];
+            if kind != "response" && kind != "metadata" {
+                continue;
+            }
+            let url = fields["warc-target-uri"].clone();
+            if url.ends_with("/robots.txt") && !want.contains_key(&url) {
+                continue;
+            }
+            archived
+                .entry(url)
+                .or_default()
+                .push((name.clone(), offset as u64));
+        }
+        if let Some(mut check) = warcio() {
+            let run = check.args(["check"]).arg(&file).output().unwrap();
+            assert!(run.status.success(), "warcio check {file:?}: {run:?}");
+        }
+    }
+    for (url, at) in &want {
+        assert_eq!(archived.get(url), Some(&vec![at.clone()]), "{url}");
+    }
+    let unrecorded: Vec<_> = archived.keys().filter(|u| !want.contains_key(*u)).collect();
+    assert!(
+        unrecorded.is_empty(),
+        "archived without a line: {unrecorded:?}"
+    );
+}
+
+/// Every gzip member of `bytes`: (offset, length, the record's fields by lower-case name).
+fn warc_members(bytes: &[u8]) -> Vec<(usize, usize, BTreeMap<String, String>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let mut d = flate2::bufread::GzDecoder::new(&bytes[at..]);
+        let mut text = Vec::new();
+        if d.read_to_end(&mut text).is_err() {
+            break;
+        }
+        let len = bytes.len() - at - d.into_inner().len();
+        let end = text.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+        let fields = String::from_utf8_lossy(&text[..end])
+            .split("\r\n")
+            .skip(1)
+            .map(|l| {
+                let (k, v) = l.split_once(": ").unwrap();
+                (k.to_ascii_lowercase(), v.to_owned())
+            })
+            .collect();
+        out.push((at, len, fields));
+        at += len;
+    }
+    out
+}

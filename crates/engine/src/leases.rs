@@ -154,8 +154,12 @@ pub(crate) async fn lease(ctx: &Arc<Ctx>, max: usize, lease_secs: u64) -> Vec<Le
 }
 
 async fn give_back(ctx: &Ctx, lease: Lease, outcome: Outcome) {
-    ctx.with_frontier("complete", |f| f.complete(lease.clone(), outcome.clone()))
+    let completed = ctx
+        .with_frontier("complete", |f| f.complete(lease.clone(), outcome.clone()))
         .await;
+    if completed.is_some() {
+        ctx.output.completed(lease.entry().id);
+    }
 }
 
 /// Takes one external fetcher's result: as a built-in worker would, the URL is retried

@@ -33,6 +33,7 @@ pub mod state;
 
 mod leases;
 mod metrics;
+pub mod reconcile;
 mod report;
 mod worker;
 
@@ -239,7 +240,7 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         seed_hosts,
     )?;
     let out_dir = cfg.crawl.out_dir.clone();
-    let warc = if cfg.output.warc {
+    let mut warc = if cfg.output.warc {
         let dir = archive::dir(&cfg);
         if opts.fresh {
             archive::remove_files(&dir).map_err(|e| EngineError::Output(dir.clone(), e))?;
@@ -252,7 +253,15 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         None
     };
     let (local, store, mut state_summary) = if cfg.crawl.persist {
-        let (f, s, summary) = state::open(&cfg, local, opts.fresh)?;
+        let (f, s, mut summary, tail) = state::open(&cfg, local, opts.fresh)?;
+        // Before anything is appended: the output after the last checkpoint made to agree
+        // with the state (exactly one record per fetched URL).
+        let reconciled = tail
+            .apply(&out_dir, warc.as_mut())
+            .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
+        if s.resumed() {
+            summary.output_tail = Some(reconciled);
+        }
         (f, Some(Arc::new(s)), Some(summary))
     } else {
         (local, None, None)
@@ -264,6 +273,8 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
     if let Some(s) = &store {
         s.set_before_commit(move || sync.sync());
+        let output = output.clone();
+        s.set_output_mark(move || serde_json::to_vec(&output.mark()).unwrap_or_default());
     }
     if !seeds.is_empty() {
         let seed_links = seeds

@@ -68,7 +68,13 @@ pub struct PageRecord {
 /// tell once its line is written, or a capture with no line (a robots.txt fetch).
 #[derive(Debug)]
 enum Item {
-    Page(Box<PageRecord>, Option<Box<Capture>>, oneshot::Sender<()>),
+    /// A record, its capture, the admission number of its URL (0: none) and the ack.
+    Page(
+        Box<PageRecord>,
+        Option<Box<Capture>>,
+        u64,
+        oneshot::Sender<()>,
+    ),
     Capture(Box<Capture>),
 }
 
@@ -80,6 +86,29 @@ type Queued = Option<Item>;
 #[derive(Debug, Clone)]
 pub struct Output {
     tx: mpsc::Sender<Queued>,
+    marks: Arc<Mutex<Marks>>,
+}
+
+/// A position in the output: the length of `pages.jsonl` and where the WARC writer was.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Mark {
+    /// Bytes of `pages.jsonl`.
+    pub pages: u64,
+    /// The WARC file (or, before the first, a name sorting after every earlier file) and
+    /// its length, when archiving.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warc: Option<(String, u64)>,
+}
+
+/// Which lines are in the file but not yet reported done to the frontier: the crawl
+/// state's checkpoints commit the output position before the first of them ([`Output::mark`]).
+#[derive(Debug, Default)]
+struct Marks {
+    /// Where the output ends (after the last batch of lines written).
+    end: Mark,
+    /// Lines written whose URL is not yet complete, by admission number: where each begins
+    /// (as many as fetches in flight; admission numbers are not in the order of the lines).
+    open: std::collections::HashMap<u64, Mark>,
 }
 
 /// Makes what was written durable: the WARC file first, then `pages.jsonl` (a line never
@@ -117,23 +146,51 @@ impl Output {
             trim_partial_line(&path)?;
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let marks = Arc::new(Mutex::new(Marks {
+            end: Mark {
+                pages: file.metadata()?.len(),
+                warc: warc.as_ref().map(warc_position),
+            },
+            open: Default::default(),
+        }));
         let warc = warc.map(|w| Arc::new(Mutex::new(w)));
         let sync = Sync {
             pages: file.try_clone()?,
             warc: warc.clone(),
         };
         let (tx, rx) = mpsc::channel(4096);
-        let task = tokio::task::spawn_blocking(move || write_lines(file, warc, rx));
-        Ok((Self { tx }, task, sync))
+        let writer_marks = Arc::clone(&marks);
+        let task = tokio::task::spawn_blocking(move || write_lines(file, warc, rx, &writer_marks));
+        Ok((Self { tx, marks }, task, sync))
+    }
+
+    /// The output position before which every line's URL has been reported complete (the
+    /// crawl state reads it before each checkpoint: see `store::Store::set_output_mark`).
+    pub fn mark(&self) -> Mark {
+        let m = lock(&self.marks);
+        m.open
+            .values()
+            .min_by_key(|mark| mark.pages)
+            .unwrap_or(&m.end)
+            .clone()
+    }
+
+    /// The URL of admission `id` was reported complete after its line was written.
+    pub fn completed(&self, id: u64) {
+        if id != 0 {
+            lock(&self.marks).open.remove(&id);
+        }
     }
 
     /// Writes a record (archiving `capture` first): returns once its line is in the file (not
     /// yet synced: the state syncs the file before each checkpoint), so the URL may be
     /// reported done after it. `false`: the writer failed and the line was not written.
-    pub async fn record(&self, r: PageRecord, capture: Option<Box<Capture>>) -> bool {
+    /// `id`: the admission number of the record's URL; call [`Output::completed`] with it
+    /// once the URL is reported complete.
+    pub async fn record(&self, r: PageRecord, capture: Option<Box<Capture>>, id: u64) -> bool {
         let (ack, written) = oneshot::channel();
         self.tx
-            .send(Some(Item::Page(Box::new(r), capture, ack)))
+            .send(Some(Item::Page(Box::new(r), capture, id, ack)))
             .await
             .is_ok()
             && written.await.is_ok()
@@ -149,6 +206,11 @@ impl Output {
     pub async fn close(&self) {
         let _ = self.tx.send(None).await;
     }
+}
+
+fn warc_position(w: &WarcWriter) -> (String, u64) {
+    let p = w.position();
+    (p.file, p.offset)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -194,23 +256,30 @@ fn write_lines(
     mut file: File,
     warc: Option<Arc<Mutex<WarcWriter>>>,
     mut rx: mpsc::Receiver<Queued>,
+    marks: &Mutex<Marks>,
 ) -> io::Result<u64> {
     let mut lines = 0;
+    let mut written = lock(marks).end.pages;
     let mut batch = Vec::with_capacity(1 << 16);
     let mut acks = Vec::new();
+    let mut opened = Vec::new();
     let mut closed = false;
     while let Some(Some(first)) = rx.blocking_recv() {
         batch.clear();
         let mut archive = warc.as_ref().map(|w| lock(w));
         let mut push = |item: Item, batch: &mut Vec<u8>| -> io::Result<()> {
-            let (mut r, capture, ack) = match item {
-                Item::Page(r, capture, ack) => (r, capture, ack),
+            let (mut r, capture, id, ack) = match item {
+                Item::Page(r, capture, id, ack) => (r, capture, id, ack),
                 Item::Capture(mut c) => {
                     if let Some(w) = archive.as_deref_mut() {
                         crate::archive::write(w, &mut c).map_err(io::Error::other)?;
                     }
                     return Ok(());
                 }
+            };
+            let mark = Mark {
+                pages: written + batch.len() as u64,
+                warc: archive.as_deref().map(warc_position),
             };
             if let (Some(w), Some(mut c)) = (archive.as_deref_mut(), capture) {
                 let at = crate::archive::write(w, &mut c).map_err(io::Error::other)?;
@@ -220,6 +289,7 @@ fn write_lines(
             serde_json::to_writer(&mut *batch, &r).expect("records serialize");
             batch.push(b'\n');
             acks.push(ack);
+            opened.push((id, mark));
             lines += 1;
             Ok(())
         };
@@ -237,8 +307,22 @@ fn write_lines(
         if let Some(w) = archive.as_deref_mut() {
             w.flush().map_err(io::Error::other)?;
         }
+        let warc_end = archive.as_deref().map(warc_position);
         drop(archive);
         file.write_all(&batch)?;
+        written += batch.len() as u64;
+        {
+            let mut m = lock(marks);
+            for (id, mark) in opened.drain(..) {
+                if id != 0 {
+                    m.open.insert(id, mark);
+                }
+            }
+            m.end = Mark {
+                pages: written,
+                warc: warc_end,
+            };
+        }
         for ack in acks.drain(..) {
             let _ = ack.send(());
         }
@@ -357,6 +441,58 @@ mod tests {
         assert!(s.starts_with("20") && s.ends_with('Z'));
         assert_eq!(&s[4..5], "-");
         assert_eq!(&s[10..11], "T");
+    }
+
+    fn page(url: &str) -> PageRecord {
+        PageRecord {
+            url: url.into(),
+            final_url: url.into(),
+            status: Some(200),
+            depth: 0,
+            parent: None,
+            via: "link",
+            sitemap: false,
+            lastmod: None,
+            content_type: None,
+            bytes: 0,
+            links_found: 0,
+            links_new: 0,
+            fetch_ms: 0,
+            fetched_at: now_rfc3339(),
+            attempts: 1,
+            truncated: false,
+            error: None,
+            warc_file: None,
+            warc_offset: None,
+        }
+    }
+
+    /// The mark is where the earliest line of a URL not yet complete begins, whatever the
+    /// order of admission numbers and completions.
+    #[tokio::test]
+    async fn the_mark_stops_at_the_first_line_not_yet_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, writer, _sync) = Output::open(dir.path(), true, None).unwrap();
+        for (id, url) in [
+            (30, "http://a.test/x"),
+            (10, "http://a.test/y"),
+            (20, "http://a.test/z"),
+        ] {
+            assert!(out.record(page(url), None, id).await);
+        }
+        let text = std::fs::read_to_string(dir.path().join("pages.jsonl")).unwrap();
+        let lens: Vec<u64> = text.lines().map(|l| l.len() as u64 + 1).collect();
+        let (second, third, end) = (lens[0], lens[0] + lens[1], text.len() as u64);
+        assert_eq!(out.mark().pages, 0, "all three open");
+        out.completed(10);
+        assert_eq!(out.mark().pages, 0, "the line of 30 comes first");
+        out.completed(30);
+        assert_eq!(out.mark().pages, third, "now the line of 20");
+        out.completed(20);
+        assert_eq!(out.mark().pages, end, "all complete: the end");
+        assert!(second < third);
+        out.close().await;
+        writer.await.unwrap().unwrap();
     }
 
     #[test]

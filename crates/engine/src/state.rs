@@ -13,6 +13,7 @@ use serde::Serialize;
 use store::Store;
 
 use crate::output::now_unix_ms;
+use crate::reconcile::Tail;
 use crate::robots::RobotsCache;
 use crate::CrawlConfig;
 
@@ -88,6 +89,10 @@ pub struct StateSummary {
     pub restore_secs: f64,
     /// Checkpoints committed by this run.
     pub checkpoints: u64,
+    /// Lines found after the last checkpoint's output mark: kept (their URLs were done) or
+    /// removed with their WARC records (fetched again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tail: Option<crate::reconcile::TailSummary>,
     /// `dedup = "exact"`: the exact set's in-memory index when the run ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exact_index: Option<ExactIndexSummary>,
@@ -106,12 +111,13 @@ pub struct ExactIndexSummary {
 }
 
 /// Opens the state for `cfg` (`fresh`: delete it first) and restores `frontier` from it; the
-/// frontier journals into the state from then on.
+/// frontier journals into the state from then on. Also returns what the output holds after
+/// the state's last checkpoint, to reconcile before writing more ([`Tail::apply`]).
 pub fn open(
     cfg: &CrawlConfig,
     frontier: LocalFrontier,
     fresh: bool,
-) -> Result<(LocalFrontier, Store, StateSummary), store::StoreError> {
+) -> Result<(LocalFrontier, Store, StateSummary, Tail), store::StoreError> {
     let dir = state_dir(cfg);
     let store = Store::open(
         &dir,
@@ -127,8 +133,13 @@ pub fn open(
         fresh,
         Duration::from_millis(cfg.crawl.checkpoint_ms),
     )?;
-    let (frontier, summary) = restore(frontier, &store, dir)?;
-    Ok((frontier, store, summary))
+    let mut tail = if store.resumed() {
+        Tail::read(&cfg.crawl.out_dir, store.output_mark()?.as_deref())
+    } else {
+        Tail::none()
+    };
+    let (frontier, summary) = restore_watching(frontier, &store, dir, &mut tail)?;
+    Ok((frontier, store, summary, tail))
 }
 
 /// Restores `frontier` from `store` (when it holds an earlier run: the visited set, the
@@ -139,6 +150,16 @@ pub fn restore(
     store: &Store,
     dir: PathBuf,
 ) -> Result<(LocalFrontier, StateSummary), store::StoreError> {
+    restore_watching(frontier, store, dir, &mut Tail::none())
+}
+
+/// [`restore`], telling `tail` which of its lines' URLs are admitted and which pending.
+fn restore_watching(
+    frontier: LocalFrontier,
+    store: &Store,
+    dir: PathBuf,
+    tail: &mut Tail,
+) -> Result<(LocalFrontier, StateSummary), store::StoreError> {
     let started = std::time::Instant::now();
     let mut summary = StateSummary {
         dir,
@@ -146,13 +167,23 @@ pub fn restore(
         ..StateSummary::default()
     };
     if store.resumed() {
-        summary.restored_seen = store.for_each_seen(|fp| frontier.restore_seen(fp))?;
+        let watch = !tail.is_empty();
+        summary.restored_seen = store.for_each_seen(|fp| {
+            frontier.restore_seen(fp);
+            if watch {
+                tail.admitted(fp);
+            }
+        })?;
         for (host, n) in store.hosts()? {
             frontier.restore_admitted(&host, n);
         }
         let mut unusable = Vec::new();
         summary.restored_pending = store.for_each_pending(|entry| {
-            frontier.restore_seen(frontier::fingerprint(&entry.url));
+            let fp = frontier::fingerprint(&entry.url);
+            frontier.restore_seen(fp);
+            if watch {
+                tail.pending(fp);
+            }
             let id = entry.id;
             if !frontier.restore_entry(entry) {
                 unusable.push(id);

@@ -172,6 +172,8 @@ pub(crate) async fn worker(ctx: Arc<Ctx>) {
         if completed.is_none() {
             break;
         }
+        // Its line (if any) is now covered by the next checkpoint.
+        ctx.output.completed(lease.entry().id);
     }
 }
 
@@ -575,7 +577,7 @@ async fn write_record(
     }
     let url = record.url.clone();
     let event = (ctx.events.receiver_count() > 0).then(|| Arc::new(record.clone()));
-    if !ctx.output.record(record, capture).await {
+    if !ctx.output.record(record, capture, entry.id).await {
         tracing::error!(%url, "pages.jsonl cannot be written; stopping");
         ctx.stop(StopReason::OutputError);
         return false;

@@ -267,6 +267,7 @@ impl Store {
             next_id: AtomicU64::new(1),
             snapshot: Mutex::new(None),
             before_commit: Mutex::new(None),
+            output_mark: Mutex::new(None),
             commit: Mutex::new(()),
             closing: AtomicBool::new(false),
             checkpoints: AtomicU64::new(0),
@@ -379,6 +380,24 @@ impl Store {
     /// marked done before its record is on disk.
     pub fn set_before_commit(&self, hook: impl FnMut() -> std::io::Result<()> + Send + 'static) {
         *lock(&self.shared.before_commit) = Some(Box::new(hook));
+    }
+
+    /// Runs `hook` at the start of every checkpoint, before it takes the batch, and commits
+    /// what it returns with the batch: a position in the output before which every record's
+    /// completion is in this checkpoint or an earlier one (the caller's encoding). A resume
+    /// reads the last one committed ([`Store::output_mark`]) to know where the output may
+    /// hold records the state does not count as done.
+    pub fn set_output_mark(&self, hook: impl FnMut() -> Vec<u8> + Send + 'static) {
+        *lock(&self.shared.output_mark) = Some(Box::new(hook));
+    }
+
+    /// The output mark of the last checkpoint that had one.
+    pub fn output_mark(&self) -> Result<Option<Vec<u8>>, StoreError> {
+        let s = &self.shared;
+        let read = s.db.begin_read().or_db(&s.path)?;
+        let meta = read.open_table(META).or_db(&s.path)?;
+        let mark = meta.get(writer::OUTPUT_MARK).or_db(&s.path)?;
+        Ok(mark.map(|v| v.value().to_vec()))
     }
 
     /// Marks admission `id` done (`recorded`: a `pages.jsonl` line was written for it).

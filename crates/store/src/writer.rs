@@ -25,6 +25,12 @@ pub(crate) fn unix_ms() -> u64 {
 }
 
 pub(crate) type Hook = Box<dyn FnMut() -> std::io::Result<()> + Send>;
+/// Says how far the output is covered by what a checkpoint commits (see
+/// [`crate::Store::set_output_mark`]).
+pub(crate) type MarkHook = Box<dyn FnMut() -> Vec<u8> + Send>;
+
+/// The `meta` key of the output mark.
+pub(crate) const OUTPUT_MARK: &str = "output_mark";
 
 pub(crate) struct Shared {
     pub(crate) db: Database,
@@ -42,6 +48,7 @@ pub(crate) struct Shared {
     /// The committed `seen` table as of the last checkpoint (exact lookups read it).
     pub(crate) snapshot: Mutex<Option<Arc<ReadOnlyTable<u128, u32>>>>,
     pub(crate) before_commit: Mutex<Option<Hook>>,
+    pub(crate) output_mark: Mutex<Option<MarkHook>>,
     /// One checkpoint at a time (the writer thread, `checkpoint`, `close`).
     pub(crate) commit: Mutex<()>,
     pub(crate) closing: AtomicBool,
@@ -81,6 +88,9 @@ impl Shared {
     /// Commits everything pending in one transaction.
     pub(crate) fn checkpoint(&self) -> Result<bool, StoreError> {
         let _one = lock(&self.commit);
+        // Read before the batch is taken: every completion it covers is in this batch or an
+        // earlier one.
+        let mark = lock(&self.output_mark).as_mut().map(|hook| hook());
         let batch = {
             let mut p = lock(&self.pending);
             Batch {
@@ -96,7 +106,7 @@ impl Shared {
         let events = (batch.admits.len() + batch.done.len()) as u64;
         self.committing.store(events, Ordering::Relaxed);
         let started = std::time::Instant::now();
-        let result = self.commit_batch(&batch);
+        let result = self.commit_batch(&batch, mark.as_deref());
         let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.committing.store(0, Ordering::Relaxed);
         match result {
@@ -143,7 +153,11 @@ impl Shared {
         }
     }
 
-    pub(crate) fn commit_batch(&self, batch: &Batch) -> Result<(), StoreError> {
+    pub(crate) fn commit_batch(
+        &self,
+        batch: &Batch,
+        mark: Option<&[u8]>,
+    ) -> Result<(), StoreError> {
         let Batch {
             admits,
             done,
@@ -205,6 +219,9 @@ impl Shared {
                 .saturating_add(recorded);
             meta.insert("pages", pages.to_le_bytes().as_slice())
                 .or_db(&self.path)?;
+            if let Some(mark) = mark {
+                meta.insert(OUTPUT_MARK, mark).or_db(&self.path)?;
+            }
         }
         txn.commit().or_db(&self.path)?;
         Ok(())

@@ -9,6 +9,7 @@
 //! - **The writer is synchronous and owns its file**: the engine runs it off the async
 //!   reactor; `sync` makes what was written durable (at each checkpoint).
 
+pub mod read;
 mod record;
 mod time;
 
@@ -71,6 +72,10 @@ pub struct WarcWriter {
     level: Compression,
     serial: u32,
     open: Option<Open>,
+    /// Where the next record goes when no file is open: the end of the last file closed, or,
+    /// before this writer's first file, a name that sorts after every earlier writer's files
+    /// and before every one of this writer's (see [`WarcWriter::position`]).
+    end: Position,
 }
 
 impl WarcWriter {
@@ -83,6 +88,10 @@ impl WarcWriter {
         })?;
         Ok(Self {
             level: Compression::new(cfg.level.clamp(1, 9)),
+            end: Position {
+                file: format!("{}-{}", cfg.prefix, Utc::now().compact()),
+                offset: 0,
+            },
             cfg,
             serial: 0,
             open: None,
@@ -111,16 +120,7 @@ impl WarcWriter {
         record: &Record<'_>,
         rest: Option<&mut File>,
     ) -> Result<Position, WarcError> {
-        if self
-            .open
-            .as_ref()
-            .is_some_and(|f| f.len >= self.cfg.max_file_bytes)
-        {
-            self.close()?;
-        }
-        if self.open.is_none() {
-            self.start_file()?;
-        }
+        self.ready()?;
         self.append_with(record, rest)
     }
 
@@ -153,13 +153,67 @@ impl WarcWriter {
     /// Syncs and closes the current file (the next record opens a new one).
     pub fn close(&mut self) -> Result<(), WarcError> {
         self.sync()?;
-        self.open = None;
+        if let Some(f) = self.open.take() {
+            self.end = Position {
+                file: f.name,
+                offset: f.len,
+            };
+        }
         Ok(())
+    }
+
+    /// Where everything written so far ends: the current file and its length. Files are
+    /// named so that their names sort in the order they were written, so "after this
+    /// position" means the rest of this file and every file whose name sorts after it.
+    /// Before the first record, a name (not a file) that sorts after every earlier
+    /// writer's files.
+    pub fn position(&self) -> Position {
+        match &self.open {
+            Some(f) => Position {
+                file: f.name.clone(),
+                offset: f.len,
+            },
+            None => self.end.clone(),
+        }
+    }
+
+    /// Appends one gzip member as it is (a whole record read back from an earlier file);
+    /// returns where it now is.
+    pub fn write_member(&mut self, member: &[u8]) -> Result<Position, WarcError> {
+        self.ready()?;
+        let Some(f) = &mut self.open else {
+            return Err(no_file());
+        };
+        f.out.write_all(member).map_err(|source| WarcError::Io {
+            path: f.path.clone(),
+            source,
+        })?;
+        let at = Position {
+            file: f.name.clone(),
+            offset: f.len,
+        };
+        f.len += member.len() as u64;
+        Ok(at)
     }
 
     /// The directory the files are in.
     pub fn dir(&self) -> &Path {
         &self.cfg.dir
+    }
+
+    /// A file open with room: the full one closed, the next one begun.
+    fn ready(&mut self) -> Result<(), WarcError> {
+        if self
+            .open
+            .as_ref()
+            .is_some_and(|f| f.len >= self.cfg.max_file_bytes)
+        {
+            self.close()?;
+        }
+        if self.open.is_none() {
+            self.start_file()?;
+        }
+        Ok(())
     }
 
     fn start_file(&mut self) -> Result<(), WarcError> {
