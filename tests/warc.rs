@@ -401,3 +401,90 @@ fn warc_members(bytes: &[u8]) -> Vec<(usize, usize, BTreeMap<String, String>)> {
     }
     out
 }
+
+/// A file-size limit stands in for a full disk (`ulimit -f`, with SIGXFSZ ignored so that a
+/// write past it fails with EFBIG instead of killing the process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_stops_the_crawl_with_74_and_a_resume_records_each_url_once() {
+    let site = TestSite::start(SiteConfig {
+        pages: 1500,
+        hosts: 5,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let config = dir.path().join("crawler.toml");
+    std::fs::write(
+        &config,
+        "[crawl]\nconcurrency = 8\ncheckpoint_ms = 200\n[politeness]\ndelay_ms = 0\nmax_per_host = 4\n\
+         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n[output]\nwarc = true\n",
+    )
+    .unwrap();
+    let args = |cmd: &mut Command| {
+        cmd.args(["crawl", "--config", config.to_str().unwrap()])
+            .args([
+                "--seed",
+                &site.site().seed_url(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .args(["--resolve", "*.test=127.0.0.1"])
+            .env("RUST_LOG", "error");
+    };
+    // 300 KiB: the WARC file (about 1 KB a page) reaches it first, a few hundred pages in.
+    let mut limited = Command::new("bash");
+    limited
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 300; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_crawler"));
+    args(&mut limited);
+    let full = tokio::task::spawn_blocking(move || limited.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let said = stderr(&full);
+    assert_eq!(full.status.code(), Some(74), "{said}");
+    assert!(
+        said.contains("File too large") && said.contains(".warc.gz"),
+        "names the file and why: {said}"
+    );
+    let mut again = crawler();
+    args(&mut again);
+    let resumed = tokio::task::spawn_blocking(move || again.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let pages = read_pages(&out);
+    if let Err(e) = site
+        .site()
+        .ground_truth()
+        .check(pages.iter().map(crate::util::recorded))
+    {
+        panic!("{e}");
+    }
+    each_fetched_url_archived_once(&out);
+}
+
+#[test]
+fn an_output_directory_that_cannot_be_made_is_74_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let out = file.join("out");
+    let run = crawler()
+        .args(["crawl", "--seed", "http://127.0.0.1:9/", "--warc", "--out"])
+        .arg(&out)
+        .env("CRAWLER_CRAWL_PERSIST", "false")
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(74));
+    let said = stderr(&run);
+    assert!(
+        said.contains(&out.join("warc").display().to_string()),
+        "{said}"
+    );
+    assert!(said.contains("Not a directory"), "{said}");
+}

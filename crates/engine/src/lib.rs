@@ -246,7 +246,7 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
             archive::remove_files(&dir).map_err(|e| EngineError::Output(dir.clone(), e))?;
         }
         let writer = warc::WarcWriter::new(archive::config(&cfg))
-            .map_err(|e| EngineError::Output(dir.clone(), std::io::Error::other(e)))?;
+            .map_err(|warc::WarcError::Io { path, source }| EngineError::Output(path, source))?;
         fetcher = fetcher.archiving(&dir);
         Some(writer)
     } else {

@@ -578,7 +578,7 @@ async fn write_record(
     let url = record.url.clone();
     let event = (ctx.events.receiver_count() > 0).then(|| Arc::new(record.clone()));
     if !ctx.output.record(record, capture, entry.id).await {
-        tracing::error!(%url, "pages.jsonl cannot be written; stopping");
+        tracing::error!(%url, "the output (pages.jsonl or a WARC file) cannot be written; stopping");
         ctx.stop(StopReason::OutputError);
         return false;
     }
