@@ -9,7 +9,7 @@
 //!   (a 503, a reset) leaves no record, so each line has exactly one fetch in the archive.
 //!   robots.txt fetches are archived too, with no line of their own.
 
-use warc::{Kind, Position, Record, WarcConfig, WarcError, WarcWriter};
+use warc::{Kind, Position, Record, Rest, WarcConfig, WarcError, WarcWriter};
 
 use crate::fetch::Capture;
 use crate::CrawlConfig;
@@ -69,7 +69,7 @@ pub fn config(cfg: &CrawlConfig) -> WarcConfig {
         prefix: PREFIX.to_owned(),
         max_file_bytes: cfg.output.warc_max_mb.saturating_mul(1 << 20),
         info: info.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
-        level: 6,
+        level: cfg.output.warc_gzip_level,
     }
 }
 
@@ -99,7 +99,6 @@ pub(crate) fn write(w: &mut WarcWriter, capture: &mut Capture) -> Result<Positio
     request.ip = capture.ip;
     w.write(&request)?;
     let (memory, file) = capture.payload.parts();
-    let block;
     let mut response = Record::new(
         Kind::Response,
         capture.date.clone(),
@@ -111,12 +110,11 @@ pub(crate) fn write(w: &mut WarcWriter, capture: &mut Capture) -> Result<Positio
     response.concurrent_to = Some(&request.id);
     response.payload_at = Some(head.len());
     response.truncated = capture.truncated;
-    match file {
-        Some(file) => w.write_spooled(&response, file),
-        None => {
-            block = [head.as_slice(), memory].concat();
-            response.block = &block;
-            w.write(&response)
-        }
-    }
+    w.write_with(
+        &response,
+        match file {
+            Some(file) => Rest::File(file),
+            None => Rest::Bytes(memory),
+        },
+    )
 }

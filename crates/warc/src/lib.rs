@@ -9,6 +9,7 @@
 //! - **The writer is synchronous and owns its file**: the engine runs it off the async
 //!   reactor; `sync` makes what was written durable (at each checkpoint).
 
+mod member;
 pub mod read;
 mod record;
 mod time;
@@ -17,8 +18,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use flate2::write::GzEncoder;
-use flate2::Compression;
+use flate2::{Compress, Compression};
+use sha1::Digest;
 
 pub use record::{sha1, Kind, Record, RecordId};
 pub use time::Utc;
@@ -32,6 +33,15 @@ pub enum WarcError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// The rest of a record's block after [`Record::block`] (see [`WarcWriter::write_with`]).
+#[derive(Debug)]
+pub enum Rest<'a> {
+    /// In memory.
+    Bytes(&'a [u8]),
+    /// In a file, from its start to its end.
+    File(&'a mut File),
 }
 
 /// Where a record landed: its file (name, in the writer's directory) and the byte offset of
@@ -69,7 +79,10 @@ struct Open {
 #[derive(Debug)]
 pub struct WarcWriter {
     cfg: WarcConfig,
-    level: Compression,
+    /// The deflate state every member is written with (reset for each).
+    deflate: Compress,
+    /// Its output buffer.
+    buf: Vec<u8>,
     serial: u32,
     open: Option<Open>,
     /// Where the next record goes when no file is open: the end of the last file closed, or,
@@ -87,7 +100,8 @@ impl WarcWriter {
             source,
         })?;
         Ok(Self {
-            level: Compression::new(cfg.level.clamp(1, 9)),
+            deflate: Compress::new(Compression::new(cfg.level.clamp(1, 9)), false),
+            buf: Vec::new(),
             end: Position {
                 file: format!("{}-{}", cfg.prefix, Utc::now().compact()),
                 offset: 0,
@@ -103,14 +117,14 @@ impl WarcWriter {
         self.write_parts(record, None)
     }
 
-    /// Appends `record` whose block goes on past `record.block` with the whole of `rest` (a
-    /// payload spooled to a file because it was large): the digests are computed by reading
-    /// `rest` once, then it is read again into the record. `record.payload_at` counts from the
-    /// start of `record.block`.
-    pub fn write_spooled(
+    /// Appends `record` whose block goes on past `record.block` with `rest` (an HTTP message's
+    /// payload after its head, in memory or spooled to a file because it was large: a file is
+    /// read once for the digests, then again into the record). `record.payload_at` counts
+    /// from the start of `record.block`.
+    pub fn write_with(
         &mut self,
         record: &Record<'_>,
-        rest: &mut File,
+        rest: Rest<'_>,
     ) -> Result<Position, WarcError> {
         self.write_parts(record, Some(rest))
     }
@@ -118,7 +132,7 @@ impl WarcWriter {
     fn write_parts(
         &mut self,
         record: &Record<'_>,
-        rest: Option<&mut File>,
+        rest: Option<Rest<'_>>,
     ) -> Result<Position, WarcError> {
         self.ready()?;
         self.append_with(record, rest)
@@ -257,7 +271,7 @@ impl WarcWriter {
     fn append_with(
         &mut self,
         record: &Record<'_>,
-        mut rest: Option<&mut File>,
+        mut rest: Option<Rest<'_>>,
     ) -> Result<Position, WarcError> {
         let Some(f) = &mut self.open else {
             return Err(no_file());
@@ -268,69 +282,67 @@ impl WarcWriter {
         };
         let block = record.block;
         let at = record.payload_at.map(|at| at.min(block.len()));
-        let mut block_sha = sha1_smol::Sha1::from(block);
-        let mut payload_sha = at.map(|at| sha1_smol::Sha1::from(&block[at..]));
+        let mut block_sha = record::hasher();
+        block_sha.update(block);
+        let mut payload_sha = at.map(|at| {
+            let mut h = record::hasher();
+            h.update(&block[at..]);
+            h
+        });
         let mut len = block.len() as u64;
-        if let Some(rest) = rest.as_deref_mut() {
-            len += each_piece(rest, |piece| {
-                block_sha.update(piece);
-                if let Some(p) = &mut payload_sha {
-                    p.update(piece);
-                }
-            })
-            .map_err(io)?;
+        let mut hash = |piece: &[u8]| {
+            block_sha.update(piece);
+            if let Some(p) = &mut payload_sha {
+                p.update(piece);
+            }
+        };
+        match &mut rest {
+            Some(Rest::Bytes(bytes)) => {
+                hash(bytes);
+                len += bytes.len() as u64;
+            }
+            Some(Rest::File(file)) => len += each_piece(file, hash).map_err(io)?,
+            None => {}
         }
         let head = record.head(
             len,
-            &record::digest(&block_sha),
-            payload_sha.as_ref().map(record::digest).as_deref(),
+            &record::digest(block_sha),
+            payload_sha.map(record::digest).as_deref(),
         );
         let at = Position {
             file: f.name.clone(),
             offset: f.len,
         };
         // Compressed straight into the file's buffer: a large spooled payload is never held.
-        let mut counted = Counting {
-            out: &mut f.out,
-            written: 0,
-        };
-        let mut gz = GzEncoder::new(&mut counted, self.level);
-        gz.write_all(head.as_bytes()).map_err(io)?;
-        gz.write_all(block).map_err(io)?;
-        if let Some(rest) = rest {
-            let mut failed = None;
-            each_piece(rest, |piece| {
-                if failed.is_none() {
-                    failed = gz.write_all(piece).err();
+        let size = head.len() as u64 + len + record::END.len() as u64;
+        let mut member = member::Member::start(
+            &mut self.deflate,
+            &mut self.buf,
+            &mut f.out,
+            usize::try_from(size).unwrap_or(usize::MAX),
+        )
+        .map_err(io)?;
+        member.write(head.as_bytes()).map_err(io)?;
+        member.write(block).map_err(io)?;
+        match rest {
+            Some(Rest::Bytes(bytes)) => member.write(bytes).map_err(io)?,
+            Some(Rest::File(file)) => {
+                let mut failed = None;
+                each_piece(file, |piece| {
+                    if failed.is_none() {
+                        failed = member.write(piece).err();
+                    }
+                })
+                .map_err(io)?;
+                if let Some(e) = failed {
+                    return Err(io(e));
                 }
-            })
-            .map_err(io)?;
-            if let Some(e) = failed {
-                return Err(io(e));
             }
+            None => {}
         }
-        gz.write_all(record::END).map_err(io)?;
-        gz.finish().map_err(io)?;
-        f.len += counted.written;
+        member.write(record::END).map_err(io)?;
+        f.len += member.finish().map_err(io)?;
         Ok(at)
-    }
-}
-
-/// A writer that counts the bytes through it (the length of a gzip member).
-struct Counting<'a, W: Write> {
-    out: &'a mut W,
-    written: u64,
-}
-
-impl<W: Write> Write for Counting<'_, W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.out.write(buf)?;
-        self.written += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
     }
 }
 

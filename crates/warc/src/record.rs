@@ -176,12 +176,21 @@ fn clean(value: &str) -> std::borrow::Cow<'_, str> {
 /// `sha1:` and the SHA-1 of `bytes` in base32 (RFC 4648, upper case, no padding needed for
 /// 20 bytes), as WARC readers compute it.
 pub fn sha1(bytes: &[u8]) -> String {
-    digest(&sha1_smol::Sha1::from(bytes))
+    let mut hash = hasher();
+    sha1::Digest::update(&mut hash, bytes);
+    digest(hash)
 }
 
-/// `sha1:` and the hash so far, in base32.
-pub(crate) fn digest(hash: &sha1_smol::Sha1) -> String {
-    format!("sha1:{}", base32(&hash.digest().bytes()))
+/// A SHA-1 in progress: RustCrypto's, which uses the CPU's SHA instructions where there are
+/// some (every payload is hashed twice, for the block and payload digests; a portable SHA-1
+/// was the largest cost of archiving: BENCHMARKS.md §4, "WARC on").
+pub(crate) fn hasher() -> sha1::Sha1 {
+    sha1::Digest::new()
+}
+
+/// `sha1:` and the hash, in base32.
+pub(crate) fn digest(hash: sha1::Sha1) -> String {
+    format!("sha1:{}", base32(&sha1::Digest::finalize(hash)))
 }
 
 fn base32(bytes: &[u8]) -> String {

@@ -146,9 +146,14 @@ fn a_spooled_payload_gives_the_same_record_as_one_in_memory() {
     spool.write_all(&payload).unwrap();
     spool.seek(std::io::SeekFrom::Start(7)).unwrap();
     let a = w.write(&all).unwrap();
-    let b = w.write_spooled(&split, &mut spool).unwrap();
+    let b = w.write_with(&split, Rest::File(&mut spool)).unwrap();
+    let c = w.write_with(&split, Rest::Bytes(&payload)).unwrap();
     w.sync().unwrap();
-    let (a, b) = (member_at(dir.path(), &a), member_at(dir.path(), &b));
+    let (a, b, c) = (
+        member_at(dir.path(), &a),
+        member_at(dir.path(), &b),
+        member_at(dir.path(), &c),
+    );
     let fields = |t: &str| -> Vec<String> {
         t.lines()
             .filter(|l| {
@@ -160,6 +165,7 @@ fn a_spooled_payload_gives_the_same_record_as_one_in_memory() {
             .collect()
     };
     assert_eq!(fields(&a), fields(&b));
+    assert_eq!(fields(&a), fields(&c));
     assert!(fields(&a)[1].ends_with(&sha1(&payload)));
     assert_eq!(a.len(), b.len());
 }

@@ -272,6 +272,8 @@ pub struct OutputSection {
     pub warc: bool,
     /// Size in MiB at which a WARC file is closed and the next one begun.
     pub warc_max_mb: u64,
+    /// gzip level of each WARC record (1 fastest … 9 smallest).
+    pub warc_gzip_level: u32,
 }
 
 /// `crawl.workers`: how many built-in fetch workers run.

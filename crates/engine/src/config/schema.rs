@@ -285,6 +285,7 @@ pub(super) const SCHEMA: &[(&str, &str, Kind)] = &[
             max: 1 << 20,
         },
     ),
+    ("output", "warc_gzip_level", Kind::UInt { min: 1, max: 9 }),
 ];
 
 pub(super) fn kind_of(section: &str, key: &str) -> Option<Kind> {

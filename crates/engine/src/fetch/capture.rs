@@ -71,6 +71,15 @@ pub struct Spool {
 }
 
 impl Spool {
+    /// Room for a payload of `expected` bytes (`Content-Length`), as far as it stays in
+    /// memory: one allocation instead of a doubling series.
+    pub(crate) fn expect(&mut self, expected: u64) {
+        let n = usize::try_from(expected)
+            .unwrap_or(usize::MAX)
+            .min(SPOOL_MEMORY);
+        self.memory.reserve_exact(n);
+    }
+
     /// Appends `bytes`, moving to a file in `dir` once past [`SPOOL_MEMORY`].
     pub(crate) fn push(&mut self, bytes: &[u8], dir: &Path) -> std::io::Result<()> {
         self.len += bytes.len() as u64;
@@ -116,7 +125,8 @@ pub(crate) fn request_head(request: &reqwest::Request, user_agent: &str) -> Vec<
     head.push_str(" HTTP/1.1\r\nhost: ");
     head.push_str(&url[url::Position::BeforeHost..url::Position::AfterPort]);
     head.push_str("\r\n");
-    let mut out = head.into_bytes();
+    let mut out = Vec::with_capacity(head.len() + 256);
+    out.extend_from_slice(head.as_bytes());
     let mut line = |name: &[u8], value: &[u8]| {
         out.extend_from_slice(name);
         out.extend_from_slice(b": ");
@@ -147,12 +157,15 @@ pub(crate) fn response_head(response: &reqwest::Response) -> Vec<u8> {
         reqwest::Version::HTTP_3 => "HTTP/3",
         _ => "HTTP/1.1",
     };
-    let mut out = format!(
-        "{version} {} {}\r\n",
-        status.as_u16(),
-        status.canonical_reason().unwrap_or("")
-    )
-    .into_bytes();
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(
+        format!(
+            "{version} {} {}\r\n",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("")
+        )
+        .as_bytes(),
+    );
     for (name, value) in response.headers() {
         if name == reqwest::header::TRANSFER_ENCODING {
             out.extend_from_slice(b"x-crawler-transfer-encoding");

@@ -19,7 +19,7 @@ const STEP: usize = 64 * 1024;
 const MAX_GZIP_HEADER: usize = 64 * 1024;
 
 /// Turns a body's bytes as received into its content.
-pub(crate) struct Decoder {
+pub struct Decoder {
     codec: Codec,
 }
 
@@ -46,12 +46,12 @@ impl std::fmt::Debug for Decoder {
 }
 
 /// What `Accept-Encoding` offers: the encodings [`Decoder`] reads.
-pub(crate) const ACCEPT_ENCODING: &str = "gzip, deflate, br";
+pub const ACCEPT_ENCODING: &str = "gzip, deflate, br";
 
 impl Decoder {
     /// The decoder for a response's `Content-Encoding`. An encoding not offered (or a list of
     /// several) passes the bytes through unchanged, as an HTTP client does.
-    pub(crate) fn new(content_encoding: Option<&str>) -> Self {
+    pub fn new(content_encoding: Option<&str>) -> Self {
         let name = content_encoding.map(|e| e.trim().to_ascii_lowercase());
         let codec = match name.as_deref() {
             Some("gzip" | "x-gzip") => Codec::Gzip(Box::default()),
@@ -73,7 +73,7 @@ impl Decoder {
     /// `out`. Returns once the input is used up or `limit` bytes were produced. When it
     /// produced `limit` bytes, more may be pending even with the input used up: call again
     /// (with what is left, or nothing) until it produces less than `limit`.
-    pub(crate) fn decode(
+    pub fn decode(
         &mut self,
         input: &mut &[u8],
         out: &mut Vec<u8>,
@@ -118,7 +118,7 @@ impl Decoder {
     }
 
     /// Whether the encoded stream ended where the body did; an error names what is missing.
-    pub(crate) fn finish(&self) -> Result<(), String> {
+    pub fn finish(&self) -> Result<(), String> {
         match &self.codec {
             Codec::Identity => Ok(()),
             Codec::Gzip(gz) if gz.complete() => Ok(()),

@@ -6,7 +6,7 @@
 //! form is parsed.
 
 mod capture;
-mod decode;
+pub mod decode;
 
 pub use capture::{Capture, Spool, SPOOL_MEMORY};
 
@@ -373,6 +373,8 @@ impl Fetcher {
         if let Some(c) = capture.as_mut() {
             c.ip = response.remote_addr().map(|a| a.ip());
             c.response = Some(capture::response_head(&response));
+            c.payload
+                .expect(response.content_length().unwrap_or(16 * 1024).min(cap));
         }
         let keep_body = match keep {
             Keep::Html => status == 200 && self.is_html(content_type.as_deref()),
