@@ -2,10 +2,14 @@
 //! the async reactor's threads. Compared with `tokio::task::spawn_blocking` (which hands
 //! each job to a pool that grows to hundreds of threads and parks them again), a pool of one
 //! thread per core keeps the threads busy and cuts the context switches per page (see
-//! BENCHMARKS.md, section 4).
+//! BENCHMARKS.md, section 4). [`ExtractPieces`] feeds a page to the extractor here piece by
+//! piece as its body arrives.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
+
+use crate::extract;
+use crate::fetch::Pieces;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -87,5 +91,48 @@ mod tests {
         let panicked = pool.run(|| -> u32 { panic!("boom") }).await;
         assert!(panicked.is_err());
         assert_eq!(pool.run(|| 7).await.unwrap(), 7, "still serving");
+    }
+}
+
+/// A page's body read by the extractor piece by piece as it arrives, on the parsing threads:
+/// a fetch holds at most `fetch::PIECE_BYTES` of it, whatever the page's size.
+pub(crate) struct ExtractPieces<'a> {
+    pub(crate) pool: &'a ParsePool,
+    pub(crate) respect: bool,
+    pub(crate) extractor: Option<extract::Extractor>,
+    pub(crate) failed: Option<Dropped>,
+}
+
+impl ExtractPieces<'_> {
+    /// The page's extractor so far, or a new one for its first piece.
+    pub(crate) fn resume(
+        extractor: Option<extract::Extractor>,
+        content_type: Option<&str>,
+        respect: bool,
+    ) -> extract::Extractor {
+        extractor.unwrap_or_else(|| extract::Extractor::new(content_type, respect))
+    }
+}
+
+impl Pieces for ExtractPieces<'_> {
+    async fn piece(&mut self, content_type: Option<&str>, body: &mut Vec<u8>) {
+        let respect = self.respect;
+        let extractor = self.extractor.take();
+        let content_type = content_type.map(str::to_owned);
+        let bytes = std::mem::take(body);
+        let job = move || {
+            let mut extractor = Self::resume(extractor, content_type.as_deref(), respect);
+            extractor.feed(&bytes);
+            (extractor, bytes)
+        };
+        match self.pool.run(job).await {
+            Ok((extractor, mut bytes)) => {
+                // The allocation is reused for the next piece.
+                bytes.clear();
+                *body = bytes;
+                self.extractor = Some(extractor);
+            }
+            Err(e) => self.failed = Some(e),
+        }
     }
 }

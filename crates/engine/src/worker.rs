@@ -17,12 +17,13 @@ use frontier::{
 };
 use url::Url;
 
-use crate::fetch::{Fetched, Fetcher, Keep, Pieces};
+use crate::fetch::{Fetched, Fetcher, Keep};
 use crate::leases::Leases;
 use crate::metrics::LatencyHistogram;
 use crate::output::{self, Output, PageRecord};
+use crate::parse_pool::ExtractPieces;
 use crate::robots::RobotsCache;
-use crate::{extract, parse_pool, state, CrawlConfig, StopReason};
+use crate::{parse_pool, state, CrawlConfig, StopReason};
 
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -262,49 +263,6 @@ pub(crate) async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
         offers,
     )
     .await
-}
-
-/// A page's body read by the extractor piece by piece as it arrives, on the parsing threads:
-/// a fetch holds at most `fetch::PIECE_BYTES` of it, whatever the page's size.
-struct ExtractPieces<'a> {
-    pool: &'a parse_pool::ParsePool,
-    respect: bool,
-    extractor: Option<extract::Extractor>,
-    failed: Option<parse_pool::Dropped>,
-}
-
-impl ExtractPieces<'_> {
-    /// The page's extractor so far, or a new one for its first piece.
-    fn resume(
-        extractor: Option<extract::Extractor>,
-        content_type: Option<&str>,
-        respect: bool,
-    ) -> extract::Extractor {
-        extractor.unwrap_or_else(|| extract::Extractor::new(content_type, respect))
-    }
-}
-
-impl Pieces for ExtractPieces<'_> {
-    async fn piece(&mut self, content_type: Option<&str>, body: &mut Vec<u8>) {
-        let respect = self.respect;
-        let extractor = self.extractor.take();
-        let content_type = content_type.map(str::to_owned);
-        let bytes = std::mem::take(body);
-        let job = move || {
-            let mut extractor = Self::resume(extractor, content_type.as_deref(), respect);
-            extractor.feed(&bytes);
-            (extractor, bytes)
-        };
-        match self.pool.run(job).await {
-            Ok((extractor, mut bytes)) => {
-                // The allocation is reused for the next piece.
-                bytes.clear();
-                *body = bytes;
-                self.extractor = Some(extractor);
-            }
-            Err(e) => self.failed = Some(e),
-        }
-    }
 }
 
 /// What stands before a leased URL's fetch: the SSRF guard (an IP literal it refuses gets a
