@@ -78,22 +78,6 @@ impl Drop for ParsePool {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn runs_jobs_and_survives_a_panicking_one() {
-        let pool = ParsePool::new(2).unwrap();
-        for i in 0..32u32 {
-            assert_eq!(pool.run(move || i * 2).await.unwrap(), i * 2);
-        }
-        let panicked = pool.run(|| -> u32 { panic!("boom") }).await;
-        assert!(panicked.is_err());
-        assert_eq!(pool.run(|| 7).await.unwrap(), 7, "still serving");
-    }
-}
-
 /// A page's body read by the extractor piece by piece as it arrives, on the parsing threads:
 /// a fetch holds at most `fetch::PIECE_BYTES` of it, whatever the page's size.
 pub(crate) struct ExtractPieces<'a> {
@@ -134,5 +118,21 @@ impl Pieces for ExtractPieces<'_> {
             }
             Err(e) => self.failed = Some(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn runs_jobs_and_survives_a_panicking_one() {
+        let pool = ParsePool::new(2).unwrap();
+        for i in 0..32u32 {
+            assert_eq!(pool.run(move || i * 2).await.unwrap(), i * 2);
+        }
+        let panicked = pool.run(|| -> u32 { panic!("boom") }).await;
+        assert!(panicked.is_err());
+        assert_eq!(pool.run(|| 7).await.unwrap(), 7, "still serving");
     }
 }
