@@ -29,8 +29,9 @@ pub struct Decoder {
 enum Codec {
     Identity,
     Gzip(Box<Gzip>),
-    /// `None` until the first two bytes tell zlib from raw deflate.
-    Deflate(Option<Decompress>, Vec<u8>),
+    /// `None` until the first two bytes tell zlib from raw deflate; whether the stream ended
+    /// (what follows it is ignored).
+    Deflate(Option<Decompress>, Vec<u8>, bool),
     Brotli(
         Box<BrotliState<StandardAlloc, StandardAlloc, StandardAlloc>>,
         bool,
@@ -58,7 +59,7 @@ impl Decoder {
         let name = content_encoding.map(|e| e.trim().to_ascii_lowercase());
         let codec = match name.as_deref() {
             Some("gzip" | "x-gzip") => Codec::Gzip(Box::default()),
-            Some("deflate") => Codec::Deflate(None, Vec::new()),
+            Some("deflate") => Codec::Deflate(None, Vec::new(), false),
             Some("br") => Codec::Brotli(
                 Box::new(BrotliState::new(
                     StandardAlloc::default(),
@@ -91,7 +92,12 @@ impl Decoder {
                 Ok(())
             }
             Codec::Gzip(gz) => gz.decode(input, out, limit),
-            Codec::Deflate(inflate, start) => {
+            Codec::Deflate(_, _, true) => {
+                // What follows the stream is not content.
+                *input = &[];
+                Ok(())
+            }
+            Codec::Deflate(inflate, start, ended) => {
                 let mut limit = limit;
                 if inflate.is_none() {
                     let take = (2 - start.len()).min(input.len());
@@ -105,7 +111,7 @@ impl Decoder {
                     let mut d = Decompress::new(zlib);
                     let head = std::mem::take(start);
                     let before = out.len();
-                    inflate_into(&mut d, &mut head.as_slice(), out, limit, |_| {})
+                    *ended = inflate_into(&mut d, &mut head.as_slice(), out, limit, |_| {})
                         .map_err(|e| format!("deflate: {e}"))?;
                     limit -= out.len() - before;
                     *inflate = Some(d);
@@ -113,9 +119,14 @@ impl Decoder {
                 let Some(d) = inflate.as_mut() else {
                     return Ok(());
                 };
-                inflate_into(d, input, out, limit, |_| {})
-                    .map(|_| ())
-                    .map_err(|e| format!("deflate: {e}"))
+                if !*ended {
+                    *ended = inflate_into(d, input, out, limit, |_| {})
+                        .map_err(|e| format!("deflate: {e}"))?;
+                }
+                if *ended {
+                    *input = &[];
+                }
+                Ok(())
             }
             Codec::Brotli(state, done) => brotli(state, done, input, out, limit),
         }
@@ -130,7 +141,8 @@ impl Decoder {
             Codec::Identity => Ok(()),
             Codec::Gzip(gz) if gz.complete() => Ok(()),
             Codec::Gzip(_) => Err("gzip: the stream ends before its last member does".into()),
-            Codec::Deflate(..) => Ok(()),
+            Codec::Deflate(_, _, true) => Ok(()),
+            Codec::Deflate(..) => Err("deflate: the stream ends before its end".into()),
             Codec::Brotli(_, true) => Ok(()),
             Codec::Brotli(_, false) => Err("br: the stream ends before its end".into()),
         }
@@ -477,6 +489,24 @@ mod tests {
         assert!(run("gzip", &endless, 4096, 100)
             .unwrap_err()
             .contains("64 KiB"));
+    }
+
+    /// Found by the `decode` fuzz target: bytes after a deflate stream's end were left
+    /// unconsumed, so a caller waiting for progress would stall.
+    #[test]
+    fn what_follows_a_deflate_stream_is_ignored() {
+        let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        raw.write_all(b"<a href=/x>").unwrap();
+        let mut wire = raw.finish().unwrap();
+        wire.extend(b"jjj");
+        for (piece, step) in [(2, 1), (1, 1), (100, 100)] {
+            assert_eq!(run("deflate", &wire, piece, step).unwrap(), b"<a href=/x>");
+        }
+        let whole = wire.len() - 3;
+        assert!(
+            run("deflate", &wire[..whole - 2], 4, 4).is_err(),
+            "cut short"
+        );
     }
 
     #[test]
