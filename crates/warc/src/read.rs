@@ -85,17 +85,21 @@ mod tests {
     use super::*;
     use crate::{Kind, Record, WarcConfig, WarcWriter};
 
-    #[test]
-    fn whole_members_up_to_where_the_file_was_cut() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut w = WarcWriter::new(WarcConfig {
-            dir: dir.path().to_owned(),
-            prefix: "t".into(),
+    fn writer(dir: &std::path::Path, prefix: &str) -> WarcWriter {
+        WarcWriter::new(WarcConfig {
+            dir: dir.to_owned(),
+            prefix: prefix.into(),
             max_file_bytes: 1 << 30,
             info: vec![],
             level: 6,
         })
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn whole_members_up_to_where_the_file_was_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = writer(dir.path(), "t");
         let mut at = Vec::new();
         for i in 0..3 {
             let block = format!("record {i}");
@@ -130,14 +134,7 @@ mod tests {
         assert_eq!(from.len(), 2);
         assert_eq!(from[0].offset, at[1].offset);
         // A rewritten member lands where the writer says.
-        let mut w2 = WarcWriter::new(WarcConfig {
-            dir: dir.path().to_owned(),
-            prefix: "u".into(),
-            max_file_bytes: 1 << 30,
-            info: vec![],
-            level: 6,
-        })
-        .unwrap();
+        let mut w2 = writer(dir.path(), "u");
         let m = &all[2];
         let moved = w2
             .write_member(&bytes[m.offset as usize..(m.offset + m.len) as usize])
