@@ -111,7 +111,8 @@ impl Tail {
             ..Self::default()
         };
         match read_from(&out_dir.join("pages.jsonl"), tail.from.pages) {
-            Ok(text) => {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
                 // A partial last line (cut by the crash) is not a line.
                 let whole = text.rfind('\n').map_or("", |end| &text[..end]);
                 for text in whole.split('\n').filter(|l| !l.is_empty()) {
@@ -229,17 +230,17 @@ impl Tail {
     }
 }
 
-/// `path` from byte `from` to its end, as text (empty if it does not exist).
-fn read_from(path: &Path, from: u64) -> io::Result<String> {
+/// `path` from byte `from` to its end (empty if it does not exist).
+fn read_from(path: &Path, from: u64) -> io::Result<Vec<u8>> {
     let mut f = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
     f.seek(SeekFrom::Start(from))?;
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(bytes)
 }
 
 /// The WARC files after `from` (the rest of its file, and every later file): copies the
@@ -269,7 +270,7 @@ fn copy_records(
     for name in names {
         let start = if name == from.0 { from.1 } else { 0 };
         let path = dir.join(&name);
-        let bytes = read_from_bytes(&path, start)?;
+        let bytes = read_from(&path, start)?;
         let members = warc::read::members(&bytes, start);
         cut.push((path, (start > 0).then_some(start)));
         files.push((name, bytes, start, members));
@@ -331,14 +332,6 @@ fn copy_records(
     }
     writer.sync().map_err(io)?;
     Ok(cut)
-}
-
-fn read_from_bytes(path: &Path, from: u64) -> io::Result<Vec<u8>> {
-    let mut f = File::open(path)?;
-    f.seek(SeekFrom::Start(from))?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 /// `line` (a `pages.jsonl` record, whose last fields are `warc_file` and `warc_offset`)
