@@ -234,6 +234,27 @@ async fn kill_9_at_random_moments_loses_nothing_and_records_each_url_once() {
     assert_eq!(stats["stopped_by"], "finished");
     assert_eq!(stats["state"]["resumed"], true);
     crate::warc::each_fetched_url_archived_once(&crawl.out);
+    // Pages fetched after a run's last checkpoint are read back from the archive, so the
+    // only pages the site served twice are those in flight at a kill: at most `concurrency`
+    // (8) a kill. (A server error is retried by design; robots.txt and sitemaps are not
+    // pages.)
+    let mut served: BTreeMap<(String, String), u32> = BTreeMap::new();
+    for r in site.observer().log() {
+        let page = !(r.path == "/robots.txt" || r.path.contains("sitemap"));
+        if page && r.status != 429 && r.status < 500 {
+            *served.entry((r.host, r.path)).or_default() += 1;
+        }
+    }
+    let repeats: u32 = served.values().map(|n| n - 1).sum();
+    println!(
+        "seed {seed}: {repeats} pages served again; the last resume read {} back",
+        stats["state"]["output_tail"]["replayed"]
+    );
+    assert!(
+        repeats <= 8 * kills,
+        "{repeats} pages served again after {kills} kills (seed {seed}): {:?}",
+        served.iter().filter(|(_, &n)| n > 1).collect::<Vec<_>>()
+    );
     site.stop().await;
 }
 

@@ -34,6 +34,7 @@ pub mod state;
 mod leases;
 mod metrics;
 pub mod reconcile;
+pub mod replay;
 mod report;
 mod worker;
 
@@ -213,6 +214,17 @@ fn parse_seeds(cfg: &CrawlConfig) -> Result<Vec<Url>, EngineError> {
         .collect()
 }
 
+/// The seeds as links.
+fn seed_links(seeds: &[Url]) -> Vec<Link> {
+    seeds
+        .iter()
+        .map(|u| Link {
+            via: frontier::Via::Seed,
+            ..Link::new(u.clone(), 0)
+        })
+        .collect()
+}
+
 /// Opens the state and the output, offers the seeds and starts the workers.
 pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, EngineError> {
     let started = Instant::now();
@@ -253,12 +265,26 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         None
     };
     let (local, store, mut state_summary) = if cfg.crawl.persist {
-        let (f, s, mut summary, tail) = state::open(&cfg, local, opts.fresh)?;
+        let (f, s, mut summary, mut tail) = state::open(&cfg, local, opts.fresh)?;
         // Before anything is appended: the output after the last checkpoint made to agree
-        // with the state (exactly one record per fetched URL).
+        // with the state (exactly one record per fetched URL). Pages fetched since then are
+        // read back from the archive rather than fetched again.
+        let replayed = match &warc {
+            Some(w) => tail.replay(&f, &replay::Rules::of(&cfg), w, seed_links(&seeds)),
+            None => reconcile::Replayed::default(),
+        };
         let reconciled = tail
             .apply(&out_dir, warc.as_mut())
             .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
+        for entry in replayed.requeue {
+            f.restore_entry(entry);
+        }
+        // Their lines are kept (and synced): now they may be done. No output mark is
+        // committed before the hook below, so none covers them before these are journaled.
+        for &id in &replayed.done {
+            s.done(id, true);
+        }
+        f.restore_pages(replayed.done.len() as u64);
         if s.resumed() {
             summary.output_tail = Some(reconciled);
         }
@@ -277,15 +303,8 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         s.set_output_mark(move || serde_json::to_vec(&output.mark()).unwrap_or_default());
     }
     if !seeds.is_empty() {
-        let seed_links = seeds
-            .iter()
-            .map(|u| Link {
-                via: frontier::Via::Seed,
-                ..Link::new(u.clone(), 0)
-            })
-            .collect();
         frontier
-            .offer(None, seed_links)
+            .offer(None, seed_links(&seeds))
             .await
             .map_err(EngineError::SeedOffer)?;
     }

@@ -134,7 +134,11 @@ pub fn open(
         Duration::from_millis(cfg.crawl.checkpoint_ms),
     )?;
     let mut tail = if store.resumed() {
-        Tail::read(&cfg.crawl.out_dir, store.output_mark()?.as_deref())
+        Tail::read(
+            &cfg.crawl.out_dir,
+            store.output_mark()?.as_deref(),
+            cfg.output.warc,
+        )
     } else {
         Tail::none()
     };
@@ -179,11 +183,15 @@ fn restore_watching(
         }
         let mut unusable = Vec::new();
         summary.restored_pending = store.for_each_pending(|entry| {
-            let fp = frontier::fingerprint(&entry.url);
-            frontier.restore_seen(fp);
-            if watch {
-                tail.pending(fp);
-            }
+            frontier.restore_seen(frontier::fingerprint(&entry.url));
+            let entry = match watch {
+                // Held out of the queue: its page is read back from the archive.
+                true => match tail.pending(entry) {
+                    Some(entry) => entry,
+                    None => return,
+                },
+                false => entry,
+            };
             let id = entry.id;
             if !frontier.restore_entry(entry) {
                 unusable.push(id);

@@ -110,6 +110,38 @@ async fn restore_rebuilds_the_visited_set_and_the_queue() {
     assert!(f.next().await.is_none());
 }
 
+/// Resuming with pages read back from an archive: an admission `hold` takes is journaled
+/// (numbered, counted, a duplicate from then on) but never queued; the others are served.
+#[tokio::test]
+async fn held_admissions_are_journaled_but_not_queued() {
+    let journal = Arc::new(MemJournal::default());
+    let f = LocalFrontier::new(config(2, Order::BreadthFirst), &[])
+        .unwrap()
+        .with_journal(journal.clone());
+    let links = ["held", "queued", "held-too"]
+        .map(|p| frontier::Link::new(url::Url::parse(&format!("http://a.test/{p}")).unwrap(), 1))
+        .to_vec();
+    let mut held = Vec::new();
+    let admitted = f.offer_links_holding(Some("http://a.test/"), links, &mut |e| {
+        let hold = e.url.contains("held");
+        if hold {
+            held.push((e.url.clone(), e.id, e.parent.clone()));
+        }
+        hold
+    });
+    assert_eq!(admitted, vec![Admission::Admitted; 3]);
+    assert_eq!(held.len(), 2);
+    assert!(held
+        .iter()
+        .all(|(_, id, parent)| *id > 0 && parent.as_deref() == Some("http://a.test/")));
+    assert_eq!(journal.seen.lock().unwrap().len(), 3);
+    assert_eq!(f.offer("http://a.test/held", 1, None), Admission::Duplicate);
+    let lease = f.next().await.unwrap();
+    assert_eq!(lease.entry().url, "http://a.test/queued");
+    f.complete(lease, Outcome::Done);
+    assert!(f.next().await.is_none(), "the held entries are not served");
+}
+
 /// A journal that records host backoff changes only.
 #[derive(Debug, Default)]
 struct BackoffJournal {

@@ -285,7 +285,7 @@ impl LocalFrontier {
             found.hops = hops;
             found.via = Via::Redirect;
         }
-        self.admit(self.canon.canonicalize(url, None), found, parent)
+        self.admit(self.canon.canonicalize(url, None), found, parent, None)
     }
 
     /// [`offer`](Self::offer) for a link already parsed (and resolved against its page): it is
@@ -295,11 +295,24 @@ impl LocalFrontier {
             self.canon.canonicalize_url(url),
             Found::plain(depth, parent),
             parent,
+            None,
         )
     }
 
     /// Offers the links of one page (the batch form of [`offer_url`](Self::offer_url)).
     pub fn offer_links(&self, parent: Option<&str>, links: Vec<Link>) -> Vec<Admission> {
+        self.offer_links_holding(parent, links, &mut |_| false)
+    }
+
+    /// Resuming: [`offer_links`](Self::offer_links), except that an admitted entry for which
+    /// `hold` returns `true` is journaled but not queued — the caller settles it (a page
+    /// whose fetch the output already holds, see the engine's `reconcile`).
+    pub fn offer_links_holding(
+        &self,
+        parent: Option<&str>,
+        links: Vec<Link>,
+        hold: &mut dyn FnMut(&Entry) -> bool,
+    ) -> Vec<Admission> {
         links
             .into_iter()
             .map(|l| {
@@ -310,7 +323,12 @@ impl LocalFrontier {
                     sitemap: l.sitemap,
                     lastmod: l.lastmod,
                 };
-                self.admit(self.canon.canonicalize_url(l.url), found, parent)
+                self.admit(
+                    self.canon.canonicalize_url(l.url),
+                    found,
+                    parent,
+                    Some(&mut *hold),
+                )
             })
             .collect()
     }
@@ -320,6 +338,7 @@ impl LocalFrontier {
         canonical: Result<Url, Invalid>,
         found: Found,
         parent: Option<&str>,
+        hold: Option<&mut dyn FnMut(&Entry) -> bool>,
     ) -> Admission {
         let Found {
             depth,
@@ -391,6 +410,9 @@ impl LocalFrontier {
         }
         drop(_guard);
         self.counters.admitted.add(1);
+        if hold.is_some_and(|hold| hold(&entry)) {
+            return Admission::Admitted;
+        }
         let wake = self.sched().push(&host, entry);
         if wake {
             self.notify.notify_waiters();
