@@ -30,10 +30,13 @@ use std::path::Path;
 
 use frontier::{Entry, LocalFrontier};
 use serde::Deserialize;
-use warc::read::Member;
 use warc::WarcWriter;
 
 use crate::output::Mark;
+
+mod warc_tail;
+
+use warc_tail::{copy_records, tail_files, Records, TailFile};
 
 /// One `pages.jsonl` line after the mark.
 #[derive(Debug)]
@@ -55,31 +58,6 @@ struct Line {
 impl Line {
     fn keep(&self) -> bool {
         self.url.is_none() || self.replayed || (self.admitted && !self.pending)
-    }
-}
-
-/// A WARC file of the tail: its name, its bytes from `start`, and their whole members.
-struct TailFile {
-    name: String,
-    bytes: Vec<u8>,
-    start: u64,
-    members: Vec<Member>,
-}
-
-impl std::fmt::Debug for TailFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TailFile")
-            .field("name", &self.name)
-            .field("start", &self.start)
-            .field("members", &self.members.len())
-            .finish()
-    }
-}
-
-impl TailFile {
-    fn member_bytes(&self, m: &Member) -> &[u8] {
-        let at = (m.offset - self.start) as usize;
-        &self.bytes[at..at + m.len as usize]
     }
 }
 
@@ -266,11 +244,13 @@ impl Tail {
             self.error = Some(e);
         }
         let files = self.files.take().unwrap_or_default();
+        let records = Records::new(&files);
         while let Some(i) = work.pop_front() {
             let Some(entry) = self.lines[i].held.take() else {
                 continue;
             };
-            let derived = find_record(&files, &self.lines[i])
+            let derived = records
+                .of(&self.lines[i])
                 .ok_or_else(|| "its record is not in the archive".to_owned())
                 .and_then(|(f, m, _)| crate::replay::offers(rules, &entry, f.member_bytes(m)));
             let links = match derived {
@@ -287,6 +267,7 @@ impl Tail {
             self.lines[i].replayed = true;
             out.done.push(entry.id);
         }
+        drop(records);
         self.files = Some(files);
         out
     }
@@ -423,141 +404,9 @@ fn hold(
     }
 }
 
-/// The WARC files after `from` (the rest of its file, and every later file), except those
-/// `writer` writes, with their whole members.
-fn tail_files(writer: &WarcWriter, from: &(String, u64)) -> io::Result<Vec<TailFile>> {
-    let dir = writer.dir();
-    let mine = writer.position().file;
-    let mut names: Vec<String> = match std::fs::read_dir(dir) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n.starts_with(crate::archive::PREFIX) && n.ends_with(".warc.gz"))
-            .filter(|n| n.as_str() >= from.0.as_str() && n.as_str() < mine.as_str())
-            .collect(),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e),
-    };
-    names.sort();
-    let mut files = Vec::new();
-    for name in names {
-        let start = if name == from.0 { from.1 } else { 0 };
-        let bytes = read_from(&dir.join(&name), start)?;
-        let members = warc::read::members(&bytes, start);
-        files.push(TailFile {
-            name,
-            bytes,
-            start,
-            members,
-        });
-    }
-    Ok(files)
-}
-
-/// The response (or metadata) record `line` names, if it is in `files` and is its URL's,
-/// with the request record it names.
-fn find_record<'a>(
-    files: &'a [TailFile],
-    line: &Line,
-) -> Option<(&'a TailFile, &'a Member, Option<&'a Member>)> {
-    let (file, offset) = line.warc.as_ref()?;
-    let f = files.iter().find(|f| &f.name == file)?;
-    let m = f.members.iter().find(|m| m.offset == *offset)?;
-    if m.field("WARC-Target-URI") != line.url.as_deref() {
-        return None;
-    }
-    let request = m.field("WARC-Concurrent-To").and_then(|id| {
-        f.members
-            .iter()
-            .find(|r| r.field("WARC-Record-ID") == Some(id))
-    });
-    Some((f, m, request))
-}
-
-/// Copies the records of kept lines (with their requests) and robots.txt records of the
-/// tail `files` into `writer`, and updates those lines.
-fn copy_records(writer: &mut WarcWriter, files: &[TailFile], lines: &mut [Line]) -> io::Result<()> {
-    let io = |e: warc::WarcError| io::Error::other(e.to_string());
-    // The members lines name (a response, and the request it names), kept or not.
-    let mut named = std::collections::HashSet::new();
-    for line in lines.iter_mut() {
-        if line.warc.is_none() {
-            continue;
-        }
-        let Some((f, response, request)) = find_record(files, line) else {
-            if line.keep() {
-                // Its URL is done, so its records were synced before that checkpoint: not
-                // expected. The line stays, naming no record.
-                tracing::warn!(
-                    url = line.url.as_deref(),
-                    "a kept line's WARC record is missing"
-                );
-                line.text = with_position(&line.text, None);
-            }
-            continue;
-        };
-        named.insert((f.name.as_str(), response.offset));
-        if let Some(r) = request {
-            named.insert((f.name.as_str(), r.offset));
-        }
-        if line.keep() {
-            if let Some(r) = request {
-                writer.write_member(f.member_bytes(r)).map_err(io)?;
-            }
-            let at = writer.write_member(f.member_bytes(response)).map_err(io)?;
-            line.text = with_position(&line.text, Some((&at.file, at.offset)));
-        }
-    }
-    // robots.txt fetches: no line names them.
-    for f in files {
-        for m in &f.members {
-            let robots = m
-                .field("WARC-Target-URI")
-                .is_some_and(|u| u.ends_with("/robots.txt"));
-            if robots && !named.contains(&(f.name.as_str(), m.offset)) {
-                writer.write_member(f.member_bytes(m)).map_err(io)?;
-            }
-        }
-    }
-    writer.sync().map_err(io)?;
-    Ok(())
-}
-
-/// `line` (a `pages.jsonl` record, whose last fields are `warc_file` and `warc_offset`)
-/// naming `at` instead (or no record).
-fn with_position(line: &str, at: Option<(&str, u64)>) -> String {
-    let head = line
-        .rfind(",\"warc_file\":")
-        .map_or_else(|| line.trim_end_matches('}'), |i| &line[..i]);
-    match at {
-        Some((file, offset)) => format!(
-            "{head},\"warc_file\":{},\"warc_offset\":{offset}}}",
-            serde_json::Value::from(file)
-        ),
-        None => format!("{head}}}"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_line_names_its_new_place() {
-        let line = r#"{"url":"http://a.test/","error":null,"warc_file":"crawl-1-00001.warc.gz","warc_offset":123}"#;
-        assert_eq!(
-            with_position(line, Some(("crawl-2-00001.warc.gz", 9))),
-            r#"{"url":"http://a.test/","error":null,"warc_file":"crawl-2-00001.warc.gz","warc_offset":9}"#
-        );
-        assert_eq!(
-            with_position(line, None),
-            r#"{"url":"http://a.test/","error":null}"#
-        );
-        let plain = r#"{"url":"http://a.test/","error":null}"#;
-        assert_eq!(
-            with_position(plain, Some(("f", 1))),
-            r#"{"url":"http://a.test/","error":null,"warc_file":"f","warc_offset":1}"#
-        );
-    }
 
     #[test]
     fn tail_lines_stay_only_when_their_urls_are_done() {
