@@ -40,10 +40,11 @@ allow_private = true
 warc = $warc
 TOML
     rm -rf "$work/out"
-    run() { RUST_LOG=info target/release/crawler crawl --config "$work/c.toml" \
+    # exec: the process killed is the crawler itself, not a shell around it.
+    run() { RUST_LOG=info exec target/release/crawler crawl --config "$work/c.toml" \
         --seed "http://127.0.0.1:$port/" --out "$work/out" >/dev/null 2>>"$work/log"; }
     : >"$work/log"
-    run &
+    (run) &
     crawler=$!
     sleep "$kill_secs"
     kill -9 "$crawler"
@@ -51,7 +52,7 @@ TOML
     at_kill=$(grep -c '' "$work/out/pages.jsonl")
     : >"$work/log"
     start=$(date +%s.%N)
-    run
+    (run)
     end=$(date +%s.%N)
     kill "$server"
     wait "$server" 2>/dev/null || true
