@@ -115,8 +115,9 @@ pub struct InfoArgs {
 #[command(
     after_help = "Settings not given as flags come from CRAWLER_<SECTION>_<KEY> \
                         variables, then the config file, then the defaults (`crawler config \
-                        default`). Exit codes: 0 done, 64 bad usage or configuration, 74 output \
-                        cannot be written."
+                        default`). Exit codes: 0 done, 64 bad usage or configuration, 69 no seed \
+                        could be fetched or the shared frontier's Redis cannot be reached, 74 \
+                        output cannot be written."
 )]
 pub struct CrawlArgs {
     /// Configuration file (default: $CRAWLER_CONFIG, else ./crawler.toml if present).
@@ -164,6 +165,10 @@ pub struct CrawlArgs {
     /// Archive every fetch as WARC files in <out>/warc (output.warc = true).
     #[arg(long)]
     pub warc: bool,
+    /// Share one frontier in this Redis with every process of the crawl
+    /// (frontier.backend = "redis", frontier.redis_url = URL).
+    #[arg(long, value_name = "URL")]
+    pub frontier_redis: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -121,6 +121,21 @@ pub(crate) fn load_with(
     if args.warc {
         loader = loader.flag("--warc", "output", "warc", Value::Boolean(true));
     }
+    if let Some(url) = &args.frontier_redis {
+        loader = loader
+            .flag(
+                "--frontier-redis",
+                "frontier",
+                "backend",
+                Value::String("redis".into()),
+            )
+            .flag(
+                "--frontier-redis",
+                "frontier",
+                "redis_url",
+                Value::String(url.clone()),
+            );
+    }
     if args.ignore_robots {
         loader = loader.flag(
             "--ignore-robots",
@@ -255,6 +270,7 @@ pub(crate) fn engine_failure(e: engine::EngineError) -> Failure {
         engine::EngineError::Output(dir, e) => {
             Failure::new(IO, format!("output in {}: {e}", dir.display()))
         }
+        e if e.is_unavailable() => Failure::new(UNAVAILABLE, e),
         e @ engine::EngineError::State(store::StoreError::Incompatible { .. }) => {
             Failure::new(USAGE, e)
         }
@@ -455,6 +471,7 @@ mod tests {
             filter_fill: 0.0,
             filter_fpp: 0.0,
             state_backlog: 0,
+            frontier_unavailable_secs: None,
             paused: false,
             paused_secs: 0,
             ..Default::default()

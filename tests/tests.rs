@@ -4,6 +4,7 @@ mod bloom_cli;
 mod crawl;
 mod guard;
 mod hostile;
+mod redis;
 mod resume;
 mod serve;
 mod util;

@@ -50,8 +50,8 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 pub use config::{
-    ConfigError, CrawlConfig, DedupMode, Loader, LogFormat, QueueOrder, ScopeKind, Workers,
-    DEFAULT_TOML,
+    ConfigError, CrawlConfig, DedupMode, FrontierBackend, Loader, LogFormat, QueueOrder, ScopeKind,
+    Workers, DEFAULT_TOML,
 };
 pub use control::{Control, ForgetResult, HostView, MetricsSnapshot, SeedResult};
 use fetch::Fetcher;
@@ -93,6 +93,14 @@ pub enum EngineError {
     /// The seeds could not be offered to the frontier.
     #[error("cannot offer the seeds: {0}")]
     SeedOffer(FrontierError),
+    /// The shared frontier's Redis could not be reached or used (`frontier.backend = "redis"`).
+    #[error("frontier in Redis at {url}: {error}")]
+    Redis {
+        /// `frontier.redis_url`, its password hidden.
+        url: String,
+        /// What failed.
+        error: redis_frontier::RedisFrontierError,
+    },
     /// `crawl.workers = 0` outside `crawler serve`: nothing would fetch.
     #[error("crawl.workers = 0 leaves the crawling to external fetchers: use `crawler serve`")]
     NoWorkers,
@@ -157,6 +165,20 @@ pub enum ProgressMode {
 }
 
 /// How to run a crawl, besides its configuration.
+impl EngineError {
+    /// Whether something outside the crawl is unreachable (the shared frontier's Redis),
+    /// rather than the crawl's settings or files being wrong.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            EngineError::Redis {
+                error: redis_frontier::RedisFrontierError::Redis(_),
+                ..
+            }
+        )
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct RunOptions {
     /// How progress is shown.
@@ -242,7 +264,6 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         ..frontier_config(&cfg)
     };
     let canon = Arc::new(frontier::Canonicalizer::new(fcfg.canon.clone()));
-    let local = LocalFrontier::new(fcfg, &seed_strs)?;
     // The operator's seeds may be private addresses (the SSRF guard allows their hosts).
     let seed_hosts = seeds.iter().filter_map(|u| u.host_str().map(str::to_owned));
     let mut fetcher = Fetcher::new(
@@ -264,7 +285,16 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
     } else {
         None
     };
-    let (local, store, mut state_summary) = if cfg.crawl.persist {
+    let redis = cfg.frontier.backend == FrontierBackend::Redis;
+    let (frontier, store, mut state_summary): (Arc<dyn Frontier>, _, _) = if redis {
+        // The shared frontier is the crawl's state: nothing of it is kept here.
+        (
+            Arc::new(redis_frontier(&cfg, fcfg, &seed_strs).await?),
+            None,
+            None,
+        )
+    } else if cfg.crawl.persist {
+        let local = LocalFrontier::new(fcfg, &seed_strs)?;
         let (f, s, mut summary, mut tail) = state::open(&cfg, local, opts.fresh)?;
         // Before anything is appended: the output after the last checkpoint made to agree
         // with the state (exactly one record per fetched URL). Pages fetched since then are
@@ -288,11 +318,10 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         if s.resumed() {
             summary.output_tail = Some(reconciled);
         }
-        (f, Some(Arc::new(s)), Some(summary))
+        (Arc::new(f), Some(Arc::new(s)), Some(summary))
     } else {
-        (local, None, None)
+        (Arc::new(LocalFrontier::new(fcfg, &seed_strs)?), None, None)
     };
-    let frontier: Arc<dyn Frontier> = Arc::new(local);
     // A URL is done in the state only once its line is written (workers complete a lease
     // after `Output::record` returns); the state syncs the file before each checkpoint.
     let (output, writer, sync) = Output::open(&out_dir, opts.fresh, warc)
@@ -337,6 +366,7 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         started_at: output::now_rfc3339(),
         started,
         serving: opts.serve,
+        frontier_down: Default::default(),
     });
 
     let mut workers = tokio::task::JoinSet::new();
@@ -370,6 +400,45 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         state_summary,
         out_dir,
     })
+}
+
+/// Connects to the shared frontier `frontier.redis_url` names.
+async fn redis_frontier(
+    cfg: &CrawlConfig,
+    fcfg: FrontierConfig,
+    seeds: &[&str],
+) -> Result<redis_frontier::RedisFrontier, EngineError> {
+    let f = &cfg.frontier;
+    let settings = redis_frontier::RedisConfig {
+        url: f.redis_url.trim().to_owned(),
+        crawl_id: f.crawl_id.clone(),
+        lease: Duration::from_secs(f.lease_secs),
+        holder: None,
+    };
+    let frontier = redis_frontier::RedisFrontier::connect(fcfg, settings, seeds)
+        .await
+        .map_err(|error| EngineError::Redis {
+            url: redact(&f.redis_url),
+            error,
+        })?;
+    tracing::info!(
+        url = %redact(&f.redis_url),
+        crawl_id = %f.crawl_id,
+        holder = frontier.holder(),
+        "frontier shared in Redis"
+    );
+    Ok(frontier)
+}
+
+/// A URL with its password hidden.
+fn redact(url: &str) -> String {
+    match Url::parse(url.trim()) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.trim().to_owned(),
+    }
 }
 
 impl Running {

@@ -379,6 +379,10 @@ pub struct Status {
     /// Admissions and completions not yet committed to the crawl state.
     #[serde(default)]
     pub state_backlog: u64,
+    /// Seconds the frontier has been unreachable (a shared frontier's Redis is down: the
+    /// workers wait and retry); absent while it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontier_unavailable_secs: Option<f64>,
     /// Fetching waits for the crawl state's checkpoints to catch up (a slow or stalled disk).
     #[serde(default)]
     pub paused: bool,

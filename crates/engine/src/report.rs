@@ -92,6 +92,14 @@ pub struct FrontierSummary {
     pub filter_fpp: f64,
     /// Slices of the scalable filter.
     pub filter_slices: u64,
+    /// A shared frontier (`backend = "redis"`): leases that expired (their holders died or
+    /// stalled) and went back to the queue, over the whole crawl.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leases_expired: Option<u64>,
+    /// A shared frontier: leases of this process that expired before it completed them
+    /// (another process fetched those URLs too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leases_lost: Option<u64>,
 }
 
 pub(crate) fn state_name(reason: StopReason) -> &'static str {
@@ -160,6 +168,7 @@ pub(crate) fn status(
         filter_fill: s.filter_fill(),
         filter_fpp: s.filter_fpp,
         state_backlog: ctx.store.as_ref().map_or(0, |st| st.backlog()),
+        frontier_unavailable_secs: ctx.frontier_unavailable_secs(),
         paused: ctx.pause.active(),
         paused_secs: ctx.pause.secs(),
     }
@@ -310,6 +319,8 @@ pub(crate) fn summarize(ctx: &Ctx, s: &frontier::Stats, started: Instant) -> Sum
             filter_fill: s.filter_fill(),
             filter_fpp: s.filter_fpp,
             filter_slices: s.extra("filter_slices"),
+            leases_expired: s.extra.get("leases_expired").copied(),
+            leases_lost: s.extra.get("leases_lost_here").copied(),
         },
         state: None,
     }

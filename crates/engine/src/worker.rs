@@ -78,6 +78,8 @@ pub(crate) struct Ctx {
     pub(crate) started: Instant,
     /// Run as a service (`crawler serve`).
     pub(crate) serving: bool,
+    /// Since when (ms since the Unix epoch) frontier calls fail; 0 while they succeed.
+    pub(crate) frontier_down: AtomicU64,
 }
 
 impl Ctx {
@@ -115,7 +117,10 @@ impl Ctx {
     }
 
     /// Runs a frontier call until it succeeds, waiting with back-off (50 ms doubling to 5 s)
-    /// between failures; `None` once the crawl is stopping and the call still fails.
+    /// between failures; `None` once the crawl is stopping and the call still fails. The
+    /// first failure after a success and the recovery are logged once for the process (a
+    /// remote frontier out of reach fails every worker's calls at once), and `status.json`
+    /// says how long the frontier has been unreachable.
     pub(crate) async fn with_frontier<'a, T>(
         &'a self,
         what: &str,
@@ -124,18 +129,44 @@ impl Ctx {
         let mut wait = Duration::from_millis(50);
         loop {
             match call(&*self.frontier).await {
-                Ok(v) => return Some(v),
+                Ok(v) => {
+                    let since = self.frontier_down.swap(0, Ordering::Relaxed);
+                    if since > 0 {
+                        let secs = output::now_unix_ms().saturating_sub(since) as f64 / 1000.0;
+                        tracing::warn!(after_secs = secs, "frontier reachable again; crawling on");
+                    }
+                    return Some(v);
+                }
                 Err(e) if self.stopped() => {
                     tracing::warn!(error = %e, call = what, "frontier call failed while stopping");
                     return None;
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, call = what, retry_in = ?wait, "frontier call failed");
+                    let now = output::now_unix_ms().max(1);
+                    let first = self
+                        .frontier_down
+                        .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok();
+                    if first {
+                        tracing::warn!(
+                            error = %e,
+                            call = what,
+                            "frontier unavailable; the workers wait and retry with back-off"
+                        );
+                    } else {
+                        tracing::debug!(error = %e, call = what, retry_in = ?wait, "frontier call failed");
+                    }
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(Duration::from_secs(5));
                 }
             }
         }
+    }
+
+    /// Seconds the frontier has been unreachable (`None`: it answers).
+    pub(crate) fn frontier_unavailable_secs(&self) -> Option<f64> {
+        let since = self.frontier_down.load(Ordering::Relaxed);
+        (since > 0).then(|| output::now_unix_ms().saturating_sub(since) as f64 / 1000.0)
     }
 }
 

@@ -1,26 +1,40 @@
-//! A crawl frontier several crawler processes share through Redis (issue 23, in progress).
+//! A crawl frontier several crawler processes, on several machines, share through one Redis.
 //!
-//! Landed so far: the visited set and its admission. The visited set is the local filter's
-//! Guava-layout Bloom filter — the same bit indices for the same URL, from the same
-//! murmur3 hash and strategy — kept as a Redis bitmap; a page's links are admitted by one
-//! server-side script that tests-and-sets their bits and queues the new ones, so two processes
-//! can never both admit a URL (scrapy-redis' Bloom forks ran GETBIT and SETBIT as separate
-//! round trips). The script only sets bits and appends, so running it again after a dropped
-//! connection admits nothing twice.
+//! [`RedisFrontier`] implements the engine's `Frontier` trait, so a crawl switches to it with
+//! one setting (`frontier.backend = "redis"`) and passes the same contract suite as the local
+//! frontier. The design answers what goes wrong with scrapy-redis:
+//! - **No URL lost when a process dies**: a URL handed out is a *lease* (scored by expiry,
+//!   named by its holder, renewed by a heartbeat); an expired lease goes back to the front
+//!   of its host's queue, and a completion is idempotent — a late one after the URL was
+//!   handed to another process changes nothing.
+//! - **Compact, atomic visited set**: the local filter's Guava-layout Bloom filter — the same
+//!   bit indices for the same URL — as a Redis bitmap (≈1.2 bytes per URL at 1%, against
+//!   ~100 for a SET of SHA1 hex strings); a page's links are tested, set and queued by one
+//!   server-side script, so no two processes admit the same URL. `dedup = "exact"` confirms
+//!   a "maybe seen" in a set of 16-byte fingerprints.
+//! - **Politeness across processes**: per-host queues, a sorted set of hosts by next
+//!   allowed fetch time, in-flight counts, `Crawl-delay` and back-off all live in Redis and
+//!   change only in scripts, with the server's clock.
 //!
 //! The client is `redis` (redis-rs) with its connection manager rather than `fred`: about as
 //! fast to build here (65 crates, 33 s cold), and a command in flight when the connection
-//! drops comes back as an error to handle, where fred resends it.
+//! drops comes back as an error the engine retries with back-off. Every script is safe to
+//! run again after such an error: an admission that did run finds its URLs seen, a lease
+//! whose reply was lost expires and is served again, a completion is idempotent.
 
-mod admission;
+mod frontier;
+mod hosts;
+mod scripts;
 pub mod server;
+mod visited;
 
-pub use admission::{Admit, Visited};
+pub use crate::frontier::{RedisConfig, RedisFrontier};
+pub use visited::Visited;
 
-/// What can go wrong talking to Redis.
+/// What can go wrong opening a shared frontier.
 #[derive(Debug, thiserror::Error)]
 pub enum RedisFrontierError {
-    /// A command or script failed (connection lost, server error).
+    /// Redis could not be reached, or refused a command.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
     /// The filter's shape could not be made from `expected_urls` and `fpp`.
@@ -32,4 +46,13 @@ pub enum RedisFrontierError {
         /// Bits the filter would need.
         bits: u64,
     },
+    /// The frontier's rules are invalid (scope patterns).
+    #[error("frontier: {0}")]
+    Frontier(#[from] ::frontier::BuildError),
+    /// A crawl id that cannot be a key prefix.
+    #[error("crawl id `{0}`: use 1 to 128 printable ASCII characters without braces")]
+    CrawlId(String),
+    /// A Redis older than the scripts need.
+    #[error("Redis {0} is too old: the shared frontier needs Redis 6.2 or later")]
+    Version(String),
 }

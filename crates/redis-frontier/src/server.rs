@@ -13,6 +13,7 @@ pub struct RedisServer {
     child: Child,
     port: u16,
     dir: tempfile::TempDir,
+    extra: Vec<String>,
 }
 
 impl RedisServer {
@@ -25,28 +26,60 @@ impl RedisServer {
             let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
                 .local_addr()?
                 .port();
-            let child = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args([
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--protected-mode",
-                    "yes",
-                ])
-                .arg("--dir")
-                .arg(dir.path())
-                .args(extra)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()?;
-            let mut server = Self { child, port, dir };
+            let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
+            let child = spawn(port, dir.path(), &extra)?;
+            let mut server = Self {
+                child,
+                port,
+                dir,
+                extra,
+            };
             if server.wait_ready(Duration::from_secs(10)) {
                 return Ok(server);
             }
         }
         Err(io::Error::other("redis-server did not answer PING"))
+    }
+
+    /// Stops the server gracefully (SIGTERM: it writes its AOF or RDB as configured), stays
+    /// down for `down`, and starts it again on the same port with the same directory.
+    pub fn restart(&mut self, down: Duration) -> io::Result<()> {
+        self.stop(false)?;
+        std::thread::sleep(down);
+        self.start_again()
+    }
+
+    /// Kills the server (SIGKILL: what it had not written is lost), stays down for `down`,
+    /// and starts it again on the same port with the same directory.
+    pub fn crash_and_restart(&mut self, down: Duration) -> io::Result<()> {
+        self.stop(true)?;
+        std::thread::sleep(down);
+        self.start_again()
+    }
+
+    fn stop(&mut self, kill: bool) -> io::Result<()> {
+        if kill {
+            self.child.kill()?;
+        } else {
+            let status = Command::new("kill")
+                .arg("-TERM")
+                .arg(self.child.id().to_string())
+                .status()?;
+            if !status.success() {
+                return Err(io::Error::other("kill -TERM failed"));
+            }
+        }
+        self.child.wait()?;
+        Ok(())
+    }
+
+    fn start_again(&mut self) -> io::Result<()> {
+        self.child = spawn(self.port, self.dir.path(), &self.extra)?;
+        if self.wait_ready(Duration::from_secs(30)) {
+            Ok(())
+        } else {
+            Err(io::Error::other("redis-server did not come back"))
+        }
     }
 
     /// The server's own directory (its AOF and RDB files).
@@ -77,6 +110,27 @@ impl RedisServer {
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
     }
+}
+
+/// A private `redis-server` on `port` of 127.0.0.1, working in `dir`, persistence off unless
+/// `extra` turns it on.
+fn spawn(port: u16, dir: &std::path::Path, extra: &[String]) -> io::Result<Child> {
+    Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args([
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "yes",
+        ])
+        .arg("--dir")
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
 }
 
 fn ping(addr: SocketAddr) -> bool {

@@ -2,51 +2,38 @@
 //! atomically — several processes offering the same URLs admit each exactly once — and the
 //! bitmap holds exactly the bits a local Guava-layout filter of the same shape sets.
 
+mod common;
+
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bloom::{BloomFilter, StringFunnel};
-use redis::aio::ConnectionManager;
-use redis_frontier::server::RedisServer;
-use redis_frontier::{Admit, Visited};
+use frontier::contract::base_config;
+use frontier::{Admission, Frontier, FrontierConfig, Link};
+use url::Url;
 
-/// A private Redis, or `None` (with a note) where `redis-server` is missing and the test
-/// script did not require it.
-fn redis() -> Option<RedisServer> {
-    match RedisServer::start(&[]) {
-        Ok(s) => Some(s),
-        Err(e) if std::env::var_os("REQUIRE_REDIS_TESTS").is_none() => {
-            eprintln!("skipped: no private redis-server ({e}); scripts/test.sh installs it");
-            None
-        }
-        Err(e) => panic!("redis-server required: {e}"),
-    }
+fn url(i: u64) -> String {
+    format!("http://h{}.test/p/{i}", i % 30)
 }
 
-async fn connect(server: &RedisServer) -> ConnectionManager {
-    let client = redis::Client::open(server.url()).unwrap();
-    ConnectionManager::new(client).await.unwrap()
-}
-
-fn url(i: u64) -> Admit {
-    let host = format!("h{}.test", i % 30);
-    Admit {
-        url: format!("http://{host}/p/{i}"),
-        host,
-        entry: i.to_le_bytes().to_vec(),
-    }
+fn links(ids: &[u64]) -> Vec<Link> {
+    ids.iter()
+        .map(|&i| Link::new(Url::parse(&url(i)).unwrap(), 1))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_processes_admit_each_url_once() {
-    let Some(server) = redis() else { return };
+    let Some(server) = common::redis(&[]) else {
+        return;
+    };
     const URLS: u64 = 3000;
-    let visited = Visited::new("once", 100_000, 0.01).unwrap();
     let mut tasks = Vec::new();
     for t in 0..4u64 {
-        let visited = visited.clone();
-        let mut conn = connect(&server).await;
+        // Each "process" has its own connection and offers every URL, in its own order, a
+        // page of 100 at a time.
+        let f = Arc::new(common::open(&server, "once", base_config()).await);
         tasks.push(tokio::spawn(async move {
-            // Each "process" offers every URL, in its own order, a page of 100 at a time.
             let mut order: Vec<u64> = (0..URLS).collect();
             order.rotate_left((t * 777) as usize);
             if t % 2 == 1 {
@@ -54,9 +41,13 @@ async fn concurrent_processes_admit_each_url_once() {
             }
             let mut mine = Vec::new();
             for page in order.chunks(100) {
-                let links: Vec<Admit> = page.iter().map(|&i| url(i)).collect();
-                let new = visited.admit(&mut conn, &links, 1).await.unwrap();
-                mine.extend(page.iter().zip(new).filter(|(_, n)| *n).map(|(&i, _)| i));
+                let got = f.offer(Some("http://h0.test/"), links(page)).await.unwrap();
+                mine.extend(
+                    page.iter()
+                        .zip(got)
+                        .filter(|(_, a)| *a == Admission::Admitted)
+                        .map(|(&i, _)| i),
+                );
             }
             mine
         }));
@@ -67,52 +58,48 @@ async fn concurrent_processes_admit_each_url_once() {
             *admitted.entry(i).or_default() += 1;
         }
     }
-    // A Bloom filter may call a new URL seen (1% here), never admit one twice.
+    // A Bloom filter may call a new URL seen (1% at the design load), never admit one twice.
     assert!(admitted.values().all(|&n| n == 1), "admitted twice");
     assert!(
         admitted.len() as u64 > URLS * 97 / 100,
         "{}",
         admitted.len()
     );
-    let mut conn = connect(&server).await;
-    let mut queued = 0u64;
-    for h in 0..30 {
-        let len: u64 = redis::cmd("LLEN")
-            .arg(visited.queue_key(&format!("h{h}.test")))
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        queued += len;
-    }
+    let f = common::open(&server, "once", base_config()).await;
+    let stats = f.stats().await.unwrap();
+    assert_eq!(stats.admitted, admitted.len() as u64);
     assert_eq!(
-        queued,
+        stats.queued,
         admitted.len() as u64,
-        "every admitted URL queued once"
+        "each admitted URL queued once"
     );
-    let hosts: u64 = redis::cmd("ZCARD")
-        .arg(visited.ready_key())
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    assert_eq!(hosts, 30);
+    assert_eq!(stats.offered, 4 * URLS);
+    assert_eq!(stats.hosts, 30);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bitmap_is_the_local_filters_bits() {
-    let Some(server) = redis() else { return };
+    let Some(server) = common::redis(&[]) else {
+        return;
+    };
     let (expected, fpp) = (5_000, 0.01);
-    let visited = Visited::new("bits", expected, fpp).unwrap();
+    let cfg = FrontierConfig {
+        expected_urls: expected,
+        fpp,
+        ..base_config()
+    };
+    let f = common::open(&server, "bits", cfg).await;
+    let visited = f.visited().clone();
     let local: BloomFilter<str, StringFunnel> =
         BloomFilter::new(StringFunnel, expected, fpp).unwrap();
     assert_eq!(visited.bit_size(), local.bit_size());
     assert_eq!(visited.hashes(), local.num_hash_functions());
-    let mut conn = connect(&server).await;
-    let links: Vec<Admit> = (0..2000).map(url).collect();
-    for page in links.chunks(250) {
-        visited.admit(&mut conn, page, 1).await.unwrap();
+    let ids: Vec<u64> = (0..2000).collect();
+    for page in ids.chunks(250) {
+        f.offer(None, links(page)).await.unwrap();
     }
-    for l in &links {
-        local.put(l.url.as_str());
+    for &i in &ids {
+        local.put(url(i).as_str());
     }
     // Guava's writeTo: strategy, k, word count (BE), then the 64-bit words (BE), bit i being
     // bit i % 64 of word i / 64; Redis' bit i is bit 7 - i % 8 of byte i / 8.
@@ -121,6 +108,8 @@ async fn the_bitmap_is_the_local_filters_bits() {
         .chunks(8)
         .map(|w| u64::from_be_bytes(w.try_into().unwrap()))
         .collect();
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let bitmap: Vec<u8> = redis::cmd("GET")
         .arg(visited.bits_key())
         .query_async(&mut conn)

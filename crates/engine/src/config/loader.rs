@@ -7,7 +7,7 @@ use std::fmt;
 use toml::{Table, Value};
 
 use super::schema::{check, kind_of, Kind};
-use super::{CrawlConfig, DedupMode, ScopeKind, DEFAULT_TOML};
+use super::{CrawlConfig, DedupMode, FrontierBackend, ScopeKind, DEFAULT_TOML};
 
 /// Where a setting came from, for error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,7 +238,17 @@ impl Loader {
                     message: "must not exceed fetch.total_timeout_ms".into(),
                 });
             }
-            if c.frontier.dedup == DedupMode::Exact && !c.crawl.persist {
+            let redis = c.frontier.backend == FrontierBackend::Redis;
+            if redis && c.frontier.redis_url.trim().is_empty() {
+                problems.push(Problem {
+                    key: "frontier.redis_url".into(),
+                    origin: origin("frontier.redis_url"),
+                    message: "backend = \"redis\" needs the server's URL, e.g. \
+                              redis://127.0.0.1:6379/0 (or --frontier-redis URL)"
+                        .into(),
+                });
+            }
+            if c.frontier.dedup == DedupMode::Exact && !c.crawl.persist && !redis {
                 problems.push(Problem {
                     key: "frontier.dedup".into(),
                     origin: origin("frontier.dedup"),

@@ -84,6 +84,16 @@ choice!(
 );
 
 choice!(
+    /// `frontier.backend`: where the frontier lives.
+    FrontierBackend {
+        /// In this process (memory, spill files, the crawl state).
+        Local = "local",
+        /// In Redis, shared by every process of the crawl.
+        Redis = "redis",
+    }
+);
+
+choice!(
     /// `frontier.dedup`: how the visited set decides a URL was seen.
     DedupMode {
         /// The Bloom filter alone.
@@ -203,6 +213,14 @@ pub struct PolitenessSection {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FrontierSection {
+    /// `local` or `redis`.
+    pub backend: FrontierBackend,
+    /// `backend = "redis"`: `redis://[user:password@]host:port/db`.
+    pub redis_url: String,
+    /// `backend = "redis"`: the crawl's key prefix in Redis.
+    pub crawl_id: String,
+    /// `backend = "redis"`: seconds a lease lasts without a heartbeat.
+    pub lease_secs: u64,
     /// URLs the Bloom filter is sized for (it grows beyond, keeping its FPP).
     pub expected_urls: u64,
     /// Target false-positive probability of the visited set.

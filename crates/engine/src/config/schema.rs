@@ -3,7 +3,7 @@
 
 use toml::Value;
 
-use super::{DedupMode, LogFormat, QueueOrder, ScopeKind};
+use super::{DedupMode, FrontierBackend, LogFormat, QueueOrder, ScopeKind};
 
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Kind {
@@ -191,6 +191,17 @@ pub(super) const SCHEMA: &[(&str, &str, Kind)] = &[
         },
     ),
     ("frontier", "spill_dir", Kind::Str),
+    ("frontier", "backend", Kind::Choice(FrontierBackend::NAMES)),
+    ("frontier", "redis_url", Kind::Str),
+    ("frontier", "crawl_id", Kind::Str),
+    (
+        "frontier",
+        "lease_secs",
+        Kind::UInt {
+            min: 1,
+            max: 86_400,
+        },
+    ),
     ("frontier", "order", Kind::Choice(QueueOrder::NAMES)),
     ("frontier", "scope", Kind::Choice(ScopeKind::NAMES)),
     ("frontier", "domains", Kind::StrList),

@@ -1,0 +1,88 @@
+//! The host listing of a shared frontier: every host's state hash read in one pipeline and
+//! paginated as the local frontier does. It reads every host of the crawl, so it is an
+//! operator's call, not a worker's.
+
+use std::time::Duration;
+
+use frontier::{paginate, FrontierConfig, FrontierError, HostInfo, HostPage, HostQuery};
+use redis::aio::ConnectionManager;
+
+use crate::frontier::frontier_error;
+
+/// The fields of a host's hash this reads, in order.
+const FIELDS: [&str; 12] = [
+    "queued",
+    "inflight",
+    "done",
+    "errors",
+    "admitted",
+    "delay",
+    "crawl_delay",
+    "backoff",
+    "next_at",
+    "blocked_until",
+    "max_inflight",
+    "budget",
+];
+
+/// One page of the crawl's hosts.
+pub(crate) async fn page(
+    conn: &mut ConnectionManager,
+    prefix: &str,
+    cfg: &FrontierConfig,
+    query: &HostQuery,
+) -> Result<HostPage, FrontierError> {
+    let (hosts, time): (Vec<String>, (u64, u64)) = redis::pipe()
+        .cmd("SMEMBERS")
+        .arg(format!("{prefix}hosts"))
+        .cmd("TIME")
+        .query_async(conn)
+        .await
+        .map_err(frontier_error)?;
+    let now = time.0 * 1000 + time.1 / 1000;
+    let mut pipe = redis::pipe();
+    for h in &hosts {
+        pipe.cmd("HMGET")
+            .arg(format!("{prefix}h:{h}"))
+            .arg(&FIELDS[..]);
+    }
+    let rows: Vec<Vec<Option<i64>>> = if hosts.is_empty() {
+        Vec::new()
+    } else {
+        pipe.query_async(conn).await.map_err(frontier_error)?
+    };
+    let all = hosts
+        .into_iter()
+        .zip(rows)
+        .map(|(host, row)| info(host, &row, cfg, now))
+        .collect();
+    Ok(paginate(all, query))
+}
+
+fn info(host: String, row: &[Option<i64>], cfg: &FrontierConfig, now: u64) -> HostInfo {
+    let field = |i: usize| row.get(i).copied().flatten();
+    let count = |i: usize| u64::try_from(field(i).unwrap_or(0)).unwrap_or(0);
+    let millis = |v: u64| Duration::from_millis(v);
+    let set = |i: usize| field(i).and_then(|v| u64::try_from(v).ok());
+    let delay = set(5).map_or(cfg.politeness.delay, millis);
+    let crawl_delay = millis(count(6));
+    let backoff = millis(count(7));
+    let blocked_until = count(9);
+    HostInfo {
+        host,
+        queued: count(0),
+        in_flight: u32::try_from(count(1)).unwrap_or(u32::MAX),
+        done: count(2),
+        errors: count(3),
+        admitted: count(4),
+        delay: delay.max(crawl_delay).max(backoff),
+        crawl_delay,
+        backoff,
+        ready_in: millis(count(8).max(blocked_until).saturating_sub(now)),
+        blocked_for: (blocked_until > now).then(|| millis(blocked_until - now)),
+        max_in_flight: set(10)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(cfg.politeness.max_per_host),
+        max_pages: set(11).or(cfg.max_pages_per_host),
+    }
+}

@@ -1,0 +1,305 @@
+//! The server-side scripts: every change to the shared frontier is one Lua script, so it is
+//! atomic against every other process (Redis runs one script at a time) and needs one round
+//! trip. Times come from the server's clock (`TIME`), never a client's, so processes on
+//! machines whose clocks differ still agree on delays and lease expiry.
+//!
+//! Keys (all under the crawl's prefix `crawl:{ID}:`, one hash slot):
+//! - `visited` — the Bloom bitmap; `exact` — binary fingerprints (`dedup = "exact"`);
+//! - `q:HOST` — a host's queue of encoded entries; `h:HOST` — a hash of its state (`queued`,
+//!   `inflight`, `next_at`, `last_start`, `delay`, `crawl_delay`, `backoff`, `blocked_until`,
+//!   `max_inflight`, `budget`, `admitted`, `done`, `errors`); `hosts` — every host;
+//! - `ready` — hosts with queued URLs and room for a fetch, scored by when they may be
+//!   fetched next (ms);
+//! - `leases` — lease ids scored by expiry (ms); `leased` — id → `HOLDER\nHOST\nENTRY`;
+//! - `stats` — crawl-wide counters (`queued`, `pages`, `offered`, `admitted`, `duplicates`,
+//!   `oos:REASON`, `expired`, `lease_seq`); `seeds` — seed URLs (they widen the scope).
+//!
+//! Every script takes `ARGV[1..5]` = prefix, default delay (ms), default `max_per_host`,
+//! back-off base (ms), most back-off (ms); its own arguments follow.
+
+/// Helpers every script starts with.
+const HELPERS: &str = r"
+local P = ARGV[1]
+local D_DELAY = tonumber(ARGV[2])
+local D_MAX = tonumber(ARGV[3])
+local B_BASE = tonumber(ARGV[4])
+local B_MAX = tonumber(ARGV[5])
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function I(x) return string.format('%d', x) end
+local function hkey(host) return P .. 'h:' .. host end
+local function hnum(hk, f, d)
+  local v = redis.call('HGET', hk, f)
+  if v then return tonumber(v) end
+  return d
+end
+local function eff_delay(hk)
+  local d = hnum(hk, 'delay', -1)
+  if d < 0 then d = D_DELAY end
+  return math.max(d, hnum(hk, 'crawl_delay', 0), hnum(hk, 'backoff', 0))
+end
+-- Puts a host in the ready set (scored by when it may be fetched) or takes it out.
+local function reschedule(host)
+  local v = redis.call('HMGET', hkey(host), 'queued', 'inflight', 'max_inflight', 'next_at', 'blocked_until')
+  local queued, inflight = tonumber(v[1] or 0), tonumber(v[2] or 0)
+  local maxin = tonumber(v[3] or -1)
+  if maxin < 0 then maxin = D_MAX end
+  if queued > 0 and inflight < maxin then
+    redis.call('ZADD', P .. 'ready', I(math.max(tonumber(v[4] or 0), tonumber(v[5] or 0))), host)
+  else
+    redis.call('ZREM', P .. 'ready', host)
+  end
+end
+local function push_front(host, entry)
+  redis.call('LPUSH', P .. 'q:' .. host, entry)
+  redis.call('HINCRBY', hkey(host), 'queued', 1)
+  redis.call('HINCRBY', P .. 'stats', 'queued', 1)
+end
+local function back_off(hk, now, hint)
+  local b = math.min(math.max(hnum(hk, 'backoff', 0) * 2, B_BASE), B_MAX)
+  redis.call('HSET', hk, 'backoff', I(b))
+  local wait = math.max(b, math.min(math.max(hint, 0), B_MAX))
+  redis.call('HSET', hk, 'next_at', I(math.max(hnum(hk, 'next_at', 0), now + wait)))
+end
+-- Ends lease `id` with `kind` (done, error, skip, retry, release); false if it is not out
+-- (or, `holder` given, not that holder's: after a crash of Redis lost its last writes, a lease
+-- id may have been handed out again).
+local function finish(id, kind, hint, retry_entry, now, holder)
+  local blob = redis.call('HGET', P .. 'leased', id)
+  if not blob then return false end
+  if holder and string.sub(blob, 1, #holder + 1) ~= holder .. '\n' then return false end
+  redis.call('HDEL', P .. 'leased', id)
+  redis.call('ZREM', P .. 'leases', id)
+  local a = string.find(blob, '\n', 1, true)
+  local b = string.find(blob, '\n', a + 1, true)
+  local host = string.sub(blob, a + 1, b - 1)
+  local entry = string.sub(blob, b + 1)
+  local hk = hkey(host)
+  redis.call('HINCRBY', hk, 'inflight', -1)
+  if kind == 'done' or kind == 'skip' then
+    redis.call('HSET', hk, 'backoff', 0)
+    redis.call('HINCRBY', hk, 'done', 1)
+    if kind == 'done' then redis.call('HINCRBY', P .. 'stats', 'pages', 1) end
+  elseif kind == 'error' then
+    back_off(hk, now, hint)
+    redis.call('HINCRBY', hk, 'done', 1)
+    redis.call('HINCRBY', hk, 'errors', 1)
+    redis.call('HINCRBY', P .. 'stats', 'pages', 1)
+  elseif kind == 'retry' then
+    back_off(hk, now, hint)
+    redis.call('HINCRBY', hk, 'errors', 1)
+    push_front(host, retry_entry)
+  else
+    push_front(host, entry)
+  end
+  reschedule(host)
+  return true
+end
+";
+
+/// Admits a page's links. ARGV: k, n, exact (0/1), default host budget (0: none), order
+/// (`b`: append, `d`: prepend), force (1: queue even if seen, no budget — a requeue), m,
+/// then m pairs (out-of-scope reason, count) counted as offered, then per URL its k bit
+/// offsets, its 16-byte fingerprint, its host and its entry. Returns per URL 1 (admitted),
+/// 0 (seen) or 2 (over its host's budget).
+const ADMIT: &str = r"
+local k, n = tonumber(ARGV[6]), tonumber(ARGV[7])
+local exact, dbudget, order, force = ARGV[8] == '1', tonumber(ARGV[9]), ARGV[10], ARGV[11] == '1'
+local m = tonumber(ARGV[12])
+local a = 13
+local offered = n
+for _ = 1, m do
+  redis.call('HINCRBY', P .. 'stats', 'oos:' .. ARGV[a], ARGV[a + 1])
+  offered = offered + tonumber(ARGV[a + 1])
+  a = a + 2
+end
+local out = {}
+local admitted, dups = 0, 0
+for i = 1, n do
+  local new = false
+  for _ = 1, k do
+    if redis.call('SETBIT', P .. 'visited', ARGV[a], 1) == 0 then new = true end
+    a = a + 1
+  end
+  local fp, host, entry = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+  a = a + 3
+  if exact and not new then new = redis.call('SISMEMBER', P .. 'exact', fp) == 0 end
+  if exact then redis.call('SADD', P .. 'exact', fp) end
+  local hk = hkey(host)
+  if not new and not force then
+    dups = dups + 1
+    out[i] = 0
+  else
+    local budget = hnum(hk, 'budget', -1)
+    if budget < 0 then budget = dbudget end
+    if not force and budget > 0 and hnum(hk, 'admitted', 0) >= budget then
+      out[i] = 2
+      redis.call('HINCRBY', P .. 'stats', 'oos:host_budget', 1)
+    else
+      if not force then
+        redis.call('HINCRBY', hk, 'admitted', 1)
+        admitted = admitted + 1
+      end
+      if order == 'd' then
+        redis.call('LPUSH', P .. 'q:' .. host, entry)
+      else
+        redis.call('RPUSH', P .. 'q:' .. host, entry)
+      end
+      redis.call('HINCRBY', hk, 'queued', 1)
+      redis.call('HINCRBY', P .. 'stats', 'queued', 1)
+      redis.call('SADD', P .. 'hosts', host)
+      reschedule(host)
+      out[i] = 1
+    end
+  end
+end
+if not force then
+  redis.call('HINCRBY', P .. 'stats', 'offered', offered)
+  redis.call('HINCRBY', P .. 'stats', 'admitted', admitted)
+  redis.call('HINCRBY', P .. 'stats', 'duplicates', dups)
+end
+return out
+";
+
+/// Hands out a URL whose host is ready. ARGV: holder, lease (ms), most pages (0: none).
+/// Expired leases go back to the front of their hosts' queues first. Returns
+/// `{'lease', id, host, entry, last_of_host}`, `{'budget'}` or
+/// `{'wait', next due (ms, -1: none), queued, leases out, now}`.
+const LEASE: &str = r"
+local holder, lease_ms, max_pages = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
+local now = now_ms()
+local expired = redis.call('ZRANGE', P .. 'leases', '-inf', I(now), 'BYSCORE', 'LIMIT', 0, 64)
+for _, id in ipairs(expired) do
+  if finish(id, 'release', 0, '', now) then redis.call('HINCRBY', P .. 'stats', 'expired', 1) end
+end
+local leases = redis.call('ZCARD', P .. 'leases')
+local pages = tonumber(redis.call('HGET', P .. 'stats', 'pages') or 0)
+local queued = tonumber(redis.call('HGET', P .. 'stats', 'queued') or 0)
+if max_pages > 0 then
+  if pages >= max_pages then return {'budget'} end
+  if pages + leases >= max_pages then return {'wait', -1, queued, leases, now} end
+end
+for _ = 1, 16 do
+  local r = redis.call('ZRANGE', P .. 'ready', '-inf', I(now), 'BYSCORE', 'LIMIT', 0, 1)
+  if #r == 0 then break end
+  local host = r[1]
+  local hk = hkey(host)
+  local entry = redis.call('LPOP', P .. 'q:' .. host)
+  if entry then
+    local left = redis.call('HINCRBY', hk, 'queued', -1)
+    local inflight = redis.call('HINCRBY', hk, 'inflight', 1)
+    redis.call('HINCRBY', P .. 'stats', 'queued', -1)
+    redis.call('HSET', hk, 'last_start', I(now), 'next_at', I(now + eff_delay(hk)))
+    reschedule(host)
+    local id = redis.call('HINCRBY', P .. 'stats', 'lease_seq', 1)
+    redis.call('HSET', P .. 'leased', id, holder .. '\n' .. host .. '\n' .. entry)
+    redis.call('ZADD', P .. 'leases', I(now + lease_ms), id)
+    local last = 0
+    if left <= 0 and inflight == 1 then last = 1 end
+    return {'lease', id, host, entry, last}
+  end
+  -- A ready host with an empty queue (not expected): repair its count.
+  redis.call('HSET', hk, 'queued', 0)
+  reschedule(host)
+end
+local first = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
+local due = -1
+if #first > 0 then due = tonumber(first[2]) end
+return {'wait', due, queued, leases, now}
+";
+
+/// Gives a lease back. ARGV: id, kind (done, error, skip, retry, release), the server's
+/// wait hint (ms, 0: none), the entry to queue for a retry, the holder. Returns 1, or 0 when
+/// the lease was not out or not the holder's (a late or repeated completion: nothing
+/// changes).
+const COMPLETE: &str = r"
+if finish(ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9], now_ms(), ARGV[10]) then return 1 end
+return 0
+";
+
+/// Renews this holder's leases. ARGV: holder, lease (ms), then lease ids. Returns the ids
+/// no longer held (expired and handed to someone else, or completed).
+const RENEW: &str = r"
+local holder, lease_ms = ARGV[6], tonumber(ARGV[7])
+local now = now_ms()
+local lost = {}
+for i = 8, #ARGV do
+  local blob = redis.call('HGET', P .. 'leased', ARGV[i])
+  if blob and string.sub(blob, 1, #holder + 1) == holder .. '\n' then
+    redis.call('ZADD', P .. 'leases', 'XX', I(now + lease_ms), ARGV[i])
+  else
+    lost[#lost + 1] = ARGV[i]
+  end
+end
+return lost
+";
+
+/// A host's robots.txt `Crawl-delay` (ARGV: host, delay ms): the next fetch waits it from
+/// the last fetch's start.
+const CRAWL_DELAY: &str = r"
+local hk = hkey(ARGV[6])
+redis.call('HSET', hk, 'crawl_delay', I(math.min(tonumber(ARGV[7]), B_MAX)))
+local last = hnum(hk, 'last_start', -1)
+if last >= 0 then
+  redis.call('HSET', hk, 'next_at', I(math.max(hnum(hk, 'next_at', 0), last + eff_delay(hk))))
+end
+reschedule(ARGV[6])
+return 1
+";
+
+/// A fetch of the host (ARGV: host) started late: its next fetch waits from now.
+const CONTACTED: &str = r"
+local hk = hkey(ARGV[6])
+local now = now_ms()
+redis.call('HSET', hk, 'last_start', I(now))
+redis.call('HSET', hk, 'next_at', I(math.max(hnum(hk, 'next_at', 0), now + eff_delay(hk))))
+reschedule(ARGV[6])
+return 1
+";
+
+/// An operator's controls of a host. ARGV: host, delay (ms), most in flight, block for
+/// (ms), budget — each empty to leave it. Returns 0 for a host the crawl does not know.
+const SET_HOST: &str = r"
+local host = ARGV[6]
+if redis.call('SISMEMBER', P .. 'hosts', host) == 0 then return 0 end
+local hk = hkey(host)
+if ARGV[7] ~= '' then redis.call('HSET', hk, 'delay', ARGV[7]) end
+if ARGV[8] ~= '' then redis.call('HSET', hk, 'max_inflight', ARGV[8]) end
+if ARGV[9] ~= '' then
+  local block = tonumber(ARGV[9])
+  if block > 0 then block = now_ms() + block end
+  redis.call('HSET', hk, 'blocked_until', I(block))
+end
+if ARGV[10] ~= '' then redis.call('HSET', hk, 'budget', ARGV[10]) end
+reschedule(host)
+return 1
+";
+
+/// The scripts, hashed once.
+#[derive(Debug)]
+pub(crate) struct Scripts {
+    pub admit: redis::Script,
+    pub lease: redis::Script,
+    pub complete: redis::Script,
+    pub renew: redis::Script,
+    pub crawl_delay: redis::Script,
+    pub contacted: redis::Script,
+    pub set_host: redis::Script,
+}
+
+impl Scripts {
+    pub(crate) fn new() -> Self {
+        let s = |body: &str| redis::Script::new(&format!("{HELPERS}{body}"));
+        Self {
+            admit: s(ADMIT),
+            lease: s(LEASE),
+            complete: s(COMPLETE),
+            renew: s(RENEW),
+            crawl_delay: s(CRAWL_DELAY),
+            contacted: s(CONTACTED),
+            set_host: s(SET_HOST),
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! What the Redis frontier's tests share: a private Redis (or a skip where none can start and
+//! the test script did not require one) and frontiers on it.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use frontier::FrontierConfig;
+use redis_frontier::server::RedisServer;
+use redis_frontier::{RedisConfig, RedisFrontier};
+
+/// A private Redis, or `None` (with a note) where `redis-server` is missing and the test
+/// script did not require it.
+pub fn redis(extra: &[&str]) -> Option<RedisServer> {
+    match RedisServer::start(extra) {
+        Ok(s) => Some(s),
+        Err(e) if std::env::var_os("REQUIRE_REDIS_TESTS").is_none() => {
+            eprintln!("skipped: no private redis-server ({e}); scripts/test.sh installs it");
+            None
+        }
+        Err(e) => panic!("redis-server required: {e}"),
+    }
+}
+
+/// Settings for crawl `crawl_id` on `server`, with short leases.
+pub fn settings(server: &RedisServer, crawl_id: &str, lease: Duration) -> RedisConfig {
+    RedisConfig {
+        url: server.url(),
+        crawl_id: crawl_id.into(),
+        lease,
+        holder: None,
+    }
+}
+
+/// A frontier of crawl `crawl_id`.
+pub async fn open(server: &RedisServer, crawl_id: &str, cfg: FrontierConfig) -> RedisFrontier {
+    RedisFrontier::connect(cfg, settings(server, crawl_id, Duration::from_secs(5)), &[])
+        .await
+        .expect("connect")
+}

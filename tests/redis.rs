@@ -1,0 +1,381 @@
+//! Several `crawler crawl` processes sharing one frontier in a real, private Redis: together
+//! they crawl the test site to its ground truth with every URL recorded once, politeness
+//! holds over all of them together, and neither a `kill -9` of one process nor a restart of
+//! Redis (AOF on) loses a URL.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use redis_frontier::server::RedisServer;
+use testsite::{SiteConfig, TestSite};
+
+use crate::util::{crawler, stderr};
+
+/// A private Redis, or `None` where `redis-server` is missing and the test script did not
+/// require it.
+fn redis(extra: &[&str]) -> Option<RedisServer> {
+    match RedisServer::start(extra) {
+        Ok(s) => Some(s),
+        Err(e) if std::env::var_os("REQUIRE_REDIS_TESTS").is_none() => {
+            eprintln!("skipped: no private redis-server ({e}); scripts/test.sh installs it");
+            None
+        }
+        Err(e) => panic!("redis-server required: {e}"),
+    }
+}
+
+/// One crawler process of a shared crawl: its own directory and output.
+struct Process {
+    _dir: tempfile::TempDir,
+    config: PathBuf,
+    out: PathBuf,
+}
+
+impl Process {
+    /// `politeness`: lines of the `[politeness]` section.
+    fn new(redis_url: &str, politeness: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("crawler.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[crawl]\nconcurrency = 8\nprogress_secs = 60\n\
+                 [fetch]\nretry_base_ms = 20\n[politeness]\nbackoff_base_ms = 20\n{politeness}\n\
+                 [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
+                 backend = \"redis\"\nredis_url = \"{redis_url}\"\ncrawl_id = \"shared\"\n\
+                 lease_secs = 2\n"
+            ),
+        )
+        .unwrap();
+        let out = dir.path().join("out");
+        Self {
+            _dir: dir,
+            config,
+            out,
+        }
+    }
+
+    fn spawn(&self, seed: &str) -> Child {
+        crawler()
+            .args(["crawl", "--config", self.config.to_str().unwrap()])
+            .args(["--seed", seed, "--out", self.out.to_str().unwrap()])
+            .args(["--resolve", "*.test=127.0.0.1"])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    fn lines(&self) -> Vec<(String, Option<u64>)> {
+        let text = std::fs::read_to_string(self.out.join("pages.jsonl")).unwrap_or_default();
+        whole_lines(&text)
+    }
+
+    fn line_count(&self) -> usize {
+        std::fs::read(self.out.join("pages.jsonl"))
+            .unwrap_or_default()
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+    }
+}
+
+/// The whole lines of a `pages.jsonl` as (url, status); a partial last line (a process killed
+/// while writing it) is not a record.
+fn whole_lines(text: &str) -> Vec<(String, Option<u64>)> {
+    let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+    whole
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l:?}: {e}"));
+            (v["url"].as_str().unwrap().to_owned(), v["status"].as_u64())
+        })
+        .collect()
+}
+
+/// Waits for a process to end (at most `limit`), returning its stderr; panics on a failure.
+fn finish(mut child: Child, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("a crawler did not finish in {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    err
+}
+
+/// The union of the processes' records against the ground truth: (missing, extra, twice).
+fn union(site: &TestSite, processes: &[&Process]) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let truth = site.site().ground_truth();
+    let mut times: BTreeMap<String, u32> = BTreeMap::new();
+    for p in processes {
+        for (url, status) in p.lines() {
+            if let Some(testsite::Expected::Status(s)) = truth.urls.get(&url) {
+                assert_eq!(status, Some(u64::from(*s)), "{url}");
+            }
+            *times.entry(url).or_default() += 1;
+        }
+    }
+    let missing = truth
+        .urls
+        .keys()
+        .filter(|u| !times.contains_key(*u))
+        .cloned()
+        .collect();
+    let extra = times
+        .keys()
+        .filter(|u| !truth.urls.contains_key(*u))
+        .cloned()
+        .collect();
+    let twice = times
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(u, _)| u)
+        .collect();
+    (missing, extra, twice)
+}
+
+/// Redis out of reach at the start: exit 69 (EX_UNAVAILABLE), naming the URL (not its
+/// password) and the error; a crawl id that cannot be a key prefix is a usage error (64).
+#[test]
+fn an_unreachable_redis_is_69_naming_it() {
+    // A loopback port nothing listens on (bound, then released).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("redis://user:secret@127.0.0.1:{port}/0");
+    let run = |more: &[&str]| {
+        crawler()
+            .args([
+                "crawl",
+                "--seed",
+                "http://a.test/",
+                "--frontier-redis",
+                &url,
+            ])
+            .args(["--out", dir.path().to_str().unwrap()])
+            .args(more)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(69), "{err}");
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    assert!(!err.contains("secret"), "the password is shown: {err}");
+    let config = dir.path().join("crawler.toml");
+    std::fs::write(&config, "[frontier]\ncrawl_id = \"a{b}\"\n").unwrap();
+    let out = run(&["--config", config.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
+}
+
+fn stats(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("stats.json")).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_crawl_the_site_once_and_politely_together() {
+    let Some(server) = redis(&[]) else { return };
+    let site = TestSite::start(SiteConfig {
+        pages: 10_000,
+        hosts: 20,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let seed = site.site().seed_url();
+    let delay = 20.0;
+    let politeness = "delay_ms = 20\nmax_per_host = 2";
+    let procs: Vec<Process> = (0..3)
+        .map(|_| Process::new(&server.url(), politeness))
+        .collect();
+    let children: Vec<Child> = procs.iter().map(|p| p.spawn(&seed)).collect();
+    let errs = tokio::task::spawn_blocking(move || {
+        children
+            .into_iter()
+            .map(|c| finish(c, Duration::from_secs(300)))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    let (missing, extra_urls, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
+    let counts: Vec<usize> = procs.iter().map(Process::line_count).collect();
+    println!("records per process: {counts:?}");
+    assert!(missing.is_empty(), "lost: {missing:?}\n{errs:?}");
+    assert!(
+        extra_urls.is_empty(),
+        "not in the ground truth: {extra_urls:?}"
+    );
+    assert!(twice.is_empty(), "recorded twice: {twice:?}");
+    assert!(
+        counts.iter().all(|&n| n > 500),
+        "each process took a share: {counts:?}"
+    );
+    for p in &procs {
+        assert_eq!(stats(&p.out)["stopped_by"], "finished");
+    }
+    // Politeness over the three together, as the server saw it: never more than
+    // max_per_host (2) requests of a host at once, and page fetches of a host at least the
+    // delay apart over the whole crawl (each process' robots.txt fetch comes back to back
+    // with its first page, within one lease; see crawl.rs' politeness test for why the span
+    // rather than single gaps).
+    let log = site.observer().log();
+    for (host, s) in site.observer().host_stats() {
+        assert!(s.max_concurrent <= 2, "{host}: {s:?}");
+        let pages: Vec<f64> = log
+            .iter()
+            .filter(|r| r.host == host && r.path != "/robots.txt")
+            .map(|r| r.at_ms)
+            .collect();
+        if pages.len() < 3 {
+            continue;
+        }
+        let span = pages[pages.len() - 1] - pages[0];
+        let floor = (pages.len() - 2) as f64 * delay;
+        assert!(
+            span >= floor,
+            "{host}: {} pages in {span:.0} ms, at least {floor:.0} expected",
+            pages.len()
+        );
+    }
+    site.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_process_loses_no_url_its_leases_go_to_the_others() {
+    let Some(server) = redis(&[]) else { return };
+    let site = TestSite::start(SiteConfig {
+        pages: 3_000,
+        hosts: 10,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let seed = site.site().seed_url();
+    let politeness = "delay_ms = 5\nmax_per_host = 4";
+    let procs: Vec<Process> = (0..3)
+        .map(|_| Process::new(&server.url(), politeness))
+        .collect();
+    let mut children: Vec<Child> = procs.iter().map(|p| p.spawn(&seed)).collect();
+    // Kill the first once it has recorded some pages.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while procs[0].line_count() < 200 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let victim = children.remove(0);
+    let mut victim = victim;
+    victim.kill().unwrap(); // SIGKILL
+    victim.wait().unwrap();
+    let killed_at = procs[0].lines().len();
+    assert!(
+        killed_at >= 200,
+        "the first process recorded {killed_at} pages"
+    );
+    let errs = tokio::task::spawn_blocking(move || {
+        children
+            .into_iter()
+            .map(|c| finish(c, Duration::from_secs(300)))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    let (missing, extra_urls, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
+    println!(
+        "killed after {killed_at} records; {} recorded twice",
+        twice.len()
+    );
+    assert!(missing.is_empty(), "lost: {missing:?}\n{errs:?}");
+    assert!(
+        extra_urls.is_empty(),
+        "not in the ground truth: {extra_urls:?}"
+    );
+    // Only what the killed process had in flight (its 8 workers) may be fetched again by the
+    // others once its leases expired: a page whose record it wrote but whose completion it
+    // never sent.
+    assert!(twice.len() <= 8, "recorded twice: {twice:?}");
+    // The killed process' leases expired and were handed to the others.
+    let expired: Vec<u64> = procs[1..]
+        .iter()
+        .map(|p| {
+            stats(&p.out)["frontier"]["leases_expired"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    println!("leases expired: {expired:?}");
+    assert!(expired.iter().all(|&n| n >= 1), "{expired:?}");
+    site.stop().await;
+}
+
+/// Redis with `appendonly yes` and `appendfsync everysec` restarted twice mid-crawl: once
+/// gracefully (it writes its AOF), once killed (the last second of acknowledged writes may be
+/// lost). The processes retry their calls meanwhile and carry on; no URL is lost — what the
+/// lost second did (leases, offers, completions) is redone, since every state the AOF can
+/// hold is a prefix of the scripts run, and in every prefix each URL is queued, leased or done
+/// with its links offered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restart_with_aof_loses_no_url() {
+    let Some(mut server) = redis(&["--appendonly", "yes", "--appendfsync", "everysec"]) else {
+        return;
+    };
+    let site = TestSite::start(SiteConfig {
+        pages: 3_000,
+        hosts: 10,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let seed = site.site().seed_url();
+    let politeness = "delay_ms = 5\nmax_per_host = 4";
+    let procs: Vec<Process> = (0..2)
+        .map(|_| Process::new(&server.url(), politeness))
+        .collect();
+    let children: Vec<Child> = procs.iter().map(|p| p.spawn(&seed)).collect();
+    let recorded = || procs.iter().map(Process::line_count).sum::<usize>();
+    for (at, crash) in [(500, false), (1500, true)] {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while recorded() < at && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(recorded() >= at, "{} records", recorded());
+        let down = Duration::from_secs(1);
+        if crash {
+            server.crash_and_restart(down).unwrap();
+        } else {
+            server.restart(down).unwrap();
+        }
+    }
+    let errs = tokio::task::spawn_blocking(move || {
+        children
+            .into_iter()
+            .map(|c| finish(c, Duration::from_secs(300)))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    let (missing, extra_urls, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
+    println!("{} recorded twice", twice.len());
+    assert!(missing.is_empty(), "lost: {missing:?}\n{errs:?}");
+    assert!(
+        extra_urls.is_empty(),
+        "not in the ground truth: {extra_urls:?}"
+    );
+    assert!(
+        errs.iter()
+            .all(|e| e.contains("frontier unavailable") && e.contains("frontier reachable again")),
+        "a process did not notice the outage: {errs:?}"
+    );
+    site.stop().await;
+}
