@@ -1,4 +1,4 @@
-//! `crawler bloom build | query | info`: Bloom filter files that Java services share with us.
+//! `crawler bloom build | query | info | export`: Bloom filter files that Java services share with us.
 //!
 //! Keys are read one per line (a trailing `\r` is dropped, so CRLF files work) and hashed as
 //! Guava's `Funnels.stringFunnel(UTF_8)` hashes a `String`, so a Java service can
@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use bloom::{BloomFilter, StringFunnel};
 
-use crate::cli::{BloomCommand, BuildArgs, InfoArgs, QueryArgs};
-use crate::exit::{Failure, DATA, IO, NO_INPUT, USAGE};
+use crate::cli::{BloomCommand, BuildArgs, ExportArgs, InfoArgs, QueryArgs};
+use crate::exit::{Failure, DATA, IO, NO_INPUT, UNAVAILABLE, USAGE};
 
 type Filter = BloomFilter<str, StringFunnel>;
 
@@ -21,7 +21,26 @@ pub fn run(cmd: BloomCommand) -> Result<(), Failure> {
         BloomCommand::Build(args) => build(args),
         BloomCommand::Query(args) => query(args),
         BloomCommand::Info(args) => info(args),
+        BloomCommand::Export(args) => export(args),
     }
+}
+
+/// `bloom export`: the shared visited set of a crawl in Redis, as a Guava file.
+fn export(args: ExportArgs) -> Result<(), Failure> {
+    use redis_frontier::RedisFrontierError as E;
+    let runtime = crate::crawl_cmd::runtime()?;
+    let bytes = runtime
+        .block_on(redis_frontier::export_guava(&args.redis, &args.crawl_id))
+        .map_err(|e| {
+            let code = match &e {
+                E::Redis(_) => UNAVAILABLE,
+                E::NoCrawl(_) => NO_INPUT,
+                _ => USAGE,
+            };
+            Failure::new(code, format!("bloom export from Redis: {e}"))
+        })?;
+    write_atomically(&args.out, |out| out.write_all(&bytes))
+        .map_err(|e| Failure::new(IO, format!("cannot write {}: {e}", args.out.display())))
 }
 
 fn build(args: BuildArgs) -> Result<(), Failure> {

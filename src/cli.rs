@@ -59,7 +59,8 @@ pub struct HealthArgs {
 #[derive(Debug, Subcommand)]
 #[command(
     after_help = "Exit codes: 0 ok, 64 bad usage, 65 bad filter or key data, \
-                        66 input file cannot be opened, 74 output cannot be written."
+                        66 input file (or crawl) not found, 69 Redis cannot be reached, 74 \
+                        output cannot be written."
 )]
 pub enum BloomCommand {
     /// Build a filter from keys (one UTF-8 key per line), hashed like Guava's
@@ -70,6 +71,22 @@ pub enum BloomCommand {
     /// Print the filter's shape and fill: bit size, hash count, bit count, estimated
     /// element count and expected false-positive probability.
     Info(InfoArgs),
+    /// Write the visited set of a crawl shared in Redis (frontier.backend = "redis") in
+    /// Guava's format: the same bytes as a local filter of its shape given the same URLs.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The crawl's Redis (frontier.redis_url), e.g. redis://127.0.0.1:6379/0.
+    #[arg(long, value_name = "URL")]
+    pub redis: String,
+    /// The crawl's id (frontier.crawl_id).
+    #[arg(long, value_name = "ID", default_value = "crawl")]
+    pub crawl_id: String,
+    /// Where to write the filter (replaced atomically).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]

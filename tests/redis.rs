@@ -181,6 +181,88 @@ fn an_unreachable_redis_is_69_naming_it() {
     assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
 }
 
+/// `crawler bloom export` writes the shared visited set byte for byte as `crawler bloom build`
+/// writes a local filter of the same shape from the same URLs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bloom_export_equals_the_local_filter_of_the_same_urls() {
+    use frontier::{Frontier, FrontierConfig, Link};
+    let Some(server) = redis(&[]) else { return };
+    let urls: Vec<String> = (0..3000)
+        .map(|i| format!("http://h{}.test/p/{i}", i % 7))
+        .collect();
+    let cfg = FrontierConfig {
+        expected_urls: 5000,
+        fpp: 0.01,
+        ..frontier::contract::base_config()
+    };
+    let settings = redis_frontier::RedisConfig {
+        url: server.url(),
+        crawl_id: "exported".into(),
+        lease: Duration::from_secs(30),
+        holder: None,
+    };
+    let f = redis_frontier::RedisFrontier::connect(cfg, settings, &[])
+        .await
+        .unwrap();
+    for page in urls.chunks(100) {
+        let links = page
+            .iter()
+            .map(|u| Link::new(url::Url::parse(u).unwrap(), 1))
+            .collect();
+        f.offer(None, links).await.unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (exported, built) = (dir.path().join("exported"), dir.path().join("built"));
+    let out = crawler()
+        .args([
+            "bloom",
+            "export",
+            "--redis",
+            &server.url(),
+            "--crawl-id",
+            "exported",
+        ])
+        .args(["--out", exported.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let keys = urls.join("\n") + "\n";
+    let out = crate::util::run(
+        &[
+            "bloom",
+            "build",
+            "--expected",
+            "5000",
+            "--fpp",
+            "0.01",
+            "--out",
+            built.to_str().unwrap(),
+        ],
+        keys.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (a, b) = (
+        std::fs::read(&exported).unwrap(),
+        std::fs::read(&built).unwrap(),
+    );
+    assert_eq!(a.len(), b.len());
+    assert!(a == b, "the exported filter differs from the local one");
+    // Another crawl id is no crawl: 66.
+    let out = crawler()
+        .args([
+            "bloom",
+            "export",
+            "--redis",
+            &server.url(),
+            "--crawl-id",
+            "none",
+        ])
+        .args(["--out", exported.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66), "{}", stderr(&out));
+}
+
 fn stats(out: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("stats.json")).unwrap()).unwrap()
 }

@@ -114,6 +114,7 @@ impl RedisFrontier {
             .set_max_delay(Duration::from_secs(1));
         let mut conn = ConnectionManager::new_with_config(client, manager).await?;
         check_version(&mut conn).await?;
+        crate::export::check_shape(&mut conn, &visited).await?;
         let canon = Canonicalizer::new(cfg.canon.clone());
         let stored: Vec<String> = redis::cmd("SMEMBERS")
             .arg(format!("{}seeds", visited.prefix()))
@@ -170,7 +171,7 @@ impl Drop for RedisFrontier {
 }
 
 /// A crawl id: printable, no braces (they delimit the hash tag), at most 128 bytes.
-fn check_crawl_id(id: &str) -> Result<(), RedisFrontierError> {
+pub(crate) fn check_crawl_id(id: &str) -> Result<(), RedisFrontierError> {
     let ok = !id.is_empty()
         && id.len() <= 128
         && id

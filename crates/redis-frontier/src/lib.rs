@@ -22,6 +22,7 @@
 //! run again after such an error: an admission that did run finds its URLs seen, a lease
 //! whose reply was lost expires and is served again, a completion is idempotent.
 
+mod export;
 mod frontier;
 mod hosts;
 mod scripts;
@@ -29,6 +30,7 @@ pub mod server;
 mod visited;
 
 pub use crate::frontier::{RedisConfig, RedisFrontier};
+pub use export::export_guava;
 pub use visited::Visited;
 
 /// What can go wrong opening a shared frontier.
@@ -52,6 +54,21 @@ pub enum RedisFrontierError {
     /// A crawl id that cannot be a key prefix.
     #[error("crawl id `{0}`: use 1 to 128 printable ASCII characters without braces")]
     CrawlId(String),
+    /// The crawl's visited set in Redis has another shape than these settings make.
+    #[error(
+        "the crawl's visited set in Redis has {} bits and {} hashes, these settings make {} and {}: \
+         give every process of the crawl the same frontier.expected_urls and frontier.fpp",
+        stored.0, stored.1, ours.0, ours.1
+    )]
+    ShapeMismatch {
+        /// Bits and hashes recorded by the crawl's first process.
+        stored: (u64, u32),
+        /// Bits and hashes of this process' settings.
+        ours: (u64, u32),
+    },
+    /// No crawl of that id in this Redis (no visited set recorded).
+    #[error("no crawl `{0}` in this Redis")]
+    NoCrawl(String),
     /// A Redis older than the scripts need.
     #[error("Redis {0} is too old: the shared frontier needs Redis 6.2 or later")]
     Version(String),

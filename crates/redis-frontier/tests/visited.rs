@@ -127,3 +127,28 @@ async fn the_bitmap_is_the_local_filters_bits() {
     assert_eq!(differ, 0);
     assert!(local.bit_count() > 10_000, "{}", local.bit_count());
 }
+
+/// A process whose settings size another filter than the crawl's is refused: it would test
+/// other bits and admit URLs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_with_another_filter_shape_is_refused() {
+    let Some(server) = common::redis(&[]) else {
+        return;
+    };
+    let sized = |expected_urls| FrontierConfig {
+        expected_urls,
+        ..base_config()
+    };
+    common::open(&server, "shape", sized(5_000)).await;
+    let settings = common::settings(&server, "shape", std::time::Duration::from_secs(5));
+    let err = redis_frontier::RedisFrontier::connect(sized(50_000), settings, &[])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            redis_frontier::RedisFrontierError::ShapeMismatch { .. }
+        ),
+        "{err}"
+    );
+}

@@ -1,0 +1,109 @@
+//! The shared visited set in Guava's `writeTo` format, and the shape check that keeps every
+//! process of a crawl on the same bits.
+//!
+//! The first process of a crawl records the filter's shape (bit count, hash count, strategy)
+//! in the crawl's `meta` hash; every later one compares its own with it, because a process
+//! sized from another `expected_urls` or `fpp` would test other bits and admit URLs again.
+//! The export reads the bitmap and reorders its bits: Redis numbers bit `i` as bit
+//! `7 - i % 8` of byte `i / 8`, Guava as bit `i % 64` of the big-endian word `i / 64`.
+
+use redis::aio::ConnectionLike;
+
+use crate::{RedisFrontierError, Visited};
+
+/// Records `visited`'s shape for its crawl if none is, and checks it against the one that is.
+pub(crate) async fn check_shape<C: ConnectionLike + Send>(
+    conn: &mut C,
+    visited: &Visited,
+) -> Result<(), RedisFrontierError> {
+    let key = format!("{}meta", visited.prefix());
+    let ours = (visited.bit_size(), visited.hashes());
+    let (_, _, bits, hashes): (u8, u8, Option<u64>, Option<u32>) = redis::pipe()
+        .cmd("HSETNX")
+        .arg(&key)
+        .arg("bits")
+        .arg(ours.0)
+        .cmd("HSETNX")
+        .arg(&key)
+        .arg("hashes")
+        .arg(ours.1)
+        .cmd("HGET")
+        .arg(&key)
+        .arg("bits")
+        .cmd("HGET")
+        .arg(&key)
+        .arg("hashes")
+        .query_async(conn)
+        .await?;
+    match (bits, hashes) {
+        (Some(b), Some(k)) if (b, k) == ours => Ok(()),
+        (b, k) => Err(RedisFrontierError::ShapeMismatch {
+            stored: (b.unwrap_or(0), k.unwrap_or(0)),
+            ours,
+        }),
+    }
+}
+
+/// The visited set of crawl `crawl_id` at `url`, in Guava's `BloomFilter.writeTo` format:
+/// byte-identical to a local filter of the same shape given the same URLs.
+pub async fn export_guava(url: &str, crawl_id: &str) -> Result<Vec<u8>, RedisFrontierError> {
+    crate::frontier::check_crawl_id(crawl_id)?;
+    let client = redis::Client::open(url)?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    let prefix = format!("crawl:{{{crawl_id}}}:");
+    let (bits, hashes, bitmap): (Option<u64>, Option<u8>, Option<Vec<u8>>) = redis::pipe()
+        .cmd("HGET")
+        .arg(format!("{prefix}meta"))
+        .arg("bits")
+        .cmd("HGET")
+        .arg(format!("{prefix}meta"))
+        .arg("hashes")
+        .cmd("GET")
+        .arg(format!("{prefix}visited"))
+        .query_async(&mut conn)
+        .await?;
+    let (Some(bits), Some(hashes)) = (bits, hashes) else {
+        return Err(RedisFrontierError::NoCrawl(crawl_id.to_owned()));
+    };
+    if bits == 0 || bits % 64 != 0 || bits > 1 << 32 {
+        return Err(RedisFrontierError::NoCrawl(crawl_id.to_owned()));
+    }
+    Ok(guava_bytes(bits, hashes, &bitmap.unwrap_or_default()))
+}
+
+/// Guava's bytes of a filter of `bits` bits and `hashes` hash functions whose bits are the
+/// Redis bitmap `bitmap` (shorter than `bits / 8` where its high bits were never set).
+fn guava_bytes(bits: u64, hashes: u8, bitmap: &[u8]) -> Vec<u8> {
+    let words = bits / 64;
+    let mut out = Vec::with_capacity(6 + words as usize * 8);
+    out.push(bloom::Strategy::default().ordinal());
+    out.push(hashes);
+    out.extend_from_slice(&(words as i32).to_be_bytes());
+    for w in 0..words as usize {
+        let mut bytes = [0u8; 8];
+        for (m, b) in bytes.iter_mut().enumerate() {
+            *b = bitmap.get(w * 8 + m).map_or(0, |b| b.reverse_bits());
+        }
+        out.extend_from_slice(&u64::from_le_bytes(bytes).to_be_bytes());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redis_bit_i_is_guava_bit_i() {
+        // Redis bits 0, 9 and 64 set: byte 0 = 0x80, byte 1 = 0x40, byte 8 = 0x80.
+        let mut bitmap = [0u8; 16];
+        bitmap[0] = 0x80;
+        bitmap[1] = 0x40;
+        bitmap[8] = 0x80;
+        let g = guava_bytes(128, 3, &bitmap[..9]);
+        assert_eq!(&g[..6], &[1, 3, 0, 0, 0, 2]);
+        let word = |i: usize| u64::from_be_bytes(g[6 + 8 * i..14 + 8 * i].try_into().unwrap());
+        assert_eq!(word(0), (1 << 0) | (1 << 9));
+        assert_eq!(word(1), 1);
+    }
+}
