@@ -100,65 +100,119 @@ end
 ";
 
 /// Admits a page's links. ARGV: k, n, exact (0/1), default host budget (0: none), order
-/// (`b`: append, `d`: prepend), force (1: queue even if seen, no budget — a requeue), m,
-/// then m pairs (out-of-scope reason, count) counted as offered, then per URL its k bit
-/// offsets, its 16-byte fingerprint, its host and its entry. Returns per URL 1 (admitted),
-/// 0 (seen) or 2 (over its host's budget).
+/// (`b`: append, `d`: prepend), force (1: queue even if seen, no budget — a requeue),
+/// duplicates the client's near cache answered (counted as offered and seen), m,
+/// then m pairs (out-of-scope reason, count) counted as offered, then the `BITFIELD`
+/// operations of every URL's k bits (`SET u1 OFFSET 1`, k per URL, in URL order), then per
+/// URL its 16-byte fingerprint, its host and its entry. Returns per URL 1 (admitted), 0
+/// (seen) or 2 (over its host's budget).
+///
+/// The cost is in calls and in Lua, not in work, so it makes few of both: the bits of all the
+/// URLs are tested-and-set by one `BITFIELD` per 250 URLs whose arguments are the client's
+/// as they came (its SETs run in order, so a URL twice in a page is new once), and the new
+/// URLs are queued per host — one push, one counter update and, if the host's queue was
+/// empty, one reschedule per host, not per URL.
 const ADMIT: &str = r"
 local k, n = tonumber(ARGV[6]), tonumber(ARGV[7])
 local exact, dbudget, order, force = ARGV[8] == '1', tonumber(ARGV[9]), ARGV[10], ARGV[11] == '1'
-local m = tonumber(ARGV[12])
-local a = 13
-local offered = n
+local near = tonumber(ARGV[12])
+local m = tonumber(ARGV[13])
+local a = 14
+local offered = n + near
 for _ = 1, m do
   redis.call('HINCRBY', P .. 'stats', 'oos:' .. ARGV[a], ARGV[a + 1])
   offered = offered + tonumber(ARGV[a + 1])
   a = a + 2
 end
-local out = {}
-local admitted, dups = 0, 0
-for i = 1, n do
-  local new = false
-  for _ = 1, k do
-    if redis.call('SETBIT', P .. 'visited', ARGV[a], 1) == 0 then new = true end
-    a = a + 1
+local ops = a
+local first = ops + n * k * 4
+-- Test-and-set every bit, at most 250 URLs a call (a Lua call takes at most ~8,000 values).
+local new = {}
+local i = 1
+while i <= n do
+  local last = math.min(n, i + 249)
+  local old = redis.call('BITFIELD', P .. 'visited', unpack(ARGV, ops + (i - 1) * k * 4, ops + last * k * 4 - 1))
+  local o = 1
+  for u = i, last do
+    local fresh = false
+    for _ = 1, k do
+      if old[o] == 0 then fresh = true end
+      o = o + 1
+    end
+    new[u] = fresh
   end
-  local fp, host, entry = ARGV[a], ARGV[a + 1], ARGV[a + 2]
-  a = a + 3
-  if exact and not new then new = redis.call('SISMEMBER', P .. 'exact', fp) == 0 end
-  if exact then redis.call('SADD', P .. 'exact', fp) end
-  local hk = hkey(host)
-  if not new and not force then
-    dups = dups + 1
-    out[i] = 0
+  i = last + 1
+end
+local per = 3
+local out = {}
+local dups = 0
+local groups, order_of = {}, {}
+for u = 1, n do
+  local base = first + (u - 1) * per
+  local fp, host = ARGV[base], ARGV[base + 1]
+  local fresh = new[u]
+  if exact then
+    if not fresh then fresh = redis.call('SISMEMBER', P .. 'exact', fp) == 0 end
+    if fresh then redis.call('SADD', P .. 'exact', fp) end
+  end
+  if fresh or force then
+    local g = groups[host]
+    if not g then
+      g = {}
+      groups[host] = g
+      order_of[#order_of + 1] = host
+    end
+    g[#g + 1] = u
   else
-    local budget = hnum(hk, 'budget', -1)
+    dups = dups + 1
+    out[u] = 0
+  end
+end
+local admitted, queued = 0, 0
+for _, host in ipairs(order_of) do
+  local g = groups[host]
+  local hk = hkey(host)
+  local room = #g
+  if not force then
+    local v = redis.call('HMGET', hk, 'budget', 'admitted')
+    local budget = tonumber(v[1] or -1)
     if budget < 0 then budget = dbudget end
-    if not force and budget > 0 and hnum(hk, 'admitted', 0) >= budget then
-      out[i] = 2
-      redis.call('HINCRBY', P .. 'stats', 'oos:host_budget', 1)
+    if budget > 0 then room = math.max(0, math.min(#g, budget - tonumber(v[2] or 0))) end
+  end
+  local entries = {P .. 'q:' .. host}
+  for j, u in ipairs(g) do
+    if j <= room then
+      entries[#entries + 1] = ARGV[first + (u - 1) * per + 2]
+      out[u] = 1
     else
-      if not force then
-        redis.call('HINCRBY', hk, 'admitted', 1)
-        admitted = admitted + 1
-      end
-      if order == 'd' then
-        redis.call('LPUSH', P .. 'q:' .. host, entry)
-      else
-        redis.call('RPUSH', P .. 'q:' .. host, entry)
-      end
-      redis.call('HINCRBY', hk, 'queued', 1)
-      redis.call('HINCRBY', P .. 'stats', 'queued', 1)
+      out[u] = 2
+    end
+  end
+  if room < #g then redis.call('HINCRBY', P .. 'stats', 'oos:host_budget', #g - room) end
+  if room > 0 then
+    for c = 2, #entries, 1000 do
+      local chunk = {entries[1]}
+      for e = c, math.min(#entries, c + 999) do chunk[#chunk + 1] = entries[e] end
+      if order == 'd' then redis.call('LPUSH', unpack(chunk)) else redis.call('RPUSH', unpack(chunk)) end
+    end
+    if not force then
+      redis.call('HINCRBY', hk, 'admitted', room)
+      admitted = admitted + room
+    end
+    queued = queued + room
+    -- A host whose queue was empty joins the ready set; one already queued is in it (or
+    -- waits for a completion, which reschedules it).
+    if redis.call('HINCRBY', hk, 'queued', room) == room then
       redis.call('SADD', P .. 'hosts', host)
       reschedule(host)
-      out[i] = 1
     end
   end
 end
+if queued > 0 then redis.call('HINCRBY', P .. 'stats', 'queued', queued) end
 if not force then
   redis.call('HINCRBY', P .. 'stats', 'offered', offered)
-  redis.call('HINCRBY', P .. 'stats', 'admitted', admitted)
-  redis.call('HINCRBY', P .. 'stats', 'duplicates', dups)
+  if admitted > 0 then redis.call('HINCRBY', P .. 'stats', 'admitted', admitted) end
+  if dups + near > 0 then redis.call('HINCRBY', P .. 'stats', 'duplicates', dups + near) end
 end
 return out
 ";

@@ -184,6 +184,9 @@ pub struct SiteConfig {
     /// Numeric pages of about 8 MB (filler before their links), spread evenly over the site:
     /// a crawl's memory should follow its links, not its page sizes.
     pub big_pages: u32,
+    /// Milliseconds every HTML page waits before it is answered: a site far away (latency,
+    /// not CPU — the server does nothing meanwhile), for measuring crawls bound by waiting.
+    pub latency_ms: u64,
 }
 
 impl Default for SiteConfig {
@@ -202,6 +205,7 @@ impl Default for SiteConfig {
             hostile: Hostile::default(),
             plain_links: false,
             big_pages: 0,
+            latency_ms: 0,
         }
     }
 }

@@ -49,6 +49,10 @@ struct Args {
     /// Seconds the slow-first-byte page waits.
     #[arg(long, default_value_t = 30)]
     slow_secs: u64,
+    /// Milliseconds every HTML page waits before it is answered (a far-away site: latency,
+    /// not CPU).
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
     /// Address to listen on (names mode).
     #[arg(long, default_value = "127.0.0.1")]
     bind: IpAddr,
@@ -115,6 +119,7 @@ fn main() -> ExitCode {
         hostile,
         big_pages: args.big_pages,
         plain_links: args.plain_links,
+        latency_ms: args.latency_ms,
     };
     if let Err(e) = cfg.validate() {
         eprintln!("testsite: {e}");

@@ -277,6 +277,10 @@ async fn respond(
     let resource = site.resolve(h, path);
     match resource {
         Resource::Html(html) | Resource::Trap(html) => {
+            let latency = site.config().latency_ms;
+            if latency > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(latency)).await;
+            }
             let (body, content_type) = site.render_html(h, path, &html);
             let encoding = html.encoding.filter(|e| match e {
                 Encoding::Gzip => accepts.contains("gzip"),

@@ -1,0 +1,182 @@
+//! What the shared frontier costs in Redis: admission rate from one process, and memory per
+//! visited URL against scrapy-redis' duplicate filter (a SET of SHA1 hex fingerprints) in the
+//! same Redis.
+//!
+//! `cargo bench -p redis-frontier --bench admit -- [--urls N] [--page N] [--tasks N] [--same-host 1]`
+//!
+//! One process (this one) offers `--urls` new URLs on 1,000 hosts in pages of `--page` links
+//! from `--tasks` concurrent tasks (workers offering their pages at once), then offers them
+//! all again (every one a duplicate its near cache knows), then offers them from a second
+//! connection, as another process of the crawl would (duplicates only Redis knows). Memory: `MEMORY USAGE` of the visited bitmap, sized for
+//! `--urls` at 1% FPP, and of a SET holding the same URLs' 40-character SHA1 hex strings.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use frontier::{Frontier, FrontierConfig, HostScope, Link, Politeness, ScopeConfig};
+use redis_frontier::server::RedisServer;
+use redis_frontier::{RedisConfig, RedisFrontier};
+use sha1::{Digest, Sha1};
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// URL `i`: on one of 1,000 hosts, or (`same_host`) on its page's host, as most links of a
+/// real page are.
+fn url(i: u64, page: u64, same_host: bool) -> String {
+    let host = if same_host {
+        (i / page) % 1000
+    } else {
+        i % 1000
+    };
+    format!("http://h{host}.example/section/{}/page-{i}.html", i % 97)
+}
+
+async fn offer_all(f: &Arc<RedisFrontier>, urls: u64, page: u64, tasks: u64, same: bool) -> f64 {
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let f = Arc::clone(f);
+        handles.push(tokio::spawn(async move {
+            let mut first = t * page;
+            while first < urls {
+                let links: Vec<Link> = (first..(first + page).min(urls))
+                    .map(|i| Link::new(url::Url::parse(&url(i, page, same)).unwrap(), 1))
+                    .collect();
+                f.offer(Some("http://h0.example/"), links).await.unwrap();
+                first += page * tasks;
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    urls as f64 / start.elapsed().as_secs_f64()
+}
+
+async fn memory_usage(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> u64 {
+    redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(key)
+        .arg("SAMPLES")
+        .arg(0)
+        .query_async(conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let (urls, page, tasks) = (
+        arg("--urls", 1_000_000),
+        arg("--page", 50),
+        arg("--tasks", 16),
+    );
+    let same = arg("--same-host", 0) == 1;
+    let server =
+        RedisServer::start(&[]).expect("a private redis-server (apt-get install redis-server)");
+    let cfg = FrontierConfig {
+        scope: ScopeConfig {
+            hosts: HostScope::Any,
+            ..ScopeConfig::default()
+        },
+        expected_urls: urls,
+        fpp: 0.01,
+        politeness: Politeness {
+            delay: Duration::ZERO,
+            ..Politeness::default()
+        },
+        ..FrontierConfig::default()
+    };
+    let settings = RedisConfig {
+        url: server.url(),
+        crawl_id: "bench".into(),
+        lease: Duration::from_secs(30),
+        holder: None,
+    };
+    let f = Arc::new(
+        RedisFrontier::connect(cfg.clone(), settings.clone(), &[])
+            .await
+            .unwrap(),
+    );
+    // A second process of the same crawl: its near cache has seen none of the URLs.
+    let other = Arc::new(RedisFrontier::connect(cfg, settings, &[]).await.unwrap());
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let busy = |info: String| {
+        // Microseconds Redis spent in scripts (`INFO commandstats`).
+        info.lines()
+            .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+            .filter_map(|l| {
+                l.split("usec=")
+                    .nth(1)?
+                    .split(',')
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum::<u64>()
+    };
+    let info = |conn: &mut redis::aio::MultiplexedConnection| {
+        let mut conn = conn.clone();
+        async move {
+            let s: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            s
+        }
+    };
+    let t0 = Instant::now();
+    let new = offer_all(&f, urls, page, tasks, same).await;
+    let (t1, b1) = (t0.elapsed(), busy(info(&mut conn).await));
+    let dup = offer_all(&f, urls, page, tasks, same).await;
+    let (t2, b2) = (t0.elapsed(), busy(info(&mut conn).await));
+    let theirs = offer_all(&other, urls, page, tasks, same).await;
+    let (t3, b3) = (t0.elapsed(), busy(info(&mut conn).await));
+    println!(
+        "Redis busy in scripts: {:.0}% of the new offers' time, {:.0}% of the duplicates', \
+         {:.0}% of the other process' duplicates'",
+        b1 as f64 / 1e4 / t1.as_secs_f64(),
+        (b2 - b1) as f64 / 1e4 / (t2 - t1).as_secs_f64(),
+        (b3 - b2) as f64 / 1e4 / (t3 - t2).as_secs_f64()
+    );
+    let stats = f.stats().await.unwrap();
+    println!(
+        "offers from one process, pages of {page} links ({}), {tasks} tasks: {new:.0} new \
+         links/s, {dup:.0} duplicate links/s (seen by this process), {theirs:.0} duplicate \
+         links/s (admitted by another process) ({} admitted of {urls})",
+        if same {
+            "a page's links on its host"
+        } else {
+            "links on 1,000 hosts"
+        },
+        stats.admitted
+    );
+
+    let bitmap = memory_usage(&mut conn, &f.visited().bits_key()).await;
+    // scrapy-redis' RFPDupeFilter: SADD of each request's SHA1 hex fingerprint.
+    for chunk in (0..urls).collect::<Vec<_>>().chunks(10_000) {
+        let mut cmd = redis::cmd("SADD");
+        cmd.arg("scrapy:dupefilter");
+        for &i in chunk {
+            cmd.arg(format!("{:x}", Sha1::digest(url(i, page, same).as_bytes())));
+        }
+        let _: u64 = cmd.query_async(&mut conn).await.unwrap();
+    }
+    let set = memory_usage(&mut conn, "scrapy:dupefilter").await;
+    println!(
+        "memory per visited URL at 1% FPP ({urls} URLs): bitmap {:.3} bytes ({bitmap} bytes), \
+         SET of SHA1 hex {:.1} bytes ({set} bytes), {:.0}x",
+        bitmap as f64 / urls as f64,
+        set as f64 / urls as f64,
+        set as f64 / bitmap as f64
+    );
+}

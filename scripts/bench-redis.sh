@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The shared frontier end to end, in one run:
+#  A. one crawler on Redis against one on the local frontier, the 10^5-page test site on 100
+#     hosts (as BENCHMARKS.md §4), concurrency 64, politeness off, ROUNDS rounds alternating;
+#  B. scale-out: a test site whose pages each take LATENCY_MS to answer (waiting, not CPU),
+#     1 process and then 3 processes sharing one Redis, each at concurrency CONC.
+# Reports pages/s (records / wall seconds) and whether the records equal the ground truth,
+# each URL once. Redis is a private redis-server on a free loopback port, stopped at the end.
+#
+#   scripts/bench-redis.sh [pages] [hosts]      ROUNDS=2 LATENCY_MS=20 CONC=16 SCALE_PAGES=20000
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+pages=${1:-100000} hosts=${2:-100}
+rounds=${ROUNDS:-2} latency=${LATENCY_MS:-20} conc=${CONC:-16} scale_pages=${SCALE_PAGES:-20000}
+port=18310
+command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
+cargo build --release --workspace --bins >/dev/null 2>&1
+work=$(mktemp -d)
+rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >/dev/null 2>&1 &
+redis=$!
+server=
+cleanup() { kill $redis ${server:-} 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.1; done
+redis_url="redis://127.0.0.1:$rport/0"
+
+start_site() { # pages hosts [flags]
+    local p=$1 h=$2; shift 2
+    target/release/testsite --pages "$p" --hosts "$h" --addressing ips --port $port --threads 1 "$@" 2>/dev/null &
+    server=$!
+    until target/release/testsite --probe --port $port >/dev/null 2>&1; do sleep 0.2; done
+    target/release/testsite --pages "$p" --hosts "$h" --addressing ips --port $port --ground-truth "$@" \
+        | grep -v '^#' | cut -f1 | sort >"$work/truth"
+}
+stop_site() { kill $server; wait $server 2>/dev/null || true; server=; }
+
+config() { # file concurrency backend
+    cat >"$1" <<TOML
+[crawl]
+concurrency = $2
+progress_secs = 3600
+persist = false
+[politeness]
+delay_ms = 0
+max_per_host = $2
+[frontier]
+scope = "any"
+backend = "$3"
+redis_url = "$redis_url"
+crawl_id = "bench"
+[fetch]
+allow_private = true
+TOML
+}
+
+# Runs N processes at once into out-1..N; prints seconds, records, and the ground-truth check.
+crawl() { # name processes concurrency backend
+    local name=$1 n=$2 c=$3 backend=$4
+    redis-cli -p "$rport" flushall >/dev/null
+    config "$work/$name.toml" "$c" "$backend"
+    local start end pids=()
+    start=$(date +%s.%N)
+    for i in $(seq 1 "$n"); do
+        rm -rf "$work/$name-out-$i"
+        target/release/crawler crawl --config "$work/$name.toml" --seed "http://127.0.0.1:$port/" \
+            --out "$work/$name-out-$i" >/dev/null 2>"$work/$name-$i.log" &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p"; done
+    end=$(date +%s.%N)
+    cat "$work/$name"-out-*/pages.jsonl | python3 -c '
+import json, sys
+print("\n".join(json.loads(l)["url"] for l in sys.stdin))' | sort >"$work/$name.urls"
+    local records unique
+    records=$(grep -c '' "$work/$name.urls")
+    unique=$(sort -u "$work/$name.urls" | grep -c '')
+    local same=no
+    cmp -s <(sort -u "$work/$name.urls") "$work/truth" && [[ $records == "$unique" ]] && same=yes
+    python3 -c "s=$end-$start; print(f'$name\t$n\t$c\t{s:.1f}\t$records\t{$records/s:.0f}\t$same')"
+}
+
+printf 'run\tprocesses\tconcurrency\tseconds\trecords\tpages_per_s\tground_truth_once\n'
+start_site "$pages" "$hosts"
+for r in $(seq 1 "$rounds"); do
+    crawl "local-$r" 1 64 local
+    crawl "redis-$r" 1 64 redis
+done
+stop_site
+start_site "$scale_pages" 20 --latency-ms "$latency"
+crawl "latency-1" 1 "$conc" redis
+crawl "latency-3" 3 "$conc" redis
+stop_site
