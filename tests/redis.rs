@@ -316,6 +316,12 @@ async fn three_processes_crawl_the_site_once_and_politely_together() {
     let log = site.observer().log();
     for (host, s) in site.observer().host_stats() {
         assert!(s.max_concurrent <= 2, "{host}: {s:?}");
+        // The verdict is shared: one process fetched each host's robots.txt.
+        let robots = log
+            .iter()
+            .filter(|r| r.host == host && r.path == "/robots.txt")
+            .count();
+        assert_eq!(robots, 1, "{host}: robots.txt fetched {robots} times");
         let pages: Vec<f64> = log
             .iter()
             .filter(|r| r.host == host && r.path != "/robots.txt")

@@ -346,6 +346,11 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
     } else {
         robots
     };
+    let robots = if redis {
+        robots.with_shared(Arc::clone(&frontier))
+    } else {
+        robots
+    };
     let threads = std::thread::available_parallelism().map_or(2, usize::from);
     let parse = parse_pool::ParsePool::new(threads).map_err(EngineError::Threads)?;
     let ctx = Arc::new(Ctx {

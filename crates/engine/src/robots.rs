@@ -15,6 +15,11 @@
 //! the records that have not expired: a restart neither re-fetches valid rules nor retries an
 //! unreachable server before its time.
 //!
+//! With a frontier shared by several processes ([`RobotsCache::with_shared`]), the same
+//! records go through the frontier: the first process to need an origin's rules claims and
+//! fetches them and stores the record; the others wait for it and use it, so N processes fetch
+//! a robots.txt once (and offer its sitemaps once).
+//!
 //! [restores]: RobotsCache::restore
 
 use std::sync::Arc;
@@ -87,6 +92,8 @@ pub struct RobotsCache {
     persist: Option<PersistHook>,
     /// `output.warc`: robots.txt fetches are archived too.
     archive: Option<crate::output::Output>,
+    /// The crawl's frontier, when it shares verdicts between processes.
+    shared: Option<Arc<dyn frontier::Frontier>>,
 }
 
 impl std::fmt::Debug for RobotsCache {
@@ -111,6 +118,42 @@ impl RobotsCache {
             entries: DashMap::new(),
             persist: None,
             archive: None,
+            shared: None,
+        }
+    }
+
+    /// This cache, sharing verdicts with the other processes of the crawl through `frontier`
+    /// (see the module header).
+    pub fn with_shared(mut self, frontier: Arc<dyn frontier::Frontier>) -> Self {
+        self.shared = Some(frontier);
+        self
+    }
+
+    /// The verdict another process of the crawl stored for `origin`, waiting while one is
+    /// fetching it; `None`: this process fetches it (it holds the claim, nothing is shared,
+    /// the frontier cannot answer, or the record is unusable).
+    async fn from_shared(&self, origin: &str) -> Option<Entry> {
+        let frontier = self.shared.as_ref()?;
+        // Longer than a robots.txt fetch takes; a claim of a process that died expires sooner.
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            match frontier.robots_shared(origin).await {
+                Ok(frontier::SharedRobots::Record(record)) => {
+                    let (kind, expires_ms, body) = decode(&record)?;
+                    let left = expires_ms.saturating_sub(crate::output::now_unix_ms());
+                    if left == 0 {
+                        return None;
+                    }
+                    return Some(Entry {
+                        rules: self.rules(kind, body),
+                        expires: Instant::now() + Duration::from_millis(left).min(RULES_TTL),
+                    });
+                }
+                Ok(frontier::SharedRobots::Wait) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                _ => return None,
+            }
         }
     }
 
@@ -202,15 +245,24 @@ impl RobotsCache {
             let cell = Arc::clone(self.entries.entry(origin.clone()).or_default().value());
             let entry = cell
                 .get_or_init(|| async {
+                    if let Some(entry) = self.from_shared(&origin).await {
+                        return entry;
+                    }
                     fetched = true;
                     let (kind, body, ttl) = self.fetch_rules(fetcher, &origin).await;
                     if kind == Kind::Parsed {
                         sitemaps = crate::sitemap::robots_sitemaps(&body, MAX_SITEMAP_LINES);
                     }
+                    let expires = crate::output::now_unix_ms()
+                        .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
                     if let Some(persist) = &self.persist {
-                        let expires = crate::output::now_unix_ms()
-                            .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
                         persist(&origin, encode(kind, expires, &body));
+                    }
+                    if let Some(frontier) = &self.shared {
+                        let record = encode(kind, expires, &body);
+                        if let Err(e) = frontier.share_robots(&origin, record, ttl).await {
+                            tracing::debug!(%origin, error = %e, "robots.txt verdict not shared");
+                        }
                     }
                     let rules = self.rules(kind, &body);
                     Entry {

@@ -246,6 +246,19 @@ impl Stats {
     }
 }
 
+/// What [`Frontier::robots_shared`] found for an origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SharedRobots {
+    /// This frontier shares nothing between processes: fetch robots.txt yourself.
+    NotShared,
+    /// The verdict another process stored (the engine's record, opaque here).
+    Record(Vec<u8>),
+    /// Nobody has it and this process is to fetch it (then [`Frontier::share_robots`]).
+    Fetch,
+    /// Another process is fetching it now: ask again shortly.
+    Wait,
+}
+
 /// The frontier the fetch workers use.
 ///
 /// Contract (checked by `frontier::contract` against every implementation):
@@ -308,6 +321,26 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
         host: &'a str,
         controls: HostControls,
     ) -> BoxFuture<'a, Result<bool, FrontierError>>;
+
+    /// The robots.txt verdict of `origin` as the processes of a shared crawl know it, so that
+    /// N processes fetch a host's robots.txt once; the default (one process) shares nothing.
+    fn robots_shared<'a>(
+        &'a self,
+        _origin: &'a str,
+    ) -> BoxFuture<'a, Result<SharedRobots, FrontierError>> {
+        Box::pin(std::future::ready(Ok(SharedRobots::NotShared)))
+    }
+
+    /// Stores the verdict this process fetched for `origin` (after
+    /// [`SharedRobots::Fetch`]), for `ttl`.
+    fn share_robots<'a>(
+        &'a self,
+        _origin: &'a str,
+        _record: Vec<u8>,
+        _ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), FrontierError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
 
     /// Stops handing out URLs in this process: `next` ends with [`End::Closed`] from now on.
     fn close(&self);

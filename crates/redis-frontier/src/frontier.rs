@@ -28,7 +28,7 @@ use std::time::Duration;
 use frontier::{
     host_key, Admission, BoxFuture, Canonicalizer, End, Entry, Frontier, FrontierConfig,
     FrontierError, HostControls, HostPage, HostQuery, Lease, Link, Next, Order, OutOfScope,
-    Outcome, Scope, Stats, Via,
+    Outcome, Scope, SharedRobots, Stats, Via,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RetryMethod, Value};
@@ -809,6 +809,45 @@ impl Frontier for RedisFrontier {
                 opt(controls.max_pages),
             ];
             s.host_script(&s.scripts.set_host, host, &args).await
+        })
+    }
+
+    fn robots_shared<'a>(
+        &'a self,
+        origin: &'a str,
+    ) -> BoxFuture<'a, Result<SharedRobots, FrontierError>> {
+        Box::pin(async move {
+            let s = &self.shared;
+            let mut call = s.invoke(&s.scripts.robots_get);
+            // A claim outlives a robots.txt fetch (its timeouts), not a dead process for long.
+            call.arg(origin).arg(s.holder.as_str()).arg(60_000u64);
+            let reply: Value = call
+                .invoke_async(&mut s.conn.clone())
+                .await
+                .map_err(|e| s.failed(e))?;
+            Ok(match reply {
+                Value::BulkString(record) => SharedRobots::Record(record),
+                Value::Int(1) => SharedRobots::Fetch,
+                _ => SharedRobots::Wait,
+            })
+        })
+    }
+
+    fn share_robots<'a>(
+        &'a self,
+        origin: &'a str,
+        record: Vec<u8>,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), FrontierError>> {
+        Box::pin(async move {
+            let s = &self.shared;
+            let mut call = s.invoke(&s.scripts.robots_put);
+            call.arg(origin).arg(record).arg(ms(ttl).max(1));
+            let _: u8 = call
+                .invoke_async(&mut s.conn.clone())
+                .await
+                .map_err(|e| s.failed(e))?;
+            Ok(())
         })
     }
 

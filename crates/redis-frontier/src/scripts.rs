@@ -331,6 +331,24 @@ reschedule(host)
 return 1
 ";
 
+/// A robots.txt verdict other processes stored, or the claim to fetch it. ARGV: origin,
+/// holder, claim (ms). Returns the record, 1 (fetch it: the claim is this holder's) or 0
+/// (another process holds the claim).
+const ROBOTS_GET: &str = r"
+local r = redis.call('GET', P .. 'robots:' .. ARGV[6])
+if r then return r end
+if redis.call('SET', P .. 'robots-claim:' .. ARGV[6], ARGV[7], 'NX', 'PX', ARGV[8]) then return 1 end
+if redis.call('GET', P .. 'robots-claim:' .. ARGV[6]) == ARGV[7] then return 1 end
+return 0
+";
+
+/// Stores a verdict (ARGV: origin, record, ttl ms) and drops the claim.
+const ROBOTS_PUT: &str = r"
+redis.call('SET', P .. 'robots:' .. ARGV[6], ARGV[7], 'PX', ARGV[8])
+redis.call('DEL', P .. 'robots-claim:' .. ARGV[6])
+return 1
+";
+
 /// The scripts, hashed once.
 #[derive(Debug)]
 pub(crate) struct Scripts {
@@ -341,6 +359,8 @@ pub(crate) struct Scripts {
     pub crawl_delay: redis::Script,
     pub contacted: redis::Script,
     pub set_host: redis::Script,
+    pub robots_get: redis::Script,
+    pub robots_put: redis::Script,
 }
 
 impl Scripts {
@@ -354,6 +374,8 @@ impl Scripts {
             crawl_delay: s(CRAWL_DELAY),
             contacted: s(CONTACTED),
             set_host: s(SET_HOST),
+            robots_get: s(ROBOTS_GET),
+            robots_put: s(ROBOTS_PUT),
         }
     }
 }
