@@ -132,7 +132,7 @@ impl RobotsCache {
     /// The verdict another process of the crawl stored for `origin`, waiting while one is
     /// fetching it; `None`: this process fetches it (it holds the claim, nothing is shared,
     /// the frontier cannot answer, or the record is unusable).
-    async fn from_shared(&self, origin: &str) -> Option<Entry> {
+    async fn shared_verdict(&self, origin: &str) -> Option<Entry> {
         let frontier = self.shared.as_ref()?;
         // Longer than a robots.txt fetch takes; a claim of a process that died expires sooner.
         let deadline = Instant::now() + Duration::from_secs(90);
@@ -245,7 +245,7 @@ impl RobotsCache {
             let cell = Arc::clone(self.entries.entry(origin.clone()).or_default().value());
             let entry = cell
                 .get_or_init(|| async {
-                    if let Some(entry) = self.from_shared(&origin).await {
+                    if let Some(entry) = self.shared_verdict(&origin).await {
                         return entry;
                     }
                     fetched = true;
