@@ -32,4 +32,22 @@ if [[ ! -s $bundle ]]; then
     $sudo apt-get update -qq && $sudo apt-get install -y -qq ca-certificates >/dev/null
 fi
 cp "$bundle" docker/dist/rootfs/etc/ssl/certs/ca-certificates.crt
+# The Redis image of docker/compose.redis.yaml: Debian's redis-server and redis-cli (installed
+# here when missing) with the shared libraries they load, as a root filesystem for `scratch`.
+if ! command -v redis-server >/dev/null; then
+    echo "build-static: installing Debian's redis-server" >&2
+    if [[ $(id -u) -eq 0 ]]; then sudo=""; else sudo="sudo"; fi
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq redis-server >/dev/null
+fi
+rm -rf docker/dist/redis-rootfs
+mkdir -p docker/dist/redis-rootfs/usr/bin
+# redis-server is a link to redis-check-rdb, which picks its role by the name it runs under:
+# the copy is named redis-server.
+cp -L "$(command -v redis-server)" docker/dist/redis-rootfs/usr/bin/redis-server
+cp -L "$(command -v redis-cli)" docker/dist/redis-rootfs/usr/bin/redis-cli
+libs() { ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'; }
+for lib in $( (libs "$(command -v redis-server)"; libs "$(command -v redis-cli)") | sort -u); do
+    mkdir -p "docker/dist/redis-rootfs$(dirname "$lib")"
+    cp -L "$lib" "docker/dist/redis-rootfs$lib"
+done
 ls -l docker/dist

@@ -152,3 +152,36 @@ async fn a_process_with_another_filter_shape_is_refused() {
         "{err}"
     );
 }
+
+/// `dedup = "exact"`: a filter far too small calls most new URLs seen; the exact set of
+/// fingerprints in Redis confirms each "maybe seen", so every new URL is admitted once and a
+/// URL offered again is still a duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_dedup_admits_what_a_full_filter_calls_seen() {
+    let Some(server) = common::redis(&[]) else {
+        return;
+    };
+    let tiny = |dedup| FrontierConfig {
+        expected_urls: 50,
+        dedup,
+        ..base_config()
+    };
+    let ids: Vec<u64> = (0..2000).collect();
+    let mut admitted = HashMap::new();
+    for (crawl, dedup) in [
+        ("tiny-bloom", frontier::Dedup::Bloom),
+        ("tiny-exact", frontier::Dedup::Exact),
+    ] {
+        let f = common::open(&server, crawl, tiny(dedup)).await;
+        let mut n = 0;
+        for page in ids.chunks(100) {
+            let got = f.offer(None, links(page)).await.unwrap();
+            n += got.iter().filter(|a| **a == Admission::Admitted).count();
+        }
+        let again = f.offer(None, links(&ids[..100])).await.unwrap();
+        assert!(again.iter().all(|a| *a == Admission::Duplicate));
+        admitted.insert(crawl, n);
+    }
+    assert_eq!(admitted["tiny-exact"], 2000, "{admitted:?}");
+    assert!(admitted["tiny-bloom"] < 1000, "{admitted:?}");
+}
