@@ -108,6 +108,7 @@ pub(crate) async fn status_body(state: &AppState) -> StatusBody {
         started_at: s.started_at,
         pages: s.pages,
         pages_per_sec: s.pages_per_sec,
+        queued: s.queued,
         queued_memory: s.queued_memory,
         queued_disk: s.queued_disk,
         in_flight: s.in_flight,
@@ -119,6 +120,7 @@ pub(crate) async fn status_body(state: &AppState) -> StatusBody {
         filter_fpp: s.filter_fpp,
         state_backlog: s.state_backlog,
         state_paused: s.paused,
+        frontier_unavailable_secs: s.frontier_unavailable_secs,
     }
 }
 

@@ -128,15 +128,19 @@ pub fn encode(m: MetricsSnapshot) -> String {
         ),
     );
     let queued = Family::<Labels, Gauge>::default();
-    for (place, n) in [
-        ("memory", s.extra("queued_memory")),
-        ("disk", s.extra("queued_disk")),
-    ] {
+    let (memory, disk) = (s.extra("queued_memory"), s.extra("queued_disk"));
+    // A frontier shared in Redis queues there: neither in this process' memory nor on its disk.
+    let shared = s.queued.saturating_sub(memory + disk);
+    for (place, n) in [("memory", memory), ("disk", disk), ("redis", shared)] {
         queued
             .get_or_create(&vec![("place".to_owned(), place.to_owned())])
             .set(i64::try_from(n).unwrap_or(i64::MAX));
     }
-    r.register("queue_depth", "URLs queued, in memory and on disk", queued);
+    r.register(
+        "queue_depth",
+        "URLs queued: in memory, on disk, or in the Redis a shared frontier lives in",
+        queued,
+    );
     r.register(
         "in_flight",
         "Fetches in flight (external leases included)",

@@ -64,6 +64,8 @@ pub struct StatusBody {
     pub pages: u64,
     /// Records per second since the start.
     pub pages_per_sec: f64,
+    /// URLs queued in all (a frontier shared in Redis queues there, in neither of the next two).
+    pub queued: u64,
     /// URLs queued in memory.
     pub queued_memory: u64,
     /// URLs queued on disk.
@@ -86,6 +88,10 @@ pub struct StatusBody {
     pub state_backlog: u64,
     /// Fetching waits for the crawl state's checkpoints.
     pub state_paused: bool,
+    /// Seconds the frontier has been unreachable (a shared frontier's Redis is down; the
+    /// workers wait and retry); absent while it answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frontier_unavailable_secs: Option<f64>,
 }
 
 /// A list of URLs (`POST /api/v1/seeds`, `POST /api/v1/forget`).
