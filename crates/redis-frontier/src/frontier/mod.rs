@@ -26,9 +26,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use frontier::{
-    host_key, Admission, BoxFuture, Canonicalizer, End, Entry, Frontier, FrontierConfig,
-    FrontierError, HostControls, HostPage, HostQuery, Lease, Link, Next, Order, OutOfScope,
-    Outcome, Scope, SharedRobots, Stats, Via,
+    Admission, BoxFuture, Canonicalizer, Frontier, FrontierConfig, FrontierError, HostControls,
+    HostPage, HostQuery, Lease, Link, Next, OutOfScope, Outcome, Scope, SharedRobots, Stats, Via,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RetryMethod, Value};
@@ -36,7 +35,13 @@ use tokio::sync::Notify;
 use url::Url;
 
 use crate::scripts::Scripts;
+
+mod admit;
+mod lease;
+
 use crate::{hosts, RedisFrontierError, Visited};
+use admit::{near_cache, Near};
+use lease::heartbeat;
 
 /// The longest a waiting process goes without asking Redis again.
 const POLL: Duration = Duration::from_millis(25);
@@ -93,30 +98,6 @@ struct Shared {
     wake: Notify,
     /// Held by the one waiting worker that polls Redis.
     poller: tokio::sync::Mutex<()>,
-}
-
-type Near = bloom::ScalableBloomFilter<str, bloom::StringFunnel>;
-
-/// An empty near cache (none with exact deduplication).
-fn near_cache(cfg: &FrontierConfig) -> Option<Arc<Near>> {
-    if cfg.dedup == frontier::Dedup::Exact {
-        return None;
-    }
-    Near::new(bloom::StringFunnel, cfg.expected_urls, cfg.fpp / 10.0)
-        .ok()
-        .map(Arc::new)
-}
-
-/// What the lease script answered.
-enum Leased {
-    Lease(Lease),
-    Budget,
-    Wait {
-        due: Option<u64>,
-        queued: u64,
-        leases: u64,
-        now: u64,
-    },
 }
 
 impl RedisFrontier {
@@ -255,50 +236,6 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Renews this process' leases every third of a lease, until the frontier is dropped.
-async fn heartbeat(shared: std::sync::Weak<Shared>) {
-    let period = match shared.upgrade() {
-        Some(s) => s.lease / 3,
-        None => return,
-    };
-    loop {
-        tokio::time::sleep(period).await;
-        let Some(s) = shared.upgrade() else { return };
-        let ids: Vec<u64> = s
-            .held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .copied()
-            .collect();
-        if ids.is_empty() {
-            continue;
-        }
-        let mut call = s.invoke(&s.scripts.renew);
-        call.arg(s.holder.as_str()).arg(ms(s.lease));
-        for id in &ids {
-            call.arg(*id);
-        }
-        let mut conn = s.conn.clone();
-        match call.invoke_async::<Vec<u64>>(&mut conn).await {
-            Ok(lost) if !lost.is_empty() => {
-                let mut held = s.held.lock().unwrap_or_else(|e| e.into_inner());
-                let gone: Vec<u64> = lost.into_iter().filter(|id| held.remove(id)).collect();
-                drop(held);
-                if !gone.is_empty() {
-                    s.lost.fetch_add(gone.len() as u64, Ordering::Relaxed);
-                    tracing::warn!(
-                        leases = gone.len(),
-                        "leases expired before their heartbeat; other processes fetch those URLs"
-                    );
-                }
-            }
-            Ok(_) => {}
-            Err(e) => tracing::debug!(error = %e, "lease heartbeat failed; retrying"),
-        }
-    }
-}
-
 impl Shared {
     /// A call of `script` with the arguments every script takes.
     fn invoke<'s>(&self, script: &'s redis::Script) -> redis::ScriptInvocation<'s> {
@@ -310,324 +247,6 @@ impl Shared {
             .arg(ms(p.backoff_base))
             .arg(ms(p.max_backoff));
         call
-    }
-
-    /// Canonicalises and scope-checks `links`, then admits the rest in one script.
-    /// `requeue`: queue them even though seen (no scope, no budget).
-    async fn admit(
-        &self,
-        parent: Option<&str>,
-        links: Vec<Link>,
-        requeue: bool,
-    ) -> Result<Vec<Admission>, FrontierError> {
-        let near = match (&self.near, requeue) {
-            (Some(n), false) => Some(Arc::clone(&n.read().unwrap_or_else(|e| e.into_inner()))),
-            _ => None,
-        };
-        let mut near_dups = 0u64;
-        let mut out: Vec<Option<Admission>> = vec![None; links.len()];
-        let mut refused = [0u64; OutOfScope::ALL.len()];
-        let mut batch: Vec<(usize, String, String, Vec<u8>)> = Vec::new();
-        {
-            let scope = self.scope.read().unwrap_or_else(|e| e.into_inner());
-            for (i, l) in links.into_iter().enumerate() {
-                let mut refuse = |reason: OutOfScope| {
-                    if let Some(n) = OutOfScope::ALL.iter().position(|r| *r == reason) {
-                        refused[n] += 1;
-                    }
-                    out[i] = Some(Admission::OutOfScope(reason));
-                };
-                let Ok(canonical) = self.canon.canonicalize_url(l.url) else {
-                    refuse(OutOfScope::Invalid);
-                    continue;
-                };
-                if !requeue {
-                    if l.hops > self.cfg.max_redirects {
-                        refuse(OutOfScope::Redirects);
-                        continue;
-                    }
-                    if let Err(reason) = scope.check(&canonical, l.depth) {
-                        refuse(reason);
-                        continue;
-                    }
-                }
-                if near
-                    .as_ref()
-                    .is_some_and(|n| n.might_contain(canonical.as_str()))
-                {
-                    near_dups += 1;
-                    out[i] = Some(Admission::Duplicate);
-                    continue;
-                }
-                let host = host_key(&canonical).to_owned();
-                let url = String::from(canonical);
-                let mut entry = if requeue {
-                    Entry::new(url.clone(), l.depth, None)
-                } else {
-                    let mut e = Entry::new(url.clone(), l.depth, parent.map(str::to_owned));
-                    e.hops = l.hops;
-                    e.via = l.via;
-                    e.sitemap = l.sitemap;
-                    e.lastmod = l.lastmod;
-                    e
-                };
-                entry.id = 0;
-                let mut bytes = Vec::with_capacity(url.len() + 32);
-                entry.encode(&mut bytes);
-                batch.push((i, url, host, bytes));
-            }
-        }
-        let counted: Vec<(OutOfScope, u64)> = OutOfScope::ALL
-            .iter()
-            .zip(refused)
-            .filter(|(_, n)| *n > 0)
-            .map(|(r, n)| (*r, n))
-            .collect();
-        if !requeue {
-            near_dups += self.near_dups.swap(0, Ordering::Relaxed);
-        }
-        if batch.is_empty() && near_dups > 0 && counted.is_empty() {
-            // Nothing for Redis: count the answers with the next call.
-            self.near_dups.fetch_add(near_dups, Ordering::Relaxed);
-        } else if !batch.is_empty() || (!requeue && !counted.is_empty()) {
-            let k = self.visited.hashes();
-            let mut call = self.invoke(&self.scripts.admit);
-            let budget = self.cfg.max_pages_per_host.unwrap_or(0);
-            let order = match self.cfg.order {
-                Order::BreadthFirst => "b",
-                Order::DepthFirst => "d",
-            };
-            call.arg(k)
-                .arg(batch.len())
-                .arg(u8::from(self.cfg.dedup == frontier::Dedup::Exact))
-                .arg(budget)
-                .arg(order)
-                .arg(u8::from(requeue))
-                .arg(near_dups)
-                .arg(if requeue { 0 } else { counted.len() });
-            if !requeue {
-                for (reason, n) in &counted {
-                    call.arg(reason.name()).arg(*n);
-                }
-            }
-            for (_, url, ..) in &batch {
-                for bit in self.visited.indices(url) {
-                    call.arg("SET").arg("u1").arg(bit).arg(1u8);
-                }
-            }
-            for (_, url, host, entry) in &batch {
-                call.arg(&frontier::fingerprint(url).to_le_bytes()[..])
-                    .arg(host.as_str())
-                    .arg(entry.as_slice());
-            }
-            let codes: Vec<u8> = match call.invoke_async(&mut self.conn.clone()).await {
-                Ok(c) => c,
-                Err(e) => {
-                    self.near_dups.fetch_add(near_dups, Ordering::Relaxed);
-                    return Err(self.failed(e));
-                }
-            };
-            if let Some(n) = &near {
-                for (_, url, ..) in &batch {
-                    n.put(url.as_str());
-                }
-            }
-            for ((i, ..), code) in batch.iter().zip(codes) {
-                out[*i] = Some(match code {
-                    1 => Admission::Admitted,
-                    2 => Admission::OutOfScope(OutOfScope::HostBudget),
-                    _ => Admission::Duplicate,
-                });
-            }
-            if out.contains(&Some(Admission::Admitted)) {
-                self.wake.notify_one();
-            }
-        }
-        Ok(out
-            .into_iter()
-            .map(|a| a.unwrap_or(Admission::Duplicate))
-            .collect())
-    }
-
-    /// A failed call: the near cache is dropped (Redis may have restarted without its last
-    /// writes), and the error is the engine's.
-    fn failed(&self, e: redis::RedisError) -> FrontierError {
-        if let Some(near) = &self.near {
-            if let Some(fresh) = near_cache(&self.cfg) {
-                *near.write().unwrap_or_else(|e| e.into_inner()) = fresh;
-            }
-        }
-        frontier_error(e)
-    }
-
-    /// One call of the lease script.
-    async fn lease_once(&self) -> Result<Leased, FrontierError> {
-        let mut call = self.invoke(&self.scripts.lease);
-        call.arg(self.holder.as_str())
-            .arg(ms(self.lease))
-            .arg(self.cfg.max_pages.unwrap_or(0));
-        let reply: Vec<Value> = call
-            .invoke_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.failed(e))?;
-        let bad = || FrontierError::Failed("unexpected reply of the lease script".into());
-        let text = |v: &Value| match v {
-            Value::BulkString(b) => Some(b.clone()),
-            Value::SimpleString(s) => Some(s.clone().into_bytes()),
-            _ => None,
-        };
-        let int = |v: &Value| match v {
-            Value::Int(n) => Some(*n),
-            _ => None,
-        };
-        match reply.first().and_then(text).as_deref() {
-            Some(b"lease") if reply.len() == 5 => {
-                let id = int(&reply[1])
-                    .and_then(|n| u64::try_from(n).ok())
-                    .ok_or_else(bad)?;
-                let host = text(&reply[2])
-                    .and_then(|h| String::from_utf8(h).ok())
-                    .ok_or_else(bad)?;
-                let bytes = text(&reply[3]).ok_or_else(bad)?;
-                let last = int(&reply[4]) == Some(1);
-                let Some(entry) = Entry::decode_all(&bytes, 1).and_then(|mut v| v.pop()) else {
-                    // Not an entry this version writes: give it up rather than loop on it.
-                    self.finish(id, "skip", None, None).await?;
-                    return Err(FrontierError::Failed(format!(
-                        "an undecodable queue entry of {host} was dropped"
-                    )));
-                };
-                self.held
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(id);
-                Ok(Leased::Lease(
-                    Lease::new(entry, Arc::from(host), id).with_last_of_host(last),
-                ))
-            }
-            Some(b"budget") => Ok(Leased::Budget),
-            Some(b"wait") if reply.len() == 5 => {
-                let n = |i: usize| int(&reply[i]).ok_or_else(bad);
-                Ok(Leased::Wait {
-                    due: u64::try_from(n(1)?).ok(),
-                    queued: u64::try_from(n(2)?).unwrap_or(0),
-                    leases: u64::try_from(n(3)?).unwrap_or(0),
-                    now: u64::try_from(n(4)?).unwrap_or(0),
-                })
-            }
-            _ => Err(bad()),
-        }
-    }
-
-    /// One call of the completion script; `Ok(false)`: the lease was not out.
-    async fn finish(
-        &self,
-        id: u64,
-        kind: &str,
-        hint: Option<Duration>,
-        retry: Option<&Entry>,
-    ) -> Result<bool, FrontierError> {
-        let mut bytes = Vec::new();
-        if let Some(e) = retry {
-            e.encode(&mut bytes);
-        }
-        let mut call = self.invoke(&self.scripts.complete);
-        call.arg(id)
-            .arg(kind)
-            .arg(hint.map_or(0, ms))
-            .arg(bytes.as_slice())
-            .arg(self.holder.as_str());
-        let done: u8 = call
-            .invoke_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.failed(e))?;
-        Ok(done == 1)
-    }
-
-    async fn next(&self) -> Result<Next, FrontierError> {
-        loop {
-            if self.closed.load(Ordering::Acquire) {
-                return Ok(Next::End(End::Closed));
-            }
-            // Registered before looking, so a wake-up while the script runs is not missed.
-            let notified = self.wake.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            match self.lease_once().await? {
-                Leased::Lease(l) => {
-                    // More may be ready: let the next waiting worker look.
-                    self.wake.notify_one();
-                    return Ok(Next::Lease(l));
-                }
-                Leased::Budget => {
-                    self.wake.notify_waiters();
-                    return Ok(Next::End(End::Budget));
-                }
-                Leased::Wait {
-                    due,
-                    queued,
-                    leases,
-                    now,
-                } => {
-                    if queued == 0 && leases == 0 && !self.cfg.keep_open {
-                        self.wake.notify_waiters();
-                        return Ok(Next::End(End::Finished));
-                    }
-                    let nap = due.map_or(POLL, |d| {
-                        Duration::from_millis(d.saturating_sub(now))
-                            .clamp(Duration::from_millis(1), POLL)
-                    });
-                    match self.poller.try_lock() {
-                        Ok(_polling) => {
-                            tokio::select! {
-                                _ = tokio::time::sleep(nap) => {}
-                                _ = notified => {}
-                            }
-                        }
-                        Err(_) => {
-                            tokio::select! {
-                                _ = tokio::time::sleep(IDLE) => {}
-                                _ = notified => {}
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    async fn try_next(&self) -> Result<Option<Lease>, FrontierError> {
-        if self.closed.load(Ordering::Acquire) {
-            return Ok(None);
-        }
-        match self.lease_once().await? {
-            Leased::Lease(l) => Ok(Some(l)),
-            Leased::Budget | Leased::Wait { .. } => Ok(None),
-        }
-    }
-
-    async fn complete(&self, lease: Lease, outcome: Outcome) -> Result<(), FrontierError> {
-        let id = lease.token();
-        let (kind, hint, retry) = match outcome {
-            Outcome::Done => ("done", None, None),
-            Outcome::Skipped => ("skip", None, None),
-            Outcome::HostError { retry_after } => ("error", retry_after, None),
-            Outcome::Retry { after } => {
-                let mut e = lease.into_entry();
-                e.attempt = e.attempt.saturating_add(1);
-                ("retry", after, Some(e))
-            }
-            Outcome::Released => ("release", None, None),
-        };
-        // A completion that comes back after the lease expired changes nothing (`false`):
-        // the URL was handed to another process, which completes it.
-        self.finish(id, kind, hint, retry.as_ref()).await?;
-        self.held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
-        self.wake.notify_one();
-        Ok(())
     }
 
     async fn seed(&self, links: Vec<Link>) -> Result<Vec<Admission>, FrontierError> {

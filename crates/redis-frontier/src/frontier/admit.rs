@@ -1,0 +1,173 @@
+//! Admission: canonicalise and scope-check a page's links here, answer the duplicates the
+//! near cache knows, and admit the rest in one script call.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use frontier::{
+    host_key, Admission, Entry, FrontierConfig, FrontierError, Link, Order, OutOfScope,
+};
+
+use super::{frontier_error, Shared};
+
+pub(super) type Near = bloom::ScalableBloomFilter<str, bloom::StringFunnel>;
+
+/// An empty near cache (none with exact deduplication).
+pub(super) fn near_cache(cfg: &FrontierConfig) -> Option<Arc<Near>> {
+    if cfg.dedup == frontier::Dedup::Exact {
+        return None;
+    }
+    Near::new(bloom::StringFunnel, cfg.expected_urls, cfg.fpp / 10.0)
+        .ok()
+        .map(Arc::new)
+}
+
+impl Shared {
+    /// Canonicalises and scope-checks `links`, then admits the rest in one script.
+    /// `requeue`: queue them even though seen (no scope, no budget).
+    pub(super) async fn admit(
+        &self,
+        parent: Option<&str>,
+        links: Vec<Link>,
+        requeue: bool,
+    ) -> Result<Vec<Admission>, FrontierError> {
+        let near = match (&self.near, requeue) {
+            (Some(n), false) => Some(Arc::clone(&n.read().unwrap_or_else(|e| e.into_inner()))),
+            _ => None,
+        };
+        let mut near_dups = 0u64;
+        let mut out: Vec<Option<Admission>> = vec![None; links.len()];
+        let mut refused = [0u64; OutOfScope::ALL.len()];
+        let mut batch: Vec<(usize, String, String, Vec<u8>)> = Vec::new();
+        {
+            let scope = self.scope.read().unwrap_or_else(|e| e.into_inner());
+            for (i, l) in links.into_iter().enumerate() {
+                let mut refuse = |reason: OutOfScope| {
+                    if let Some(n) = OutOfScope::ALL.iter().position(|r| *r == reason) {
+                        refused[n] += 1;
+                    }
+                    out[i] = Some(Admission::OutOfScope(reason));
+                };
+                let Ok(canonical) = self.canon.canonicalize_url(l.url) else {
+                    refuse(OutOfScope::Invalid);
+                    continue;
+                };
+                if !requeue {
+                    if l.hops > self.cfg.max_redirects {
+                        refuse(OutOfScope::Redirects);
+                        continue;
+                    }
+                    if let Err(reason) = scope.check(&canonical, l.depth) {
+                        refuse(reason);
+                        continue;
+                    }
+                }
+                if near
+                    .as_ref()
+                    .is_some_and(|n| n.might_contain(canonical.as_str()))
+                {
+                    near_dups += 1;
+                    out[i] = Some(Admission::Duplicate);
+                    continue;
+                }
+                let host = host_key(&canonical).to_owned();
+                let url = String::from(canonical);
+                let mut entry = if requeue {
+                    Entry::new(url.clone(), l.depth, None)
+                } else {
+                    let mut e = Entry::new(url.clone(), l.depth, parent.map(str::to_owned));
+                    e.hops = l.hops;
+                    e.via = l.via;
+                    e.sitemap = l.sitemap;
+                    e.lastmod = l.lastmod;
+                    e
+                };
+                entry.id = 0;
+                let mut bytes = Vec::with_capacity(url.len() + 32);
+                entry.encode(&mut bytes);
+                batch.push((i, url, host, bytes));
+            }
+        }
+        let counted: Vec<(OutOfScope, u64)> = OutOfScope::ALL
+            .iter()
+            .zip(refused)
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| (*r, n))
+            .collect();
+        if !requeue {
+            near_dups += self.near_dups.swap(0, Ordering::Relaxed);
+        }
+        if batch.is_empty() && near_dups > 0 && counted.is_empty() {
+            // Nothing for Redis: count the answers with the next call.
+            self.near_dups.fetch_add(near_dups, Ordering::Relaxed);
+        } else if !batch.is_empty() || (!requeue && !counted.is_empty()) {
+            let k = self.visited.hashes();
+            let mut call = self.invoke(&self.scripts.admit);
+            let budget = self.cfg.max_pages_per_host.unwrap_or(0);
+            let order = match self.cfg.order {
+                Order::BreadthFirst => "b",
+                Order::DepthFirst => "d",
+            };
+            call.arg(k)
+                .arg(batch.len())
+                .arg(u8::from(self.cfg.dedup == frontier::Dedup::Exact))
+                .arg(budget)
+                .arg(order)
+                .arg(u8::from(requeue))
+                .arg(near_dups)
+                .arg(if requeue { 0 } else { counted.len() });
+            if !requeue {
+                for (reason, n) in &counted {
+                    call.arg(reason.name()).arg(*n);
+                }
+            }
+            for (_, url, ..) in &batch {
+                for bit in self.visited.indices(url) {
+                    call.arg("SET").arg("u1").arg(bit).arg(1u8);
+                }
+            }
+            for (_, url, host, entry) in &batch {
+                call.arg(&frontier::fingerprint(url).to_le_bytes()[..])
+                    .arg(host.as_str())
+                    .arg(entry.as_slice());
+            }
+            let codes: Vec<u8> = match call.invoke_async(&mut self.conn.clone()).await {
+                Ok(c) => c,
+                Err(e) => {
+                    self.near_dups.fetch_add(near_dups, Ordering::Relaxed);
+                    return Err(self.failed(e));
+                }
+            };
+            if let Some(n) = &near {
+                for (_, url, ..) in &batch {
+                    n.put(url.as_str());
+                }
+            }
+            for ((i, ..), code) in batch.iter().zip(codes) {
+                out[*i] = Some(match code {
+                    1 => Admission::Admitted,
+                    2 => Admission::OutOfScope(OutOfScope::HostBudget),
+                    _ => Admission::Duplicate,
+                });
+            }
+            if out.contains(&Some(Admission::Admitted)) {
+                self.wake.notify_one();
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|a| a.unwrap_or(Admission::Duplicate))
+            .collect())
+    }
+
+    /// A failed call: the near cache is dropped (Redis may have restarted without its last
+    /// writes), and the error is the engine's.
+    pub(super) fn failed(&self, e: redis::RedisError) -> FrontierError {
+        if let Some(near) = &self.near {
+            if let Some(fresh) = near_cache(&self.cfg) {
+                *near.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+            }
+        }
+        frontier_error(e)
+    }
+}

@@ -1,0 +1,243 @@
+//! Leases: handing out URLs (waiting, with one poller per process), completing them, and the
+//! heartbeat that keeps this process' leases alive.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use frontier::{End, Entry, FrontierError, Lease, Next, Outcome};
+use redis::Value;
+
+use super::{ms, Shared, IDLE, POLL};
+
+/// What the lease script answered.
+pub(super) enum Leased {
+    Lease(Lease),
+    Budget,
+    Wait {
+        due: Option<u64>,
+        queued: u64,
+        leases: u64,
+        now: u64,
+    },
+}
+
+/// Renews this process' leases every third of a lease, until the frontier is dropped.
+pub(super) async fn heartbeat(shared: std::sync::Weak<Shared>) {
+    let period = match shared.upgrade() {
+        Some(s) => s.lease / 3,
+        None => return,
+    };
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(s) = shared.upgrade() else { return };
+        let ids: Vec<u64> = s
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let mut call = s.invoke(&s.scripts.renew);
+        call.arg(s.holder.as_str()).arg(ms(s.lease));
+        for id in &ids {
+            call.arg(*id);
+        }
+        let mut conn = s.conn.clone();
+        match call.invoke_async::<Vec<u64>>(&mut conn).await {
+            Ok(lost) if !lost.is_empty() => {
+                let mut held = s.held.lock().unwrap_or_else(|e| e.into_inner());
+                let gone: Vec<u64> = lost.into_iter().filter(|id| held.remove(id)).collect();
+                drop(held);
+                if !gone.is_empty() {
+                    s.lost.fetch_add(gone.len() as u64, Ordering::Relaxed);
+                    tracing::warn!(
+                        leases = gone.len(),
+                        "leases expired before their heartbeat; other processes fetch those URLs"
+                    );
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "lease heartbeat failed; retrying"),
+        }
+    }
+}
+
+impl Shared {
+    /// One call of the lease script.
+    pub(super) async fn lease_once(&self) -> Result<Leased, FrontierError> {
+        let mut call = self.invoke(&self.scripts.lease);
+        call.arg(self.holder.as_str())
+            .arg(ms(self.lease))
+            .arg(self.cfg.max_pages.unwrap_or(0));
+        let reply: Vec<Value> = call
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.failed(e))?;
+        let bad = || FrontierError::Failed("unexpected reply of the lease script".into());
+        let text = |v: &Value| match v {
+            Value::BulkString(b) => Some(b.clone()),
+            Value::SimpleString(s) => Some(s.clone().into_bytes()),
+            _ => None,
+        };
+        let int = |v: &Value| match v {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        };
+        match reply.first().and_then(text).as_deref() {
+            Some(b"lease") if reply.len() == 5 => {
+                let id = int(&reply[1])
+                    .and_then(|n| u64::try_from(n).ok())
+                    .ok_or_else(bad)?;
+                let host = text(&reply[2])
+                    .and_then(|h| String::from_utf8(h).ok())
+                    .ok_or_else(bad)?;
+                let bytes = text(&reply[3]).ok_or_else(bad)?;
+                let last = int(&reply[4]) == Some(1);
+                let Some(entry) = Entry::decode_all(&bytes, 1).and_then(|mut v| v.pop()) else {
+                    // Not an entry this version writes: give it up rather than loop on it.
+                    self.finish(id, "skip", None, None).await?;
+                    return Err(FrontierError::Failed(format!(
+                        "an undecodable queue entry of {host} was dropped"
+                    )));
+                };
+                self.held
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id);
+                Ok(Leased::Lease(
+                    Lease::new(entry, Arc::from(host), id).with_last_of_host(last),
+                ))
+            }
+            Some(b"budget") => Ok(Leased::Budget),
+            Some(b"wait") if reply.len() == 5 => {
+                let n = |i: usize| int(&reply[i]).ok_or_else(bad);
+                Ok(Leased::Wait {
+                    due: u64::try_from(n(1)?).ok(),
+                    queued: u64::try_from(n(2)?).unwrap_or(0),
+                    leases: u64::try_from(n(3)?).unwrap_or(0),
+                    now: u64::try_from(n(4)?).unwrap_or(0),
+                })
+            }
+            _ => Err(bad()),
+        }
+    }
+
+    /// One call of the completion script; `Ok(false)`: the lease was not out.
+    pub(super) async fn finish(
+        &self,
+        id: u64,
+        kind: &str,
+        hint: Option<Duration>,
+        retry: Option<&Entry>,
+    ) -> Result<bool, FrontierError> {
+        let mut bytes = Vec::new();
+        if let Some(e) = retry {
+            e.encode(&mut bytes);
+        }
+        let mut call = self.invoke(&self.scripts.complete);
+        call.arg(id)
+            .arg(kind)
+            .arg(hint.map_or(0, ms))
+            .arg(bytes.as_slice())
+            .arg(self.holder.as_str());
+        let done: u8 = call
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.failed(e))?;
+        Ok(done == 1)
+    }
+
+    pub(super) async fn next(&self) -> Result<Next, FrontierError> {
+        loop {
+            if self.closed.load(Ordering::Acquire) {
+                return Ok(Next::End(End::Closed));
+            }
+            // Registered before looking, so a wake-up while the script runs is not missed.
+            let notified = self.wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            match self.lease_once().await? {
+                Leased::Lease(l) => {
+                    // More may be ready: let the next waiting worker look.
+                    self.wake.notify_one();
+                    return Ok(Next::Lease(l));
+                }
+                Leased::Budget => {
+                    self.wake.notify_waiters();
+                    return Ok(Next::End(End::Budget));
+                }
+                Leased::Wait {
+                    due,
+                    queued,
+                    leases,
+                    now,
+                } => {
+                    if queued == 0 && leases == 0 && !self.cfg.keep_open {
+                        self.wake.notify_waiters();
+                        return Ok(Next::End(End::Finished));
+                    }
+                    let nap = due.map_or(POLL, |d| {
+                        Duration::from_millis(d.saturating_sub(now))
+                            .clamp(Duration::from_millis(1), POLL)
+                    });
+                    match self.poller.try_lock() {
+                        Ok(_polling) => {
+                            tokio::select! {
+                                _ = tokio::time::sleep(nap) => {}
+                                _ = notified => {}
+                            }
+                        }
+                        Err(_) => {
+                            tokio::select! {
+                                _ = tokio::time::sleep(IDLE) => {}
+                                _ = notified => {}
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) async fn try_next(&self) -> Result<Option<Lease>, FrontierError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        match self.lease_once().await? {
+            Leased::Lease(l) => Ok(Some(l)),
+            Leased::Budget | Leased::Wait { .. } => Ok(None),
+        }
+    }
+
+    pub(super) async fn complete(
+        &self,
+        lease: Lease,
+        outcome: Outcome,
+    ) -> Result<(), FrontierError> {
+        let id = lease.token();
+        let (kind, hint, retry) = match outcome {
+            Outcome::Done => ("done", None, None),
+            Outcome::Skipped => ("skip", None, None),
+            Outcome::HostError { retry_after } => ("error", retry_after, None),
+            Outcome::Retry { after } => {
+                let mut e = lease.into_entry();
+                e.attempt = e.attempt.saturating_add(1);
+                ("retry", after, Some(e))
+            }
+            Outcome::Released => ("release", None, None),
+        };
+        // A completion that comes back after the lease expired changes nothing (`false`):
+        // the URL was handed to another process, which completes it.
+        self.finish(id, kind, hint, retry.as_ref()).await?;
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        self.wake.notify_one();
+        Ok(())
+    }
+}
