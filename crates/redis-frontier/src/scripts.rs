@@ -99,110 +99,95 @@ local function finish(id, kind, hint, retry_entry, now, holder)
 end
 ";
 
-/// Admits a page's links. ARGV: k, n, exact (0/1), default host budget (0: none), order
-/// (`b`: append, `d`: prepend), force (1: queue even if seen, no budget — a requeue),
-/// duplicates the client's near cache answered (counted as offered and seen), m,
-/// then m pairs (out-of-scope reason, count) counted as offered, then the `BITFIELD`
-/// operations of every URL's k bits (`SET u1 OFFSET 1`, k per URL, in URL order), then per
-/// URL its 16-byte fingerprint, its host and its entry. Returns per URL 1 (admitted), 0
-/// (seen) or 2 (over its host's budget).
+/// Admits a page's links. ARGV: k, n (URLs), h (hosts), exact (0/1), default host budget (0:
+/// none), order (`b`: append, `d`: prepend), force (1: queue even if seen, no budget — a
+/// requeue), duplicates the client's near cache answered (counted as offered and seen), m,
+/// then m pairs (out-of-scope reason, count) counted as offered, then every URL's k bit
+/// offsets, then per host: the host, its number of URLs, and per URL its 16-byte fingerprint
+/// (only with exact) and its entry. The URLs come grouped by host (the client keeps their
+/// order within a host). Returns per URL, in that order, 1 (admitted), 0 (seen) or 2 (over
+/// its host's budget).
 ///
-/// The cost is in calls and in Lua, not in work, so it makes few of both: the bits of all the
-/// URLs are tested-and-set by one `BITFIELD` per 250 URLs whose arguments are the client's
-/// as they came (its SETs run in order, so a URL twice in a page is new once), and the new
-/// URLs are queued per host — one push, one counter update and, if the host's queue was
-/// empty, one reschedule per host, not per URL.
+/// The cost is per argument and per call, not in the work, so both are few: k offsets and
+/// one entry a URL, `SETBIT`s in order (a URL twice in a page is new once), and per host one
+/// push, one counter update and, if its queue was empty, one reschedule.
 const ADMIT: &str = r"
-local k, n = tonumber(ARGV[6]), tonumber(ARGV[7])
-local exact, dbudget, order, force = ARGV[8] == '1', tonumber(ARGV[9]), ARGV[10], ARGV[11] == '1'
-local near = tonumber(ARGV[12])
-local m = tonumber(ARGV[13])
-local a = 14
+local k, n, nh = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local exact, dbudget, order, force = ARGV[9] == '1', tonumber(ARGV[10]), ARGV[11], ARGV[12] == '1'
+local near = tonumber(ARGV[13])
+local m = tonumber(ARGV[14])
+local a = 15
 local offered = n + near
 for _ = 1, m do
   redis.call('HINCRBY', P .. 'stats', 'oos:' .. ARGV[a], ARGV[a + 1])
   offered = offered + tonumber(ARGV[a + 1])
   a = a + 2
 end
-local ops = a
-local first = ops + n * k * 4
--- Test-and-set every bit, at most 250 URLs a call (a Lua call takes at most ~8,000 values).
+local visited = P .. 'visited'
 local new = {}
-local i = 1
-while i <= n do
-  local last = math.min(n, i + 249)
-  local old = redis.call('BITFIELD', P .. 'visited', unpack(ARGV, ops + (i - 1) * k * 4, ops + last * k * 4 - 1))
-  local o = 1
-  for u = i, last do
-    local fresh = false
-    for _ = 1, k do
-      if old[o] == 0 then fresh = true end
-      o = o + 1
-    end
-    new[u] = fresh
-  end
-  i = last + 1
-end
-local per = 3
-local out = {}
-local dups = 0
-local groups, order_of = {}, {}
 for u = 1, n do
-  local base = first + (u - 1) * per
-  local fp, host = ARGV[base], ARGV[base + 1]
-  local fresh = new[u]
-  if exact then
-    if not fresh then fresh = redis.call('SISMEMBER', P .. 'exact', fp) == 0 end
-    if fresh then redis.call('SADD', P .. 'exact', fp) end
+  -- One BITFIELD of the URL's k bits, its arguments written out (see `Scripts::new`).
+  local old = redis.call('BITFIELD', visited, SETS)
+  local fresh = false
+  for b = 1, k do
+    if old[b] == 0 then fresh = true end
   end
-  if fresh or force then
-    local g = groups[host]
-    if not g then
-      g = {}
-      groups[host] = g
-      order_of[#order_of + 1] = host
-    end
-    g[#g + 1] = u
-  else
-    dups = dups + 1
-    out[u] = 0
-  end
+  new[u] = fresh
+  a = a + k
 end
-local admitted, queued = 0, 0
-for _, host in ipairs(order_of) do
-  local g = groups[host]
+local out = {}
+local dups, admitted, queued = 0, 0, 0
+local u = 0
+for _ = 1, nh do
+  local host, count = ARGV[a], tonumber(ARGV[a + 1])
+  a = a + 2
   local hk = hkey(host)
-  local room = #g
+  local room = count
   if not force then
     local v = redis.call('HMGET', hk, 'budget', 'admitted')
     local budget = tonumber(v[1] or -1)
     if budget < 0 then budget = dbudget end
-    if budget > 0 then room = math.max(0, math.min(#g, budget - tonumber(v[2] or 0))) end
+    if budget > 0 then room = math.max(0, budget - tonumber(v[2] or 0)) end
   end
   local entries = {P .. 'q:' .. host}
-  for j, u in ipairs(g) do
-    if j <= room then
-      entries[#entries + 1] = ARGV[first + (u - 1) * per + 2]
-      out[u] = 1
-    else
-      out[u] = 2
+  local refused = 0
+  for _ = 1, count do
+    u = u + 1
+    local fresh = new[u]
+    if exact then
+      local fp = ARGV[a]
+      a = a + 1
+      if not fresh then fresh = redis.call('SISMEMBER', P .. 'exact', fp) == 0 end
+      if fresh then redis.call('SADD', P .. 'exact', fp) end
     end
+    if not (fresh or force) then
+      dups = dups + 1
+      out[u] = 0
+    elseif #entries > room then
+      refused = refused + 1
+      out[u] = 2
+    else
+      entries[#entries + 1] = ARGV[a]
+      out[u] = 1
+    end
+    a = a + 1
   end
-  if room < #g then redis.call('HINCRBY', P .. 'stats', 'oos:host_budget', #g - room) end
-  if room > 0 then
+  if refused > 0 then redis.call('HINCRBY', P .. 'stats', 'oos:host_budget', refused) end
+  local took = #entries - 1
+  if took > 0 then
     for c = 2, #entries, 1000 do
       local chunk = {entries[1]}
       for e = c, math.min(#entries, c + 999) do chunk[#chunk + 1] = entries[e] end
       if order == 'd' then redis.call('LPUSH', unpack(chunk)) else redis.call('RPUSH', unpack(chunk)) end
     end
     if not force then
-      redis.call('HINCRBY', hk, 'admitted', room)
-      admitted = admitted + room
+      redis.call('HINCRBY', hk, 'admitted', took)
+      admitted = admitted + took
     end
-    queued = queued + room
+    queued = queued + took
     -- A host whose queue was empty joins the ready set; one already queued is in it (or
     -- waits for a completion, which reschedules it).
-    if redis.call('HINCRBY', hk, 'queued', room) == room then
+    if redis.call('HINCRBY', hk, 'queued', took) == took then
       redis.call('SADD', P .. 'hosts', host)
       reschedule(host)
     end
@@ -364,10 +349,17 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
-    pub(crate) fn new() -> Self {
+    /// The scripts for a visited set of `k` hash functions: the admission's `BITFIELD` call
+    /// is written out for k bits (`SET u1 ARGV[a] 1 SET u1 ARGV[a + 1] 1 …`), so its
+    /// arguments go straight from the script's arguments to the command, with no table built
+    /// per URL.
+    pub(crate) fn new(k: u32) -> Self {
         let s = |body: &str| redis::Script::new(&format!("{HELPERS}{body}"));
+        let sets: Vec<String> = (0..k)
+            .map(|b| format!("'SET', 'u1', ARGV[a + {b}], 1"))
+            .collect();
         Self {
-            admit: s(ADMIT),
+            admit: s(&ADMIT.replace("SETS", &sets.join(", "))),
             lease: s(LEASE),
             complete: s(COMPLETE),
             renew: s(RENEW),

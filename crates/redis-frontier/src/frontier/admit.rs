@@ -101,6 +101,11 @@ impl Shared {
             // Nothing for Redis: count the answers with the next call.
             self.near_dups.fetch_add(near_dups, Ordering::Relaxed);
         } else if !batch.is_empty() || (!requeue && !counted.is_empty()) {
+            // Grouped by host (stable: a host's URLs keep their order), as the script takes them.
+            batch.sort_by(|a, b| a.2.cmp(&b.2));
+            let hosts = 1 + batch.windows(2).filter(|w| w[0].2 != w[1].2).count();
+            let hosts = if batch.is_empty() { 0 } else { hosts };
+            let exact = self.cfg.dedup == frontier::Dedup::Exact;
             let k = self.visited.hashes();
             let mut call = self.invoke(&self.scripts.admit);
             let budget = self.cfg.max_pages_per_host.unwrap_or(0);
@@ -110,7 +115,8 @@ impl Shared {
             };
             call.arg(k)
                 .arg(batch.len())
-                .arg(u8::from(self.cfg.dedup == frontier::Dedup::Exact))
+                .arg(hosts)
+                .arg(u8::from(exact))
                 .arg(budget)
                 .arg(order)
                 .arg(u8::from(requeue))
@@ -123,13 +129,17 @@ impl Shared {
             }
             for (_, url, ..) in &batch {
                 for bit in self.visited.indices(url) {
-                    call.arg("SET").arg("u1").arg(bit).arg(1u8);
+                    call.arg(bit);
                 }
             }
-            for (_, url, host, entry) in &batch {
-                call.arg(&frontier::fingerprint(url).to_le_bytes()[..])
-                    .arg(host.as_str())
-                    .arg(entry.as_slice());
+            for group in batch.chunk_by(|a, b| a.2 == b.2) {
+                call.arg(group[0].2.as_str()).arg(group.len());
+                for (_, url, _, entry) in group {
+                    if exact {
+                        call.arg(&frontier::fingerprint(url).to_le_bytes()[..]);
+                    }
+                    call.arg(entry.as_slice());
+                }
             }
             let codes: Vec<u8> = match call.invoke_async(&mut self.conn.clone()).await {
                 Ok(c) => c,

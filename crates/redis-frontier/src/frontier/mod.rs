@@ -141,7 +141,7 @@ impl RedisFrontier {
         let near = near_cache(&cfg).map(RwLock::new);
         let shared = Arc::new(Shared {
             conn,
-            scripts: Scripts::new(),
+            scripts: Scripts::new(visited.hashes()),
             visited,
             canon,
             scope: RwLock::new(scope),
