@@ -60,6 +60,45 @@ async fn offer_all(f: &Arc<RedisFrontier>, urls: u64, page: u64, tasks: u64, sam
     urls as f64 / start.elapsed().as_secs_f64()
 }
 
+/// Offers `urls / 2` links as a crawl does (BENCHMARKS.md §8: 88% of a crawl's offers are
+/// duplicates): per page of `page` links, 12% new URLs, 44% URLs this process offered on
+/// earlier pages, 44% URLs another process admitted (ids below `urls`). Returns offered
+/// links per second.
+async fn offer_mix(f: &Arc<RedisFrontier>, urls: u64, page: u64, tasks: u64, same: bool) -> f64 {
+    let pages = urls / 2 / page;
+    let fresh = (page * 12).div_ceil(100);
+    let own = (page - fresh) / 2;
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let f = Arc::clone(f);
+        handles.push(tokio::spawn(async move {
+            let mut p = t;
+            while p < pages {
+                let mut ids: Vec<u64> = (0..fresh).map(|j| urls + p * fresh + j).collect();
+                for j in 0..own {
+                    // New URLs of this task's earlier pages (its first page repeats itself).
+                    let earlier = p.saturating_sub(tasks * (1 + j % 4));
+                    ids.push(urls + earlier * fresh + j % fresh);
+                }
+                while (ids.len() as u64) < page {
+                    ids.push((p * page + ids.len() as u64 * 7919) % urls);
+                }
+                let links: Vec<Link> = ids
+                    .iter()
+                    .map(|&i| Link::new(url::Url::parse(&url(i, page, same)).unwrap(), 1))
+                    .collect();
+                f.offer(Some("http://h0.example/"), links).await.unwrap();
+                p += tasks;
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    (pages * page) as f64 / start.elapsed().as_secs_f64()
+}
+
 async fn memory_usage(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> u64 {
     redis::cmd("MEMORY")
         .arg("USAGE")
@@ -106,7 +145,13 @@ async fn main() {
             .unwrap(),
     );
     // A second process of the same crawl: its near cache has seen none of the URLs.
-    let other = Arc::new(RedisFrontier::connect(cfg, settings, &[]).await.unwrap());
+    let other = Arc::new(
+        RedisFrontier::connect(cfg.clone(), settings.clone(), &[])
+            .await
+            .unwrap(),
+    );
+    // A third, for the crawl-like mix.
+    let third = Arc::new(RedisFrontier::connect(cfg, settings, &[]).await.unwrap());
     let client = redis::Client::open(server.url()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let busy = |info: String| {
@@ -141,12 +186,17 @@ async fn main() {
     let (t2, b2) = (t0.elapsed(), busy(info(&mut conn).await));
     let theirs = offer_all(&other, urls, page, tasks, same).await;
     let (t3, b3) = (t0.elapsed(), busy(info(&mut conn).await));
+    let mixed = offer_mix(&third, urls, page, tasks, same).await;
     println!(
         "Redis busy in scripts: {:.0}% of the new offers' time, {:.0}% of the duplicates', \
          {:.0}% of the other process' duplicates'",
         b1 as f64 / 1e4 / t1.as_secs_f64(),
         (b2 - b1) as f64 / 1e4 / (t2 - t1).as_secs_f64(),
         (b3 - b2) as f64 / 1e4 / (t3 - t2).as_secs_f64()
+    );
+    println!(
+        "a crawl-like mix from a third process (of each page's links 12% new, 44% it offered \
+         before, 44% another process admitted): {mixed:.0} offered links/s"
     );
     let stats = f.stats().await.unwrap();
     println!(

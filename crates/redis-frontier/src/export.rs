@@ -11,7 +11,16 @@ use redis::aio::ConnectionLike;
 
 use crate::{RedisFrontierError, Visited};
 
-/// Records `visited`'s shape for its crawl if none is, and checks it against the one that is.
+/// Creates the bitmap at its full size if it does not exist: Redis grows a string that a
+/// `SETBIT` extends with slack (up to 1 MiB more), but allocates one created at a size
+/// exactly.
+const PRESIZE: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SETBIT', KEYS[1], ARGV[1], 0) end
+return 1
+";
+
+/// Records `visited`'s shape for its crawl if none is, checks it against the one that is, and
+/// creates the bitmap at its full size.
 pub(crate) async fn check_shape<C: ConnectionLike + Send>(
     conn: &mut C,
     visited: &Visited,
@@ -36,7 +45,14 @@ pub(crate) async fn check_shape<C: ConnectionLike + Send>(
         .query_async(conn)
         .await?;
     match (bits, hashes) {
-        (Some(b), Some(k)) if (b, k) == ours => Ok(()),
+        (Some(b), Some(k)) if (b, k) == ours => {
+            let _: u8 = redis::Script::new(PRESIZE)
+                .key(visited.bits_key())
+                .arg(ours.0 - 1)
+                .invoke_async(conn)
+                .await?;
+            Ok(())
+        }
         (b, k) => Err(RedisFrontierError::ShapeMismatch {
             stored: (b.unwrap_or(0), k.unwrap_or(0)),
             ours,
