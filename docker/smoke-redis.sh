@@ -7,20 +7,8 @@
 # had fetches in flight. SKIP_STATIC_BUILD=1 reuses docker/dist/ as it is.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-start=$(date +%s)
-say() { echo "[smoke-redis $(( $(date +%s) - start ))s] $*"; }
-fail() { echo "smoke-redis: FAILED: $*" >&2; exit 1; }
-
-if docker compose version >/dev/null 2>&1; then
-    compose_cmd=(docker compose)
-elif command -v docker-compose >/dev/null 2>&1; then
-    compose_cmd=(docker-compose)
-else
-    say "installing Debian's docker-compose"
-    if [[ $(id -u) -eq 0 ]]; then sudo=""; else sudo="sudo"; fi
-    $sudo apt-get update -qq && $sudo apt-get install -y -qq docker-compose >/dev/null
-    compose_cmd=(docker-compose)
-fi
+SMOKE=smoke-redis
+source docker/smoke-lib.sh
 project="crawler-smoke-redis-$$"
 compose() { "${compose_cmd[@]}" -p "$project" -f docker/compose.redis.yaml "$@"; }
 work=$(mktemp -d)

@@ -13,17 +13,9 @@ use testsite::{SiteConfig, TestSite};
 
 use crate::util::{crawler, stderr};
 
-/// A private Redis, or `None` where `redis-server` is missing and the test script did not
-/// require it.
+/// A private Redis (see [`RedisServer::for_test`]).
 fn redis(extra: &[&str]) -> Option<RedisServer> {
-    match RedisServer::start(extra) {
-        Ok(s) => Some(s),
-        Err(e) if std::env::var_os("REQUIRE_REDIS_TESTS").is_none() => {
-            eprintln!("skipped: no private redis-server ({e}); scripts/test.sh installs it");
-            None
-        }
-        Err(e) => panic!("redis-server required: {e}"),
-    }
+    RedisServer::for_test(extra)
 }
 
 /// One crawler process of a shared crawl: its own directory and output.
@@ -111,6 +103,41 @@ fn finish(mut child: Child, limit: Duration) -> String {
     let err = stderr(&out);
     assert!(out.status.success(), "{:?}: {err}", out.status);
     err
+}
+
+/// A test site of `pages` pages on `hosts` hosts and `n` crawler processes sharing the
+/// crawl in `redis_url` (`politeness`: their `[politeness]` lines), started.
+async fn start_shared(
+    redis_url: &str,
+    (pages, hosts): (u64, u32),
+    n: usize,
+    politeness: &str,
+) -> (TestSite, Vec<Process>, Vec<Child>) {
+    let site = TestSite::start(SiteConfig {
+        pages,
+        hosts,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let seed = site.site().seed_url();
+    let procs: Vec<Process> = (0..n)
+        .map(|_| Process::new(redis_url, politeness))
+        .collect();
+    let children = procs.iter().map(|p| p.spawn(&seed)).collect();
+    (site, procs, children)
+}
+
+/// Waits (off the runtime) for every process to end successfully: their stderr.
+async fn finish_all(children: Vec<Child>) -> Vec<String> {
+    tokio::task::spawn_blocking(move || {
+        children
+            .into_iter()
+            .map(|c| finish(c, Duration::from_secs(300)))
+            .collect()
+    })
+    .await
+    .unwrap()
 }
 
 /// The union of the processes' records against the ground truth: (missing, extra, twice).
@@ -270,28 +297,15 @@ fn stats(out: &Path) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_crawl_the_site_once_and_politely_together() {
     let Some(server) = redis(&[]) else { return };
-    let site = TestSite::start(SiteConfig {
-        pages: 10_000,
-        hosts: 20,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
-    let seed = site.site().seed_url();
     let delay = 20.0;
-    let politeness = "delay_ms = 20\nmax_per_host = 2";
-    let procs: Vec<Process> = (0..3)
-        .map(|_| Process::new(&server.url(), politeness))
-        .collect();
-    let children: Vec<Child> = procs.iter().map(|p| p.spawn(&seed)).collect();
-    let errs = tokio::task::spawn_blocking(move || {
-        children
-            .into_iter()
-            .map(|c| finish(c, Duration::from_secs(300)))
-            .collect::<Vec<_>>()
-    })
-    .await
-    .unwrap();
+    let (site, procs, children) = start_shared(
+        &server.url(),
+        (10_000, 20),
+        3,
+        "delay_ms = 20\nmax_per_host = 2",
+    )
+    .await;
+    let errs = finish_all(children).await;
     let (missing, extra_urls, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
     let counts: Vec<usize> = procs.iter().map(Process::line_count).collect();
     println!("records per process: {counts:?}");
@@ -344,26 +358,19 @@ async fn three_processes_crawl_the_site_once_and_politely_together() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_process_loses_no_url_its_leases_go_to_the_others() {
     let Some(server) = redis(&[]) else { return };
-    let site = TestSite::start(SiteConfig {
-        pages: 3_000,
-        hosts: 10,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
-    let seed = site.site().seed_url();
-    let politeness = "delay_ms = 5\nmax_per_host = 4";
-    let procs: Vec<Process> = (0..3)
-        .map(|_| Process::new(&server.url(), politeness))
-        .collect();
-    let mut children: Vec<Child> = procs.iter().map(|p| p.spawn(&seed)).collect();
+    let (site, procs, mut children) = start_shared(
+        &server.url(),
+        (3_000, 10),
+        3,
+        "delay_ms = 5\nmax_per_host = 4",
+    )
+    .await;
     // Kill the first once it has recorded some pages.
     let deadline = Instant::now() + Duration::from_secs(60);
     while procs[0].line_count() < 200 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let victim = children.remove(0);
-    let mut victim = victim;
+    let mut victim = children.remove(0);
     victim.kill().unwrap(); // SIGKILL
     victim.wait().unwrap();
     let killed_at = procs[0].lines().len();
@@ -371,14 +378,7 @@ async fn a_killed_process_loses_no_url_its_leases_go_to_the_others() {
         killed_at >= 200,
         "the first process recorded {killed_at} pages"
     );
-    let errs = tokio::task::spawn_blocking(move || {
-        children
-            .into_iter()
-            .map(|c| finish(c, Duration::from_secs(300)))
-            .collect::<Vec<_>>()
-    })
-    .await
-    .unwrap();
+    let errs = finish_all(children).await;
     let (missing, extra_urls, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
     println!(
         "killed after {killed_at} records; {} recorded twice",
@@ -418,19 +418,13 @@ async fn a_redis_restart_with_aof_loses_no_url() {
     let Some(mut server) = redis(&["--appendonly", "yes", "--appendfsync", "everysec"]) else {
         return;
     };
-    let site = TestSite::start(SiteConfig {
-        pages: 3_000,
-        hosts: 10,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
-    let seed = site.site().seed_url();
-    let politeness = "delay_ms = 5\nmax_per_host = 4";
-    let procs: Vec<Process> = (0..2)
-        .map(|_| Process::new(&server.url(), politeness))
-        .collect();
-    let children: Vec<Child> = procs.iter().map(|p| p.spawn(&seed)).collect();
+    let (site, procs, children) = start_shared(
+        &server.url(),
+        (3_000, 10),
+        2,
+        "delay_ms = 5\nmax_per_host = 4",
+    )
+    .await;
     let recorded = || procs.iter().map(Process::line_count).sum::<usize>();
     for (at, crash) in [(500, false), (1500, true)] {
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -445,14 +439,7 @@ async fn a_redis_restart_with_aof_loses_no_url() {
             server.restart(down).unwrap();
         }
     }
-    let errs = tokio::task::spawn_blocking(move || {
-        children
-            .into_iter()
-            .map(|c| finish(c, Duration::from_secs(300)))
-            .collect::<Vec<_>>()
-    })
-    .await
-    .unwrap();
+    let errs = finish_all(children).await;
     let (missing, extra_urls, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
     println!("{} recorded twice", twice.len());
     assert!(missing.is_empty(), "lost: {missing:?}\n{errs:?}");

@@ -9,17 +9,9 @@ use frontier::FrontierConfig;
 use redis_frontier::server::RedisServer;
 use redis_frontier::{RedisConfig, RedisFrontier};
 
-/// A private Redis, or `None` (with a note) where `redis-server` is missing and the test
-/// script did not require it.
+/// A private Redis (see [`RedisServer::for_test`]).
 pub fn redis(extra: &[&str]) -> Option<RedisServer> {
-    match RedisServer::start(extra) {
-        Ok(s) => Some(s),
-        Err(e) if std::env::var_os("REQUIRE_REDIS_TESTS").is_none() => {
-            eprintln!("skipped: no private redis-server ({e}); scripts/test.sh installs it");
-            None
-        }
-        Err(e) => panic!("redis-server required: {e}"),
-    }
+    RedisServer::for_test(extra)
 }
 
 /// Settings for crawl `crawl_id` on `server`, with short leases.
