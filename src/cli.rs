@@ -176,7 +176,8 @@ pub struct CrawlArgs {
     /// Where the crawl state lives (crawl.state_dir; default <out>/state).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Start over: delete the crawl state and empty pages.jsonl instead of resuming.
+    /// Start over: delete the crawl state and empty pages.jsonl instead of resuming (not
+    /// with a frontier shared in Redis: give a new frontier.crawl_id there).
     #[arg(long)]
     pub fresh: bool,
     /// Archive every fetch as WARC files in <out>/warc (output.warc = true).

@@ -172,7 +172,8 @@ fn union(site: &TestSite, processes: &[&Process]) -> (Vec<String>, Vec<String>, 
 }
 
 /// Redis out of reach at the start: exit 69 (EX_UNAVAILABLE), naming the URL (not its
-/// password) and the error; a crawl id that cannot be a key prefix is a usage error (64).
+/// password) and the error; a crawl id that cannot be a key prefix, and `--fresh`, are usage
+/// errors (64).
 #[test]
 fn an_unreachable_redis_is_69_naming_it() {
     // A loopback port nothing listens on (bound, then released).
@@ -206,6 +207,11 @@ fn an_unreachable_redis_is_69_naming_it() {
     std::fs::write(&config, "[frontier]\ncrawl_id = \"a{b}\"\n").unwrap();
     let out = run(&["--config", config.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
+    // --fresh cannot start a shared crawl over (it lives in Redis for every process): 64.
+    let out = run(&["--fresh"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(64), "{err}");
+    assert!(err.contains("crawl_id"), "{err}");
 }
 
 /// `crawler bloom export` writes the shared visited set byte for byte as `crawler bloom build`

@@ -101,6 +101,12 @@ pub enum EngineError {
         /// What failed.
         error: redis_frontier::RedisFrontierError,
     },
+    /// `--fresh` with a shared frontier: the crawl lives in Redis, for every process of it.
+    #[error(
+        "--fresh would not start the shared crawl over: it lives in Redis for every process \
+         of it; give a new frontier.crawl_id instead"
+    )]
+    FreshShared,
     /// `crawl.workers = 0` outside `crawler serve`: nothing would fetch.
     #[error("crawl.workers = 0 leaves the crawling to external fetchers: use `crawler serve`")]
     NoWorkers,
@@ -258,6 +264,9 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
     if workers_wanted == 0 && !opts.serve {
         return Err(EngineError::NoWorkers);
     }
+    if opts.fresh && cfg.frontier.backend == FrontierBackend::Redis {
+        return Err(EngineError::FreshShared);
+    }
     let seed_strs: Vec<&str> = seeds.iter().map(Url::as_str).collect();
     let fcfg = FrontierConfig {
         keep_open: opts.serve,
@@ -286,6 +295,9 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         None
     };
     let redis = cfg.frontier.backend == FrontierBackend::Redis;
+    if redis && cfg.crawl.persist {
+        tracing::info!("crawl.persist: the local crawl state is not used with the shared frontier");
+    }
     let (frontier, store, mut state_summary): (Arc<dyn Frontier>, _, _) = if redis {
         // The shared frontier is the crawl's state: nothing of it is kept here.
         (
