@@ -105,17 +105,19 @@ fn finish(mut child: Child, limit: Duration) -> String {
     err
 }
 
-/// A test site of `pages` pages on `hosts` hosts and `n` crawler processes sharing the
-/// crawl in `redis_url` (`politeness`: their `[politeness]` lines), started.
+/// A test site of `pages` pages on `hosts` hosts, answering each page after `latency_ms`,
+/// and `n` crawler processes sharing the crawl in `redis_url` (`politeness`: their
+/// `[politeness]` lines), started.
 async fn start_shared(
     redis_url: &str,
-    (pages, hosts): (u64, u32),
+    (pages, hosts, latency_ms): (u64, u32, u64),
     n: usize,
     politeness: &str,
 ) -> (TestSite, Vec<Process>, Vec<Child>) {
     let site = TestSite::start(SiteConfig {
         pages,
         hosts,
+        latency_ms,
         ..SiteConfig::default()
     })
     .await
@@ -306,7 +308,7 @@ async fn three_processes_crawl_the_site_once_and_politely_together() {
     let delay = 20.0;
     let (site, procs, children) = start_shared(
         &server.url(),
-        (10_000, 20),
+        (10_000, 20, 0),
         3,
         "delay_ms = 20\nmax_per_host = 2",
     )
@@ -364,9 +366,11 @@ async fn three_processes_crawl_the_site_once_and_politely_together() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_process_loses_no_url_its_leases_go_to_the_others() {
     let Some(server) = redis(&[]) else { return };
+    // Pages answer after 100 ms: 24 workers for 40 host slots, so every worker of the victim
+    // holds a lease when it is killed.
     let (site, procs, mut children) = start_shared(
         &server.url(),
-        (3_000, 10),
+        (2_000, 10, 100),
         3,
         "delay_ms = 5\nmax_per_host = 4",
     )
@@ -426,7 +430,7 @@ async fn a_redis_restart_with_aof_loses_no_url() {
     };
     let (site, procs, children) = start_shared(
         &server.url(),
-        (3_000, 10),
+        (3_000, 10, 0),
         2,
         "delay_ms = 5\nmax_per_host = 4",
     )
