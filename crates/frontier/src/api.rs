@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use url::Url;
 
+use crate::canon::Canonicalizer;
 use crate::entry::{Entry, Via};
 use crate::hosts::{HostControls, HostPage, HostQuery};
 use crate::scope::OutOfScope;
@@ -88,6 +89,24 @@ impl Link {
             lastmod: None,
         }
     }
+}
+
+/// Seeds as every frontier takes them: the canonical URL of each, whose host (and domain,
+/// with `host_scope = "domain"`) joins the scope, and the links marked [`Via::Seed`] to offer.
+/// A seed that cannot be canonicalised widens nothing and is refused as invalid when offered.
+pub fn prepare_seeds(canon: &Canonicalizer, links: Vec<Link>) -> (Vec<Url>, Vec<Link>) {
+    let canonical = links
+        .iter()
+        .filter_map(|l| canon.canonicalize(l.url.as_str(), None).ok())
+        .collect();
+    let seeds = links
+        .into_iter()
+        .map(|l| Link {
+            via: Via::Seed,
+            ..l
+        })
+        .collect();
+    (canonical, seeds)
 }
 
 /// A URL handed to a fetcher, to be given back with [`Frontier::complete`]. Opaque: the

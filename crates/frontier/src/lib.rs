@@ -39,8 +39,8 @@ mod scope;
 mod spill;
 
 pub use api::{
-    Admission, BoxFuture, End, Frontier, FrontierError, Lease, Link, Next, Outcome, SharedRobots,
-    Stats,
+    prepare_seeds, Admission, BoxFuture, End, Frontier, FrontierError, Lease, Link, Next, Outcome,
+    SharedRobots, Stats,
 };
 pub use canon::{CanonConfig, Canonicalizer, Invalid, DEFAULT_MAX_URL_LEN};
 pub use entry::{Entry, Via};

@@ -120,7 +120,8 @@ impl OutOfScope {
         }
     }
 
-    pub(crate) fn index(self) -> usize {
+    /// Its position in [`OutOfScope::ALL`]: a counter array's index.
+    pub fn index(self) -> usize {
         OutOfScope::ALL.iter().position(|r| *r == self).unwrap_or(0)
     }
 }

@@ -7,36 +7,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use url::Url;
 
 use super::LocalFrontier;
 use crate::api::{
     Admission, BoxFuture, Frontier, FrontierError, Lease, Link, Next, Outcome, Stats,
 };
-use crate::entry::Via;
 use crate::hosts::{paginate, HostControls, HostPage, HostQuery};
 
 impl LocalFrontier {
     /// Seeds from the operator: their hosts and domains join the host scope, then they are
     /// offered (parent none, depth 0).
     pub fn seed_links(&self, links: Vec<Link>) -> Vec<Admission> {
-        let canonical: Vec<Url> = links
-            .iter()
-            .filter_map(|l| self.canon.canonicalize(l.url.as_str(), None).ok())
-            .collect();
+        let (canonical, seeds) = crate::api::prepare_seeds(&self.canon, links);
         if !canonical.is_empty() {
             let mut scope = self.scope.write().unwrap_or_else(|e| e.into_inner());
             for u in &canonical {
                 scope.add_seed(u);
             }
         }
-        let seeds = links
-            .into_iter()
-            .map(|l| Link {
-                via: Via::Seed,
-                ..l
-            })
-            .collect();
         self.offer_links(None, seeds)
     }
 

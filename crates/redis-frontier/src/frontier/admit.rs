@@ -43,9 +43,7 @@ impl Shared {
             let scope = self.scope.read().unwrap_or_else(|e| e.into_inner());
             for (i, l) in links.into_iter().enumerate() {
                 let mut refuse = |reason: OutOfScope| {
-                    if let Some(n) = OutOfScope::ALL.iter().position(|r| *r == reason) {
-                        refused[n] += 1;
-                    }
+                    refused[reason.index()] += 1;
                     out[i] = Some(Admission::OutOfScope(reason));
                 };
                 let Ok(canonical) = self.canon.canonicalize_url(l.url) else {

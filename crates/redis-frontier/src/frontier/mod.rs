@@ -26,8 +26,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use frontier::{
-    Admission, BoxFuture, Canonicalizer, Frontier, FrontierConfig, FrontierError, HostControls,
-    HostPage, HostQuery, Lease, Link, Next, OutOfScope, Outcome, Scope, SharedRobots, Stats, Via,
+    prepare_seeds, Admission, BoxFuture, Canonicalizer, Frontier, FrontierConfig, FrontierError,
+    HostControls, HostPage, HostQuery, Lease, Link, Next, OutOfScope, Outcome, Scope, SharedRobots,
+    Stats,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RetryMethod, Value};
@@ -250,10 +251,7 @@ impl Shared {
     }
 
     async fn seed(&self, links: Vec<Link>) -> Result<Vec<Admission>, FrontierError> {
-        let canonical: Vec<Url> = links
-            .iter()
-            .filter_map(|l| self.canon.canonicalize(l.url.as_str(), None).ok())
-            .collect();
+        let (canonical, seeds) = prepare_seeds(&self.canon, links);
         if !canonical.is_empty() {
             let mut cmd = redis::cmd("SADD");
             cmd.arg(format!("{}seeds", self.visited.prefix()));
@@ -263,19 +261,12 @@ impl Shared {
             let _: u64 = cmd
                 .query_async(&mut self.conn.clone())
                 .await
-                .map_err(frontier_error)?;
+                .map_err(|e| self.failed(e))?;
             let mut scope = self.scope.write().unwrap_or_else(|e| e.into_inner());
             for u in &canonical {
                 scope.add_seed(u);
             }
         }
-        let seeds = links
-            .into_iter()
-            .map(|l| Link {
-                via: Via::Seed,
-                ..l
-            })
-            .collect();
         let out = self.admit(None, seeds, false).await?;
         self.wake.notify_waiters();
         Ok(out)
@@ -295,7 +286,7 @@ impl Shared {
         let r: u8 = call
             .invoke_async(&mut self.conn.clone())
             .await
-            .map_err(frontier_error)?;
+            .map_err(|e| self.failed(e))?;
         self.wake.notify_waiters();
         Ok(r == 1)
     }
@@ -313,7 +304,7 @@ impl Shared {
             .arg(format!("{p}visited"))
             .query_async(&mut self.conn.clone())
             .await
-            .map_err(frontier_error)?;
+            .map_err(|e| self.failed(e))?;
         let get = |k: &str| {
             counters
                 .iter()
