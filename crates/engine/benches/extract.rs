@@ -5,7 +5,8 @@
 //!   cargo bench -p engine --bench extract
 //!   EXTRACT_CORPUS=/usr/share/doc/valgrind/html cargo bench -p engine --bench extract
 //!
-//! `EXTRACT_ONLY=streaming` (any part of a row's name) measures only the rows that name it.
+//! `EXTRACT_ONLY=streaming` (any part of a row's name) measures only the rows that name it;
+//! `EXTRACT_PASSES=200` runs more passes than 3 (for `perf record`).
 //!
 //! Prints one TSV row per corpus: pages, MB, links found, seconds (best of 3), MB/s.
 
@@ -255,7 +256,7 @@ mod lol {
     }
 }
 
-/// Times `extract` over every page (best of 3 passes) and prints the corpus' row.
+/// Times `extract` over every page (best of 3 passes, or `EXTRACT_PASSES`) and prints the corpus' row.
 fn measure(name: &str, pages: &[Page], extract: impl Fn(&Page) -> usize) {
     let only = std::env::var("EXTRACT_ONLY").unwrap_or_default();
     if pages.is_empty() || !name.contains(&only) {
@@ -264,7 +265,11 @@ fn measure(name: &str, pages: &[Page], extract: impl Fn(&Page) -> usize) {
     let bytes: usize = pages.iter().map(|p| p.body.len()).sum();
     let mut best = Duration::MAX;
     let mut links = 0;
-    for _ in 0..3 {
+    let passes = std::env::var("EXTRACT_PASSES")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(3);
+    for _ in 0..passes {
         let start = Instant::now();
         links = pages.iter().map(|p| black_box(extract(p))).sum();
         best = best.min(start.elapsed());

@@ -15,6 +15,7 @@
 
 mod charref;
 mod entities;
+mod resolve;
 mod tokenizer;
 mod tree;
 
@@ -176,7 +177,8 @@ impl Extractor {
                 true => bytes,
                 false => bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes),
             };
-            if let Ok(text) = std::str::from_utf8(piece) {
+            // simdutf8: std's validation was 6.5% of the extractor on the test site's pages.
+            if let Ok(text) = simdutf8::basic::from_utf8(piece) {
                 self.started |= !bytes.is_empty();
                 self.tokenizer.feed(text, &mut self.page);
                 return;
@@ -414,15 +416,15 @@ impl Links {
         let mut links = Vec::with_capacity(self.raw.ends.len());
         for raw in self.raw.iter() {
             let raw = raw.trim();
-            let lower = raw.get(..11).unwrap_or(raw).to_ascii_lowercase();
-            if lower.starts_with("javascript:")
-                || lower.starts_with("mailto:")
-                || lower.starts_with("data:")
-                || lower.starts_with("tel:")
-            {
+            let starts = |p: &str| {
+                raw.as_bytes()
+                    .get(..p.len())
+                    .is_some_and(|b| b.eq_ignore_ascii_case(p.as_bytes()))
+            };
+            if starts("javascript:") || starts("mailto:") || starts("data:") || starts("tel:") {
                 continue;
             }
-            if let Ok(mut u) = base.join(raw) {
+            if let Some(mut u) = resolve::resolve(&base, raw) {
                 if matches!(u.scheme(), "http" | "https") {
                     u.set_fragment(None);
                     links.push(u);
