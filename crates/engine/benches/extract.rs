@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 
 use engine::extract::extract;
 
+/// The crawler's allocator (src/main.rs), so extraction is measured as a crawl runs it.
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[path = "../tests/oracle/mod.rs"]
 mod oracle;
 use testsite::{Site, SiteConfig};

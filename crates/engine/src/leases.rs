@@ -225,7 +225,8 @@ pub(crate) async fn complete(ctx: &Ctx, c: Completion) -> Completed {
         // An external fetcher reports an outcome, not the bytes: nothing to archive.
         capture: None,
     };
-    let outcome = finish(ctx, &entry, response, offers).await;
+    let found = offers.len();
+    let outcome = finish(ctx, &entry, response, offers, found).await;
     let recorded = outcome.is_recorded();
     give_back(ctx, lease, outcome).await;
     if recorded {

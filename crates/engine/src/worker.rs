@@ -197,15 +197,19 @@ pub(crate) async fn worker(ctx: Arc<Ctx>) {
         } else {
             process(&ctx, &lease).await
         };
-        // Retried with a copy: a remote call that failed may not have taken the lease.
+        let id = lease.entry().id;
+        let mut handed = Retained::new((lease, outcome), ctx.frontier.calls_can_fail());
         let completed = ctx
-            .with_frontier("complete", |f| f.complete(lease.clone(), outcome.clone()))
+            .with_frontier("complete", |f| {
+                let (lease, outcome) = handed.take();
+                f.complete(lease, outcome)
+            })
             .await;
         if completed.is_none() {
             break;
         }
         // Its line (if any) is now covered by the next checkpoint.
-        ctx.output.completed(lease.entry().id);
+        ctx.output.completed(id);
     }
 }
 
@@ -252,12 +256,14 @@ pub(crate) async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
         .clone()
         .or_else(|| wait_refused(ctx, fetched.transient, fetched.retry_after));
     let mut offers = Vec::new();
+    let mut found = 0;
     let mut final_url = entry.url.clone();
     match fetched.status {
         Some(300..=399) => match redirect(entry, &url, fetched.location.as_deref()) {
             Ok(link) => {
                 final_url = link.url.to_string();
                 offers.push(link);
+                found = 1;
             }
             Err(why) => error = Some(why),
         },
@@ -272,15 +278,17 @@ pub(crate) async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
             let ct = fetched.content_type.clone();
             let page = url.clone();
             let extractor = pieces.extractor.take();
+            let size = body.len();
             let job = move || {
                 let mut extractor = ExtractPieces::resume(extractor, ct.as_deref(), respect);
                 extractor.feed(&body);
                 extractor.finish(&page)
             };
-            match ctx.parse.run(job).await {
+            match ctx.parse.run_sized(size, job).await {
                 Ok(e) => {
                     let depth = entry.depth + 1;
                     offers = e.links.into_iter().map(|u| Link::new(u, depth)).collect();
+                    found = e.found;
                 }
                 Err(e) => error = Some(format!("link extraction failed: {e}")),
             }
@@ -292,6 +300,7 @@ pub(crate) async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
         entry,
         Response::of(&mut fetched, final_url, error),
         offers,
+        found,
     )
     .await
 }
@@ -466,6 +475,35 @@ impl Response {
     }
 }
 
+/// What a frontier call is handed on each attempt: a copy while calls can fail (a remote call
+/// that failed took its arguments), the value itself otherwise — the local frontier never
+/// fails, so a page's links are moved into it, not copied (one allocation per link saved).
+struct Retained<T: Clone> {
+    value: Option<T>,
+    keep: bool,
+}
+
+impl<T: Clone> Retained<T> {
+    fn new(value: T, calls_can_fail: bool) -> Self {
+        Self {
+            value: Some(value),
+            keep: calls_can_fail,
+        }
+    }
+
+    /// The value for one attempt. Only a frontier that can fail is called again, and then a
+    /// copy was kept.
+    fn take(&mut self) -> T {
+        match (&self.value, self.keep) {
+            (Some(v), true) => v.clone(),
+            _ => self
+                .value
+                .take()
+                .expect("a frontier that cannot fail is called once"),
+        }
+    }
+}
+
 /// Offers what a fetched page leads to (one frontier call), writes its record and returns
 /// the outcome: the end of every fetch, built-in or external.
 pub(crate) async fn finish(
@@ -473,14 +511,15 @@ pub(crate) async fn finish(
     entry: &frontier::Entry,
     r: Response,
     offers: Vec<Link>,
+    links_found: usize,
 ) -> Outcome {
-    let links_found = offers.len() as u64;
+    let links_found = links_found as u64;
     let mut links_new = 0;
     let mut r = r;
     if !offers.is_empty() {
-        // Retried with a copy of the links: a remote call that failed took them.
+        let mut offers = Retained::new(offers, ctx.frontier.calls_can_fail());
         let admissions = ctx
-            .with_frontier("offer", |f| f.offer(Some(&entry.url), offers.clone()))
+            .with_frontier("offer", |f| f.offer(Some(&entry.url), offers.take()))
             .await
             .unwrap_or_default();
         links_new = admissions

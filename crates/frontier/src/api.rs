@@ -361,6 +361,14 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
         Box::pin(std::future::ready(Ok(())))
     }
 
+    /// Whether a call can fail with a [`FrontierError`]. A caller that retries keeps a copy
+    /// of what it hands over (a failed remote call took it) only when this is `true`, the
+    /// default; a frontier in this process never fails and says `false`, so a page's links
+    /// are moved, not copied.
+    fn calls_can_fail(&self) -> bool {
+        true
+    }
+
     /// Stops handing out URLs in this process: `next` ends with [`End::Closed`] from now on.
     fn close(&self);
 

@@ -22,9 +22,12 @@ pub(crate) const RECENT_STRIPES: usize = 64;
 pub(crate) const RECENT_SLOTS: usize = 1 << 12; // per stripe: 64 × 4096 × 16 B = 4 MiB in all
 
 impl RecentSeen {
-    pub(crate) fn new() -> Self {
+    /// The cache for exact mode; with `exact` false (the Bloom filter decides alone) nothing is
+    /// ever looked up or inserted here, and it holds no memory.
+    pub(crate) fn new(exact: bool) -> Self {
+        let stripes = if exact { RECENT_STRIPES } else { 0 };
         Self {
-            stripes: (0..RECENT_STRIPES)
+            stripes: (0..stripes)
                 .map(|_| Mutex::new(vec![0u128; RECENT_SLOTS].into_boxed_slice()))
                 .collect(),
         }
@@ -40,12 +43,18 @@ impl RecentSeen {
 
     pub(crate) fn contains(&self, fp: u128) -> bool {
         let (stripe, slot) = Self::slot(fp);
-        fp != 0 && lock(&self.stripes[stripe])[slot] == fp
+        fp != 0
+            && self
+                .stripes
+                .get(stripe)
+                .is_some_and(|s| lock(s)[slot] == fp)
     }
 
     pub(crate) fn insert(&self, fp: u128) {
         let (stripe, slot) = Self::slot(fp);
-        lock(&self.stripes[stripe])[slot] = fp;
+        if let Some(s) = self.stripes.get(stripe) {
+            lock(s)[slot] = fp;
+        }
     }
 }
 

@@ -261,7 +261,7 @@ impl Store {
             path: path.clone(),
             exact,
             index: ExactIndex::new(index_bytes),
-            recent: RecentSeen::new(),
+            recent: RecentSeen::new(exact),
             pending: Mutex::new(Pending::default()),
             wake: Condvar::new(),
             next_id: AtomicU64::new(1),

@@ -20,6 +20,8 @@ mod tokenizer;
 mod tree;
 
 use std::borrow::Cow;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 
 use url::Url;
 
@@ -29,9 +31,13 @@ use tree::Tree;
 /// Links found on a page.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Extracted {
-    /// Absolute http(s) URLs to offer, in document order (duplicates included), parsed:
-    /// the frontier canonicalises them without parsing them again.
+    /// Absolute http(s) URLs to offer, each once, in the order of their first occurrence,
+    /// parsed: the frontier canonicalises them without parsing them again. (A documentation
+    /// page can link 20,000 times to a few hundred URLs — mostly its own anchors — and each
+    /// copy would be a `Url`, a `Link` and a frontier lookup.)
     pub links: Vec<Url>,
+    /// Links found, duplicates included: a record's `links_found`.
+    pub found: usize,
     /// `<meta name="robots" content="nofollow">` was present (and honoured).
     pub meta_nofollow: bool,
     /// `rel="nofollow"` links skipped.
@@ -413,7 +419,8 @@ impl Links {
             .base
             .and_then(|href| page.join(href.trim()).ok())
             .unwrap_or_else(|| page.clone());
-        let mut links = Vec::with_capacity(self.raw.ends.len());
+        let mut links = Unique::default();
+        let mut found = 0;
         for raw in self.raw.iter() {
             let raw = raw.trim();
             let starts = |p: &str| {
@@ -427,16 +434,63 @@ impl Links {
             if let Some(mut u) = resolve::resolve(&base, raw) {
                 if matches!(u.scheme(), "http" | "https") {
                     u.set_fragment(None);
+                    found += 1;
                     links.push(u);
                 }
             }
         }
         Extracted {
-            links,
+            links: links.urls,
+            found,
             meta_nofollow: false,
             nofollow_skipped: self.nofollow_skipped,
         }
     }
+}
+
+/// A page's links, each once, in the order of first occurrence. Few links are compared with
+/// each other directly; past [`Unique::SCAN`] an FNV hash of each URL points to its place (a
+/// hash that matches another URL keeps both: only equal strings are dropped). The table
+/// itself places those hashes with std's randomly keyed hasher, so a page cannot choose URLs
+/// that pile into one bucket.
+#[derive(Default)]
+struct Unique {
+    urls: Vec<Url>,
+    first: HashMap<u64, usize>,
+}
+
+impl Unique {
+    /// Up to this many links a scan is cheaper than hashing each one.
+    const SCAN: usize = 32;
+
+    fn push(&mut self, url: Url) {
+        if self.urls.len() < Self::SCAN {
+            if !self.urls.iter().any(|u| u.as_str() == url.as_str()) {
+                self.urls.push(url);
+            }
+            return;
+        }
+        if self.first.is_empty() {
+            for (at, u) in self.urls.iter().enumerate() {
+                self.first.entry(hash(u)).or_insert(at);
+            }
+        }
+        match self.first.entry(hash(&url)) {
+            Entry::Occupied(at) if self.urls[*at.get()].as_str() == url.as_str() => {}
+            Entry::Occupied(_) => self.urls.push(url),
+            Entry::Vacant(at) => {
+                at.insert(self.urls.len());
+                self.urls.push(url);
+            }
+        }
+    }
+}
+
+fn hash(url: &Url) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = resolve::Fnv.build_hasher();
+    h.write(url.as_str().as_bytes());
+    h.finish()
 }
 
 /// Link targets as written, in one buffer (not a string each).
@@ -523,6 +577,26 @@ mod tests {
 
     fn links(e: &Extracted) -> Vec<&str> {
         e.links.iter().map(Url::as_str).collect()
+    }
+
+    #[test]
+    fn each_link_once_in_the_order_first_found_and_every_copy_counted() {
+        // Anchors of the page itself, repeats before and after the scan limit.
+        let mut html = String::from("<a href=\"#top\">t</a><a href=\"/a\">a</a>");
+        for n in 0..100 {
+            html.push_str(&format!(
+                "<a href=\"/p{n}\">p</a><a href=\"#s{n}\">s</a><a href=\"/a#x\">a</a>"
+            ));
+        }
+        html.push_str("<a href=\"/p0\">again</a><a href=\"/P0\">case</a>");
+        let e = extract(html.as_bytes(), None, &page(), true);
+        assert_eq!(e.found, 2 + 300 + 2);
+        let got: Vec<&str> = e.links.iter().map(Url::as_str).collect();
+        let mut want = vec!["http://h.test/a/b.html", "http://h.test/a"];
+        let pages: Vec<String> = (0..100).map(|n| format!("http://h.test/p{n}")).collect();
+        want.extend(pages.iter().map(String::as_str));
+        want.push("http://h.test/P0");
+        assert_eq!(got, want);
     }
 
     #[test]

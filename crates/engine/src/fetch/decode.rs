@@ -73,6 +73,11 @@ impl Decoder {
         Self { codec, fed: false }
     }
 
+    /// The body is not content-encoded: decoded bytes are the bytes on the wire.
+    pub fn is_identity(&self) -> bool {
+        matches!(self.codec, Codec::Identity)
+    }
+
     /// Decodes from the front of `input` (advancing it), appending at most `limit` bytes to
     /// `out`. Returns once the input is used up or `limit` bytes were produced. When it
     /// produced `limit` bytes, more may be pending even with the input used up: call again

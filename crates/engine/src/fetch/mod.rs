@@ -33,7 +33,7 @@ pub enum Keep {
 }
 
 /// Bytes of a kept body gathered before they are handed to [`Pieces`].
-pub const PIECE_BYTES: usize = 256 * 1024;
+pub const PIECE_BYTES: usize = 128 * 1024;
 
 /// Takes a kept body in pieces as it arrives, so that a long body is never held whole: the
 /// fetch hands over what it has each time it holds `PIECE_BYTES`, and what is left at the
@@ -388,6 +388,16 @@ impl Fetcher {
             transient: status == 429 || (500..600).contains(&status),
             ..Fetched::default()
         };
+        if keep_body && decoder.is_identity() {
+            // Sized once from `Content-Length` (at most a piece; a lie only costs a regrowth):
+            // growing by doubling copied the page up to five times and left half-empty
+            // capacity behind — the allocator's churn, and RSS, on a crawl of many pages.
+            if let Some(len) = response.content_length() {
+                let len = len.min(cap.saturating_add(1)).min(PIECE_BYTES as u64);
+                out.body
+                    .reserve_exact(usize::try_from(len).unwrap_or(PIECE_BYTES));
+            }
+        }
         let mut response = response;
         // Decoded bytes of a body that is not kept: counted, then dropped.
         let mut scratch = Vec::new();
@@ -420,7 +430,12 @@ impl Fetcher {
             loop {
                 // One byte past the cap tells a body that is longer from one that fits.
                 let room = cap.saturating_sub(out.bytes).saturating_add(1);
-                let step = usize::try_from(room).unwrap_or(usize::MAX).min(PIECE_BYTES);
+                let mut step = usize::try_from(room).unwrap_or(usize::MAX).min(PIECE_BYTES);
+                if keep_body && pieces.is_some() {
+                    // A piece is handed over when full, so it never outgrows PIECE_BYTES and
+                    // its buffer (reused for the next piece) stays that size.
+                    step = step.min(PIECE_BYTES.saturating_sub(out.body.len()).max(1));
+                }
                 let sink = if keep_body {
                     &mut out.body
                 } else {

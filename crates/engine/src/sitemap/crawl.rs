@@ -106,11 +106,13 @@ pub(crate) async fn read(ctx: &Ctx, lease: &Lease, url: &Url) -> Outcome {
         _ => {}
     }
     let error = (!notes.is_empty()).then(|| notes.join("; "));
+    let found = offers.len();
     finish(
         ctx,
         entry,
         Response::of(&mut fetched, final_url, error),
         offers,
+        found,
     )
     .await
 }

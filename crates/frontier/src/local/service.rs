@@ -148,6 +148,10 @@ impl Frontier for LocalFrontier {
         Box::pin(std::future::ready(Ok(())))
     }
 
+    fn calls_can_fail(&self) -> bool {
+        false
+    }
+
     fn close(&self) {
         LocalFrontier::close(self);
     }

@@ -21,20 +21,24 @@ const MAX_NAME_BYTES: usize = 32;
 /// A kept attribute value longer than this is dropped as if absent: no URL is this long (the
 /// frontier refuses URLs past a few KiB), and a hostile page cannot make the value grow.
 pub(super) const MAX_VALUE_BYTES: usize = 64 * 1024;
-/// The only attributes ever kept; a tag's other attributes are skipped without copying.
-const KEPT: [&str; 10] = [
-    "href",
-    "src",
-    "rel",
-    "name",
-    "content",
-    "http-equiv",
-    "type",
-    "encoding",
-    "color",
-    "face",
-];
 const KEPT_FONT_SIZE: &str = "size";
+
+/// The only attributes ever kept; a tag's other attributes are skipped without copying.
+fn is_kept(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"href"
+            | b"src"
+            | b"rel"
+            | b"name"
+            | b"content"
+            | b"http-equiv"
+            | b"type"
+            | b"encoding"
+            | b"color"
+            | b"face"
+    )
+}
 
 /// The content model the tree builder puts the tokenizer in after a start tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,8 +227,7 @@ impl Tokenizer {
             return;
         }
         let name = self.attr_name.as_slice();
-        let wanted = KEPT.iter().any(|k| k.as_bytes() == name)
-            || (name == KEPT_FONT_SIZE.as_bytes() && self.name == b"font");
+        let wanted = is_kept(name) || (name == KEPT_FONT_SIZE.as_bytes() && self.name == b"font");
         self.attr_kept = wanted
             && !self.attrs[..self.attr_count]
                 .iter()
@@ -458,8 +461,11 @@ impl Tokenizer {
                         .iter()
                         .position(|&b| is_space(b) || matches!(b, b'/' | b'>' | b'='))
                         .map_or(s.len(), |at| i + at);
-                    for &b in &s[i..end] {
-                        push_lower(&mut self.attr_name, b);
+                    if self.keep {
+                        // Names matter only on tags whose attributes are kept.
+                        for &b in &s[i..end] {
+                            push_lower(&mut self.attr_name, b);
+                        }
                     }
                     i = end;
                     if end == s.len() {
