@@ -7,6 +7,8 @@
 #
 # BIN_A / BIN_B: other crawler binaries to compare (a build with another allocator, say);
 # both default to target/release/crawler.
+# PIN=1: the test site runs on CPU 1 and the crawler on CPU 0 (taskset), so the crawler's
+# pages/s is what one core of it does, not what is left of two cores shared with the site.
 #
 # Prints one TSV row per run: variant, pages, seconds, pages/s, peak RSS (MB), CPU s.
 set -euo pipefail
@@ -25,11 +27,13 @@ max_per_host = 64
 [frontier]
 scope = "any"
 TOML
+site_cpu="" crawl_cpu=""
+if [[ ${PIN:-} == 1 ]]; then site_cpu="taskset -c 1" crawl_cpu="taskset -c 0"; fi
 printf 'variant\tpages\tseconds\tpages_per_s\tpeak_rss_mb\tcpu_s\n'
 for i in $(seq 1 "$runs"); do
     for v in A B; do
         if [[ $v == A ]]; then vars=$a bin=${BIN_A:-target/release/crawler}; else vars=$b bin=${BIN_B:-target/release/crawler}; fi
-        target/release/testsite --pages "$pages" --hosts "$hosts" --addressing ips --port $port --threads 1 2>/dev/null &
+        $site_cpu target/release/testsite --pages "$pages" --hosts "$hosts" --addressing ips --port $port --threads 1 2>/dev/null &
         server=$!
         for _ in $(seq 1 120); do
             target/release/testsite --probe --port $port >/dev/null 2>&1 && break
@@ -42,7 +46,7 @@ for i in $(seq 1 "$runs"); do
         if "$bin" config default | grep -q '^allow_private'; then
             printf '[fetch]\nallow_private = true\n' >>"$work/c-$v.toml"
         fi
-        env $vars /usr/bin/time -f "%e %M %U %S" -o "$work/time" "$bin" crawl \
+        $crawl_cpu env $vars /usr/bin/time -f "%e %M %U %S" -o "$work/time" "$bin" crawl \
             --config "$work/c-$v.toml" --seed "http://127.0.0.1:$port/" --out "$work/out" >/dev/null 2>&1
         kill $server; wait $server 2>/dev/null || true
         read -r wall rss user sys < <(tail -n 1 "$work/time")
