@@ -241,18 +241,18 @@ struct PageSink {
 }
 
 impl tokenizer::Sink for PageSink {
-    fn wants_attributes(&self, name: &str) -> bool {
+    fn wants_attributes(&self, name: &[u8]) -> bool {
         matches!(
             name,
-            "a" | "area"
-                | "link"
-                | "frame"
-                | "iframe"
-                | "base"
-                | "meta"
-                | "font"
-                | "input"
-                | "annotation-xml"
+            b"a" | b"area"
+                | b"link"
+                | b"frame"
+                | b"iframe"
+                | b"base"
+                | b"meta"
+                | b"font"
+                | b"input"
+                | b"annotation-xml"
         )
     }
 

@@ -23,21 +23,22 @@ const MAX_NAME_BYTES: usize = 32;
 pub(super) const MAX_VALUE_BYTES: usize = 64 * 1024;
 const KEPT_FONT_SIZE: &str = "size";
 
-/// The only attributes ever kept; a tag's other attributes are skipped without copying.
-fn is_kept(name: &[u8]) -> bool {
-    matches!(
-        name,
-        b"href"
-            | b"src"
-            | b"rel"
-            | b"name"
-            | b"content"
-            | b"http-equiv"
-            | b"type"
-            | b"encoding"
-            | b"color"
-            | b"face"
-    )
+/// The only attributes ever kept (as their names, so a kept name needs no UTF-8 check); a
+/// tag's other attributes are skipped without copying.
+fn kept(name: &[u8]) -> Option<&'static str> {
+    Some(match name {
+        b"href" => "href",
+        b"src" => "src",
+        b"rel" => "rel",
+        b"name" => "name",
+        b"content" => "content",
+        b"http-equiv" => "http-equiv",
+        b"type" => "type",
+        b"encoding" => "encoding",
+        b"color" => "color",
+        b"face" => "face",
+        _ => return None,
+    })
 }
 
 /// The content model the tree builder puts the tokenizer in after a start tag.
@@ -57,7 +58,7 @@ pub(super) struct Tag<'a> {
     pub name: &'a str,
     /// `<name ... />`.
     pub self_closing: bool,
-    attrs: &'a [(String, String)],
+    attrs: &'a [(&'static str, String)],
 }
 
 impl Tag<'_> {
@@ -65,7 +66,7 @@ impl Tag<'_> {
     pub fn raw_attr(&self, name: &str) -> Option<&str> {
         self.attrs
             .iter()
-            .find(|(n, _)| n == name)
+            .find(|(n, _)| *n == name)
             .map(|(_, v)| v.as_str())
     }
 }
@@ -73,7 +74,7 @@ impl Tag<'_> {
 /// What the tokenizer reports, and the tree-construction decisions it asks for.
 pub(super) trait Sink {
     /// Keep the attributes of start tags named `name`.
-    fn wants_attributes(&self, name: &str) -> bool;
+    fn wants_attributes(&self, name: &[u8]) -> bool;
     /// A start tag; returns the content model that follows it.
     fn start_tag(&mut self, tag: &Tag<'_>) -> Content;
     /// An end tag (lower-case name).
@@ -152,13 +153,13 @@ pub(super) struct Tokenizer {
     name: Vec<u8>,
     self_closing: bool,
     keep: bool,
-    attrs: Vec<(String, String)>,
+    attrs: Vec<(&'static str, String)>,
     /// How many of `attrs` belong to the tag being read.
     attr_count: usize,
     /// The attribute being read: its name, value and whether it is kept.
     attr_name: Vec<u8>,
     attr_value: Vec<u8>,
-    attr_kept: bool,
+    attr_kept: Option<&'static str>,
     /// Lower-case letters after `</` in text, or of `<script` in an escaped script.
     temp: Vec<u8>,
     /// The element whose end tag ends the current text content.
@@ -191,7 +192,7 @@ impl Tokenizer {
             attr_count: 0,
             attr_name: Vec::new(),
             attr_value: Vec::new(),
-            attr_kept: false,
+            attr_kept: None,
             temp: Vec::new(),
             text_end: Vec::new(),
         }
@@ -218,7 +219,7 @@ impl Tokenizer {
         self.finish_attr();
         self.attr_name.clear();
         self.attr_value.clear();
-        self.attr_kept = false;
+        self.attr_kept = None;
     }
 
     /// Called when the attribute's name is complete: keep it if wanted and not a duplicate.
@@ -227,37 +228,36 @@ impl Tokenizer {
             return;
         }
         let name = self.attr_name.as_slice();
-        let wanted = is_kept(name) || (name == KEPT_FONT_SIZE.as_bytes() && self.name == b"font");
-        self.attr_kept = wanted
-            && !self.attrs[..self.attr_count]
-                .iter()
-                .any(|(n, _)| n.as_bytes() == name);
+        let wanted = kept(name).or_else(|| {
+            (name == KEPT_FONT_SIZE.as_bytes() && self.name == b"font").then_some(KEPT_FONT_SIZE)
+        });
+        self.attr_kept =
+            wanted.filter(|w| !self.attrs[..self.attr_count].iter().any(|(n, _)| n == w));
     }
 
     fn finish_attr(&mut self) {
-        if self.attr_kept && self.attr_value.len() <= MAX_VALUE_BYTES {
+        if let Some(name) = self
+            .attr_kept
+            .filter(|_| self.attr_value.len() <= MAX_VALUE_BYTES)
+        {
             // Whole characters: a value is cut only past the limit, and then not kept.
-            if let (Ok(name), Ok(value)) = (
-                std::str::from_utf8(&self.attr_name),
-                std::str::from_utf8(&self.attr_value),
-            ) {
+            if let Ok(value) = std::str::from_utf8(&self.attr_value) {
                 // Slots are reused from tag to tag: no allocation once warm.
                 if self.attr_count == self.attrs.len() {
-                    self.attrs.push(Default::default());
+                    self.attrs.push(("", String::new()));
                 }
                 let (n, v) = &mut self.attrs[self.attr_count];
-                n.clear();
-                n.push_str(name);
+                *n = name;
                 v.clear();
                 v.push_str(value);
                 self.attr_count += 1;
             }
         }
-        self.attr_kept = false;
+        self.attr_kept = None;
     }
 
     fn push_value(&mut self, bytes: &[u8]) {
-        if self.attr_kept && self.attr_value.len() <= MAX_VALUE_BYTES {
+        if self.attr_kept.is_some() && self.attr_value.len() <= MAX_VALUE_BYTES {
             let room = MAX_VALUE_BYTES + 1 - self.attr_value.len();
             self.attr_value
                 .extend_from_slice(&bytes[..bytes.len().min(room)]);
@@ -270,14 +270,13 @@ impl Tokenizer {
         self.self_closing = false;
         self.keep = false;
         self.attr_count = 0;
-        self.attr_kept = false;
+        self.attr_kept = None;
     }
 
     /// The tag's name is complete: decide whether its attributes are kept.
     fn tag_name_done(&mut self, sink: &impl Sink) {
-        self.keep = !self.end_tag
-            && self.name.len() <= MAX_NAME_BYTES
-            && std::str::from_utf8(&self.name).is_ok_and(|n| sink.wants_attributes(n));
+        self.keep =
+            !self.end_tag && self.name.len() <= MAX_NAME_BYTES && sink.wants_attributes(&self.name);
     }
 
     fn emit(&mut self, sink: &mut impl Sink) -> State {
