@@ -421,22 +421,20 @@ impl Links {
             .unwrap_or_else(|| page.clone());
         let mut links = Unique::default();
         let mut found = 0;
+        // A target written again (a type's page named in every signature of a documentation
+        // page) resolves as it did the first time: only whether it gave a link is kept.
+        let mut written = Written::default();
         for raw in self.raw.iter() {
             let raw = raw.trim();
-            let starts = |p: &str| {
-                raw.as_bytes()
-                    .get(..p.len())
-                    .is_some_and(|b| b.eq_ignore_ascii_case(p.as_bytes()))
-            };
-            if starts("javascript:") || starts("mailto:") || starts("data:") || starts("tel:") {
+            if let Some(gave) = written.get(raw) {
+                found += usize::from(gave);
                 continue;
             }
-            if let Some(mut u) = resolve::resolve(&base, raw) {
-                if matches!(u.scheme(), "http" | "https") {
-                    u.set_fragment(None);
-                    found += 1;
-                    links.push(u);
-                }
+            let link = link(&base, raw);
+            written.insert(raw, link.is_some());
+            if let Some(u) = link {
+                found += 1;
+                links.push(u);
             }
         }
         Extracted {
@@ -445,6 +443,57 @@ impl Links {
             meta_nofollow: false,
             nofollow_skipped: self.nofollow_skipped,
         }
+    }
+}
+
+/// The http(s) URL a link target written as `raw` (trimmed) leads to from `base`, without its
+/// fragment.
+fn link(base: &Url, raw: &str) -> Option<Url> {
+    let starts = |p: &str| {
+        raw.as_bytes()
+            .get(..p.len())
+            .is_some_and(|b| b.eq_ignore_ascii_case(p.as_bytes()))
+    };
+    if starts("javascript:") || starts("mailto:") || starts("data:") || starts("tel:") {
+        return None;
+    }
+    let mut u = resolve::resolve(base, raw)?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return None;
+    }
+    u.set_fragment(None);
+    Some(u)
+}
+
+/// Link targets as written on one page, and whether each gave a link: a few are scanned,
+/// more are looked up (std's randomly keyed hasher: a page cannot make them collide).
+#[derive(Default)]
+struct Written<'a> {
+    few: Vec<(&'a str, bool)>,
+    many: HashMap<&'a str, bool>,
+}
+
+impl<'a> Written<'a> {
+    fn get(&self, raw: &str) -> Option<bool> {
+        if self.many.is_empty() {
+            self.few
+                .iter()
+                .find(|(r, _)| *r == raw)
+                .map(|(_, gave)| *gave)
+        } else {
+            self.many.get(raw).copied()
+        }
+    }
+
+    fn insert(&mut self, raw: &'a str, gave: bool) {
+        if self.many.is_empty() && self.few.len() < Unique::SCAN {
+            self.few.push((raw, gave));
+            return;
+        }
+        if self.many.is_empty() {
+            self.many.extend(self.few.drain(..));
+        }
+        self.many.insert(raw, gave);
     }
 }
 
