@@ -332,6 +332,8 @@ fn schemathesis_finds_no_response_outside_the_openapi_document() {
             "30",
         ])
         .env("NO_COLOR", "1")
+        // Its cache (`.schemathesis/`) goes with the test's directory, not into the checkout.
+        .current_dir(dir.path())
         .output()
         .unwrap();
     terminate(serve);
