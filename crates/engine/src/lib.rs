@@ -31,6 +31,7 @@ pub mod robots;
 pub mod sitemap;
 pub mod state;
 
+mod frontier_call;
 mod leases;
 mod metrics;
 pub mod reconcile;

@@ -1,0 +1,330 @@
+//! The link rules: which elements and attributes lead to other pages, seen in document order
+//! (by the tokenizer in a crawl, by a DOM walk in the tests' oracle), and their resolution at
+//! the end of the page — each target once, each URL once, in the order first found.
+
+use std::borrow::Cow;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use url::Url;
+
+use super::{resolve, Extracted};
+
+/// The link rules, applied to a page's elements in document order — by the tokenizer in a
+/// crawl, by a DOM walk in the tests that check the tokenizer against a tree builder.
+#[derive(Debug)]
+pub struct Links {
+    respect_nofollow: bool,
+    /// The first `<base href>`.
+    base: Option<String>,
+    /// Link targets as written (attribute values decoded), resolved at the end against the
+    /// base, which may come after them.
+    raw: RawLinks,
+    meta_nofollow: bool,
+    nofollow_skipped: usize,
+    /// What had been found when the body started, to go back to if a frameset replaces it.
+    at_body: Option<(usize, bool, bool, usize)>,
+}
+
+impl Links {
+    /// Rules for one page.
+    pub fn new(respect_nofollow: bool) -> Self {
+        Self {
+            respect_nofollow,
+            base: None,
+            raw: RawLinks::default(),
+            meta_nofollow: false,
+            nofollow_skipped: 0,
+            at_body: None,
+        }
+    }
+
+    pub(super) fn body_starts(&mut self) {
+        self.at_body = Some((
+            self.raw.ends.len(),
+            self.base.is_some(),
+            self.meta_nofollow,
+            self.nofollow_skipped,
+        ));
+    }
+
+    /// A frameset replaced the body: what was found in it is gone.
+    pub(super) fn drop_body(&mut self) {
+        if let Some((links, base, meta_nofollow, skipped)) = self.at_body {
+            self.raw.truncate(links);
+            if !base {
+                self.base = None;
+            }
+            self.meta_nofollow = meta_nofollow;
+            self.nofollow_skipped = skipped;
+        }
+    }
+
+    /// An element named `name` (lower case), with `attr` giving its decoded attribute values.
+    pub fn element<'a>(&mut self, name: &str, attr: impl Fn(&str) -> Option<Cow<'a, str>>) {
+        let target = match name {
+            "a" | "area" => attr("href"),
+            "frame" | "iframe" => attr("src"),
+            "link" => {
+                // Only links that name other pages, not stylesheets or icons.
+                let rel = attr("rel").unwrap_or_default().to_ascii_lowercase();
+                let wanted = rel
+                    .split_ascii_whitespace()
+                    .any(|r| matches!(r, "canonical" | "alternate" | "next" | "prev"));
+                if !wanted {
+                    return;
+                }
+                attr("href")
+            }
+            "base" => {
+                if self.base.is_none() {
+                    self.base = attr("href").map(Cow::into_owned);
+                }
+                return;
+            }
+            "meta" => {
+                self.meta(&attr);
+                return;
+            }
+            _ => return,
+        };
+        let Some(target) = target else { return };
+        if self.respect_nofollow
+            && attr("rel").is_some_and(|rel| {
+                rel.split_ascii_whitespace()
+                    .any(|r| r.eq_ignore_ascii_case("nofollow"))
+            })
+        {
+            self.nofollow_skipped += 1;
+            return;
+        }
+        self.raw.push(&target);
+    }
+
+    fn meta<'a>(&mut self, attr: &impl Fn(&str) -> Option<Cow<'a, str>>) {
+        let content = attr("content");
+        if self.respect_nofollow
+            && attr("name").is_some_and(|n| n.eq_ignore_ascii_case("robots"))
+            && content.as_ref().is_some_and(|c| {
+                c.to_ascii_lowercase()
+                    .split(',')
+                    .any(|t| matches!(t.trim(), "nofollow" | "none"))
+            })
+        {
+            self.meta_nofollow = true;
+        }
+        if attr("http-equiv").is_some_and(|h| h.trim().eq_ignore_ascii_case("refresh")) {
+            if let Some(url) = content.as_deref().and_then(refresh_url) {
+                self.raw.push(url);
+            }
+        }
+    }
+
+    /// The links, resolved against the base (or `page`).
+    pub fn finish(self, page: &Url) -> Extracted {
+        if self.meta_nofollow {
+            return Extracted {
+                meta_nofollow: true,
+                ..Extracted::default()
+            };
+        }
+        let base = self
+            .base
+            .and_then(|href| page.join(href.trim()).ok())
+            .unwrap_or_else(|| page.clone());
+        let mut links = Unique::default();
+        let mut found = 0;
+        // A target written again (a type's page named in every signature of a documentation
+        // page) resolves as it did the first time: only whether it gave a link is kept.
+        let mut written = Written::default();
+        for raw in self.raw.iter() {
+            let raw = raw.trim();
+            if let Some(gave) = written.get(raw) {
+                found += usize::from(gave);
+                continue;
+            }
+            let link = link(&base, raw);
+            written.insert(raw, link.is_some());
+            if let Some(u) = link {
+                found += 1;
+                links.push(u);
+            }
+        }
+        Extracted {
+            links: links.urls,
+            found,
+            meta_nofollow: false,
+            nofollow_skipped: self.nofollow_skipped,
+        }
+    }
+}
+
+/// The http(s) URL a link target written as `raw` (trimmed) leads to from `base`, without its
+/// fragment.
+fn link(base: &Url, raw: &str) -> Option<Url> {
+    let starts = |p: &str| {
+        raw.as_bytes()
+            .get(..p.len())
+            .is_some_and(|b| b.eq_ignore_ascii_case(p.as_bytes()))
+    };
+    if starts("javascript:") || starts("mailto:") || starts("data:") || starts("tel:") {
+        return None;
+    }
+    let mut u = resolve::resolve(base, raw)?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return None;
+    }
+    u.set_fragment(None);
+    Some(u)
+}
+
+/// Link targets as written on one page, and whether each gave a link: a few are scanned,
+/// more are looked up (std's randomly keyed hasher: a page cannot make them collide).
+#[derive(Default)]
+struct Written<'a> {
+    few: Vec<(&'a str, bool)>,
+    many: HashMap<&'a str, bool>,
+}
+
+impl<'a> Written<'a> {
+    fn get(&self, raw: &str) -> Option<bool> {
+        if self.many.is_empty() {
+            self.few
+                .iter()
+                .find(|(r, _)| *r == raw)
+                .map(|(_, gave)| *gave)
+        } else {
+            self.many.get(raw).copied()
+        }
+    }
+
+    fn insert(&mut self, raw: &'a str, gave: bool) {
+        if self.many.is_empty() && self.few.len() < Unique::SCAN {
+            self.few.push((raw, gave));
+            return;
+        }
+        if self.many.is_empty() {
+            self.many.extend(self.few.drain(..));
+        }
+        self.many.insert(raw, gave);
+    }
+}
+
+/// A page's links, each once, in the order of first occurrence. Few links are compared with
+/// each other directly; past [`Unique::SCAN`] an FNV hash of each URL points to its place (a
+/// hash that matches another URL keeps both: only equal strings are dropped). The table
+/// itself places those hashes with std's randomly keyed hasher, so a page cannot choose URLs
+/// that pile into one bucket.
+#[derive(Default)]
+struct Unique {
+    urls: Vec<Url>,
+    first: HashMap<u64, usize>,
+}
+
+impl Unique {
+    /// Up to this many links a scan is cheaper than hashing each one.
+    const SCAN: usize = 32;
+
+    fn push(&mut self, url: Url) {
+        if self.urls.len() < Self::SCAN {
+            if !self.urls.iter().any(|u| u.as_str() == url.as_str()) {
+                self.urls.push(url);
+            }
+            return;
+        }
+        if self.first.is_empty() {
+            for (at, u) in self.urls.iter().enumerate() {
+                self.first.entry(hash(u)).or_insert(at);
+            }
+        }
+        match self.first.entry(hash(&url)) {
+            Entry::Occupied(at) if self.urls[*at.get()].as_str() == url.as_str() => {}
+            Entry::Occupied(_) => self.urls.push(url),
+            Entry::Vacant(at) => {
+                at.insert(self.urls.len());
+                self.urls.push(url);
+            }
+        }
+    }
+}
+
+fn hash(url: &Url) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = resolve::Fnv.build_hasher();
+    h.write(url.as_str().as_bytes());
+    h.finish()
+}
+
+/// Link targets as written, in one buffer (not a string each).
+#[derive(Debug, Default)]
+struct RawLinks {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl RawLinks {
+    fn push(&mut self, link: &str) {
+        self.text.push_str(link);
+        self.ends.push(self.text.len());
+    }
+
+    fn truncate(&mut self, links: usize) {
+        self.ends.truncate(links);
+        self.text.truncate(self.ends.last().copied().unwrap_or(0));
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &str> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(from, &to)| &self.text[from..to])
+    }
+}
+
+/// The URL of a `<meta http-equiv="refresh" content="5; url=...">`, read as the HTML
+/// standard's shared declarative refresh steps read it; `None` for a plain reload or a
+/// malformed value.
+fn refresh_url(content: &str) -> Option<&str> {
+    let is_space = |c: char| matches!(c, '\t' | '\n' | '\x0c' | '\r' | ' ');
+    let s = content.trim_start_matches(is_space);
+    let digits = s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 && !s.starts_with('.') {
+        return None;
+    }
+    let s = s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    if s.is_empty() {
+        return None;
+    }
+    let first = s.chars().next()?;
+    if !(first == ';' || first == ',' || is_space(first)) {
+        return None;
+    }
+    let s = s.trim_start_matches(is_space);
+    let s = s
+        .strip_prefix([';', ','])
+        .unwrap_or(s)
+        .trim_start_matches(is_space);
+    let url = match s.get(..3) {
+        // `url =` then a quoted or bare URL; `u` not followed by `rl =` is the URL itself.
+        Some(p) if p.eq_ignore_ascii_case("url") => {
+            match s[3..].trim_start_matches(is_space).strip_prefix('=') {
+                Some(value) => unquote(value.trim_start_matches(is_space)),
+                None => s,
+            }
+        }
+        _ if s.starts_with(['u', 'U']) => s,
+        _ => unquote(s),
+    };
+    (!url.is_empty()).then_some(url)
+}
+
+/// A refresh URL in quotes ends at the closing quote (or the value's end).
+fn unquote(url: &str) -> &str {
+    match url.chars().next() {
+        Some(q @ ('"' | '\'')) => {
+            let inner = &url[1..];
+            inner.find(q).map_or(inner, |end| &inner[..end])
+        }
+        _ => url,
+    }
+}
