@@ -37,7 +37,8 @@ impl Tokenizer {
                         || doctype[..rest.len()].eq_ignore_ascii_case(rest)
                         || cdata.starts_with(rest))
                 {
-                    self.carry.extend_from_slice(rest);
+                    // A prefix of `--`, `doctype` or `[CDATA[`: ASCII.
+                    self.carry.extend(rest.iter().map(|&b| char::from(b)));
                     return None;
                 } else {
                     State::BogusComment

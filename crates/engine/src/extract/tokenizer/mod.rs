@@ -146,8 +146,8 @@ enum State {
 #[derive(Debug)]
 pub(super) struct Tokenizer {
     state: State,
-    /// Unread look-ahead after `<!` carried to the next piece.
-    carry: Vec<u8>,
+    /// Unread look-ahead after `<!` carried to the next piece (ASCII).
+    carry: String,
     /// The tag being read.
     end_tag: bool,
     name: Vec<u8>,
@@ -158,7 +158,10 @@ pub(super) struct Tokenizer {
     attr_count: usize,
     /// The attribute being read: its name, value and whether it is kept.
     attr_name: Vec<u8>,
-    attr_value: Vec<u8>,
+    /// Slices of the (valid UTF-8) input, so a kept value needs no validation.
+    attr_value: String,
+    /// The value went past `MAX_VALUE_BYTES`: it is not kept.
+    attr_value_over: bool,
     attr_kept: Option<&'static str>,
     /// Lower-case letters after `</` in text, or of `<script` in an escaped script.
     temp: Vec<u8>,
@@ -183,7 +186,7 @@ impl Tokenizer {
     pub(super) fn new() -> Self {
         Self {
             state: State::Data,
-            carry: Vec::new(),
+            carry: String::new(),
             end_tag: false,
             name: Vec::new(),
             self_closing: false,
@@ -191,7 +194,8 @@ impl Tokenizer {
             attrs: Vec::new(),
             attr_count: 0,
             attr_name: Vec::new(),
-            attr_value: Vec::new(),
+            attr_value: String::new(),
+            attr_value_over: false,
             attr_kept: None,
             temp: Vec::new(),
             text_end: Vec::new(),
@@ -201,10 +205,10 @@ impl Tokenizer {
     /// Reads the next piece of the page.
     pub(super) fn feed(&mut self, piece: &str, sink: &mut impl Sink) {
         if self.carry.is_empty() {
-            self.run(piece.as_bytes(), false, sink);
+            self.run(piece, false, sink);
         } else {
             let mut joined = std::mem::take(&mut self.carry);
-            joined.extend_from_slice(piece.as_bytes());
+            joined.push_str(piece);
             self.run(&joined, false, sink);
         }
     }
@@ -219,6 +223,7 @@ impl Tokenizer {
         self.finish_attr();
         self.attr_name.clear();
         self.attr_value.clear();
+        self.attr_value_over = false;
         self.attr_kept = None;
     }
 
@@ -236,31 +241,35 @@ impl Tokenizer {
     }
 
     fn finish_attr(&mut self) {
-        if let Some(name) = self
-            .attr_kept
-            .filter(|_| self.attr_value.len() <= MAX_VALUE_BYTES)
-        {
-            // Whole characters: a value is cut only past the limit, and then not kept.
-            if let Ok(value) = std::str::from_utf8(&self.attr_value) {
-                // Slots are reused from tag to tag: no allocation once warm.
-                if self.attr_count == self.attrs.len() {
-                    self.attrs.push(("", String::new()));
-                }
-                let (n, v) = &mut self.attrs[self.attr_count];
-                *n = name;
-                v.clear();
-                v.push_str(value);
-                self.attr_count += 1;
+        if let Some(name) = self.attr_kept.filter(|_| !self.attr_value_over) {
+            // Slots are reused from tag to tag: no allocation once warm. The value's buffer
+            // and the slot's trade places, so the value is not copied.
+            if self.attr_count == self.attrs.len() {
+                self.attrs.push(("", String::new()));
             }
+            let (n, v) = &mut self.attrs[self.attr_count];
+            *n = name;
+            std::mem::swap(v, &mut self.attr_value);
+            self.attr_value.clear();
+            self.attr_count += 1;
         }
         self.attr_kept = None;
     }
 
-    fn push_value(&mut self, bytes: &[u8]) {
-        if self.attr_kept.is_some() && self.attr_value.len() <= MAX_VALUE_BYTES {
-            let room = MAX_VALUE_BYTES + 1 - self.attr_value.len();
-            self.attr_value
-                .extend_from_slice(&bytes[..bytes.len().min(room)]);
+    /// `text[from..to]`, more of the attribute value being read. The bounds are where the
+    /// value starts and ends (after `=`, a quote or spaces; at a quote, a space, `>` or the
+    /// piece's end), so always between characters: the value is never re-validated as UTF-8.
+    fn push_value(&mut self, text: &str, from: usize, to: usize) {
+        if self.attr_kept.is_none() || self.attr_value_over {
+            return;
+        }
+        match text.get(from..to) {
+            Some(more) if self.attr_value.len() + more.len() <= MAX_VALUE_BYTES => {
+                self.attr_value.push_str(more);
+            }
+            // Past the limit (or, which the bounds above rule out, not between characters):
+            // the value is not kept, as a cut value would be a wrong link.
+            _ => self.attr_value_over = true,
         }
     }
 
@@ -271,6 +280,7 @@ impl Tokenizer {
         self.keep = false;
         self.attr_count = 0;
         self.attr_kept = None;
+        self.attr_value_over = false;
     }
 
     /// The tag's name is complete: decide whether its attributes are kept.
@@ -306,7 +316,8 @@ impl Tokenizer {
         }
     }
 
-    fn run(&mut self, s: &[u8], last: bool, sink: &mut impl Sink) {
+    fn run(&mut self, text: &str, last: bool, sink: &mut impl Sink) {
+        let s = text.as_bytes();
         let mut i = 0;
         while i < s.len() {
             let c = s[i];
@@ -517,7 +528,7 @@ impl Tokenizer {
                 },
                 State::AttrValueQuoted(quote) => {
                     let end = memchr(quote, &s[i..]).map_or(s.len(), |at| i + at);
-                    self.push_value(&s[i..end]);
+                    self.push_value(text, i, end);
                     if end == s.len() {
                         i = end;
                         continue;
@@ -530,7 +541,7 @@ impl Tokenizer {
                         .iter()
                         .position(|&b| is_space(b) || b == b'>')
                         .map_or(s.len(), |at| i + at);
-                    self.push_value(&s[i..end]);
+                    self.push_value(text, i, end);
                     i = end;
                     if end == s.len() {
                         continue;
