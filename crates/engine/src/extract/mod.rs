@@ -308,6 +308,31 @@ mod tests {
         e.links.iter().map(Url::as_str).collect()
     }
 
+    /// A value longer than `MAX_VALUE_BYTES` gives no link (a cut one would be a wrong
+    /// link), whether it arrives whole or across pieces; one at the limit is kept, and the
+    /// next attribute or tag is read as usual.
+    #[test]
+    fn attribute_values_past_the_limit_are_not_kept() {
+        let at_limit = |pad: usize| {
+            let head = "http://a.test/";
+            format!("{head}{}", "x".repeat(pad - head.len()))
+        };
+        let kept = at_limit(tokenizer::MAX_VALUE_BYTES);
+        let long = at_limit(tokenizer::MAX_VALUE_BYTES + 1);
+        let html = format!(
+            "<a href=\"{long}\">long</a><a href={long}>bare</a><a href=\"{kept}\">fits</a>\
+             <a href=\"/after\">after</a>"
+        );
+        let want = vec![kept.as_str(), "http://h.test/after"];
+        let whole = extract(html.as_bytes(), None, &page(), true);
+        assert_eq!(links(&whole), want);
+        let mut pieces = Extractor::new(None, true);
+        for piece in html.as_bytes().chunks(1000) {
+            pieces.feed(piece);
+        }
+        assert_eq!(links(&pieces.finish(&page())), want);
+    }
+
     #[test]
     fn each_link_once_in_the_order_first_found_and_every_copy_counted() {
         // Anchors of the page itself, repeats before and after the scan limit.

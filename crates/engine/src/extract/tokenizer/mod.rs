@@ -156,12 +156,11 @@ pub(super) struct Tokenizer {
     attrs: Vec<(&'static str, String)>,
     /// How many of `attrs` belong to the tag being read.
     attr_count: usize,
-    /// The attribute being read: its name, value and whether it is kept.
+    /// The attribute being read: its name, value and whether it is kept (a value past
+    /// `MAX_VALUE_BYTES` is not). The value is slices of the (valid UTF-8) input, so it needs
+    /// no validation.
     attr_name: Vec<u8>,
-    /// Slices of the (valid UTF-8) input, so a kept value needs no validation.
     attr_value: String,
-    /// The value went past `MAX_VALUE_BYTES`: it is not kept.
-    attr_value_over: bool,
     attr_kept: Option<&'static str>,
     /// Lower-case letters after `</` in text, or of `<script` in an escaped script.
     temp: Vec<u8>,
@@ -195,7 +194,6 @@ impl Tokenizer {
             attr_count: 0,
             attr_name: Vec::new(),
             attr_value: String::new(),
-            attr_value_over: false,
             attr_kept: None,
             temp: Vec::new(),
             text_end: Vec::new(),
@@ -223,7 +221,6 @@ impl Tokenizer {
         self.finish_attr();
         self.attr_name.clear();
         self.attr_value.clear();
-        self.attr_value_over = false;
         self.attr_kept = None;
     }
 
@@ -241,7 +238,7 @@ impl Tokenizer {
     }
 
     fn finish_attr(&mut self) {
-        if let Some(name) = self.attr_kept.filter(|_| !self.attr_value_over) {
+        if let Some(name) = self.attr_kept {
             // Slots are reused from tag to tag: no allocation once warm. The value's buffer
             // and the slot's trade places, so the value is not copied.
             if self.attr_count == self.attrs.len() {
@@ -260,7 +257,7 @@ impl Tokenizer {
     /// value starts and ends (after `=`, a quote or spaces; at a quote, a space, `>` or the
     /// piece's end), so always between characters: the value is never re-validated as UTF-8.
     fn push_value(&mut self, text: &str, from: usize, to: usize) {
-        if self.attr_kept.is_none() || self.attr_value_over {
+        if self.attr_kept.is_none() {
             return;
         }
         match text.get(from..to) {
@@ -269,7 +266,7 @@ impl Tokenizer {
             }
             // Past the limit (or, which the bounds above rule out, not between characters):
             // the value is not kept, as a cut value would be a wrong link.
-            _ => self.attr_value_over = true,
+            _ => self.attr_kept = None,
         }
     }
 
@@ -280,7 +277,6 @@ impl Tokenizer {
         self.keep = false;
         self.attr_count = 0;
         self.attr_kept = None;
-        self.attr_value_over = false;
     }
 
     /// The tag's name is complete: decide whether its attributes are kept.
