@@ -7,5 +7,6 @@ mod hostile;
 mod redis;
 mod resume;
 mod serve;
+mod tls;
 mod util;
 mod warc;

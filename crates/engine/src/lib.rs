@@ -81,7 +81,7 @@ pub enum EngineError {
     Frontier(#[from] frontier::BuildError),
     /// The HTTP client could not be built.
     #[error("HTTP client: {0}")]
-    Client(#[from] reqwest::Error),
+    Client(#[from] fetch::ClientError),
     /// The crawl state could not be opened or restored.
     #[error("crawl state: {0}")]
     State(#[from] store::StoreError),

@@ -1,8 +1,8 @@
 //! What one fetch sent and received, kept for its WARC records when `output.warc` is on.
 //!
-//! - **The request as sent.** reqwest does not hand back the bytes hyper wrote, so the head
-//!   is written from the request it sends: the method and target, `Host`, the client's
-//!   default headers (`User-Agent`, `Accept`) and the request's own (`Accept-Encoding`,
+//! - **The request as sent.** hyper does not hand back the bytes it wrote, so the head
+//!   is written from the request it sends: the method and target, `Host` (which the client
+//!   adds) and the request's headers (`User-Agent`, `Accept`, `Accept-Encoding`,
 //!   `Connection`). A test compares it with what a server reads off the socket.
 //! - **The response as received**: the status line, the headers (names in the lower case
 //!   hyper keeps them in), and the payload *before content decoding* — a gzip'd page is
@@ -114,9 +114,8 @@ impl Spool {
     }
 }
 
-/// The request head as sent for `request` with the client's `user_agent`.
-pub(crate) fn request_head(request: &reqwest::Request, user_agent: &str) -> Vec<u8> {
-    let url = request.url();
+/// The request head as sent for `request` of `url` (the client adds `host`).
+pub(crate) fn request_head<B>(url: &url::Url, request: &hyper::Request<B>) -> Vec<u8> {
     let mut head = format!(
         "{} {}",
         request.method(),
@@ -127,34 +126,24 @@ pub(crate) fn request_head(request: &reqwest::Request, user_agent: &str) -> Vec<
     head.push_str("\r\n");
     let mut out = Vec::with_capacity(head.len() + 256);
     out.extend_from_slice(head.as_bytes());
-    let mut line = |name: &[u8], value: &[u8]| {
-        out.extend_from_slice(name);
+    for (name, value) in request.headers() {
+        out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");
-        out.extend_from_slice(value);
+        out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
-    };
-    let own = request.headers();
-    if !own.contains_key(reqwest::header::USER_AGENT) {
-        line(b"user-agent", user_agent.as_bytes());
-    }
-    if !own.contains_key(reqwest::header::ACCEPT) {
-        line(b"accept", b"*/*");
-    }
-    for (name, value) in own {
-        line(name.as_str().as_bytes(), value.as_bytes());
     }
     out.extend_from_slice(b"\r\n");
     out
 }
 
 /// The status line and headers of `response` as received (see the module's notes).
-pub(crate) fn response_head(response: &reqwest::Response) -> Vec<u8> {
+pub(crate) fn response_head<B>(response: &hyper::Response<B>) -> Vec<u8> {
     let status = response.status();
     let version = match response.version() {
-        reqwest::Version::HTTP_09 => "HTTP/0.9",
-        reqwest::Version::HTTP_10 => "HTTP/1.0",
-        reqwest::Version::HTTP_2 => "HTTP/2",
-        reqwest::Version::HTTP_3 => "HTTP/3",
+        hyper::Version::HTTP_09 => "HTTP/0.9",
+        hyper::Version::HTTP_10 => "HTTP/1.0",
+        hyper::Version::HTTP_2 => "HTTP/2",
+        hyper::Version::HTTP_3 => "HTTP/3",
         _ => "HTTP/1.1",
     };
     let mut out = Vec::with_capacity(512);
@@ -167,7 +156,7 @@ pub(crate) fn response_head(response: &reqwest::Response) -> Vec<u8> {
         .as_bytes(),
     );
     for (name, value) in response.headers() {
-        if name == reqwest::header::TRANSFER_ENCODING {
+        if name == hyper::header::TRANSFER_ENCODING {
             out.extend_from_slice(b"x-crawler-transfer-encoding");
         } else {
             out.extend_from_slice(name.as_str().as_bytes());

@@ -1,24 +1,29 @@
-//! Fetching one URL: one shared `reqwest::Client` (rustls, HTTP/2 when offered), no automatic
-//! redirects (each hop goes back through the frontier), three timeouts, and a body cap
+//! Fetching one URL: one shared pooled client ([`client`]: rustls, HTTP/2 when offered, a
+//! capped read buffer), no automatic redirects (each hop goes back through the frontier),
+//! three timeouts, and a body cap
 //! applied while streaming — after content decoding, so a gzip bomb is cut at the cap like
 //! any other long body. Content decoding is ours ([`decode`]), not the client's, so that
 //! with `output.warc` the body as received can be archived ([`capture`]) while its decoded
 //! form is parsed.
 
 mod capture;
+mod client;
 pub mod decode;
 
 pub use capture::{Capture, Spool, SPOOL_MEMORY};
+pub use client::ClientError;
 
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use reqwest::header::{
-    ACCEPT_ENCODING, CONNECTION, CONTENT_ENCODING, CONTENT_TYPE, LOCATION, RETRY_AFTER,
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Body as _;
+use hyper::header::{
+    HeaderValue, ACCEPT, ACCEPT_ENCODING, CONNECTION, CONTENT_ENCODING, CONTENT_TYPE, LOCATION,
+    RETRY_AFTER, USER_AGENT,
 };
+use hyper_util::client::legacy::connect::HttpInfo;
 
 use crate::config::FetchSection;
 use crate::guard::Guard;
@@ -83,77 +88,13 @@ pub struct Fetched {
     pub capture: Option<Box<Capture>>,
 }
 
-/// Resolves configured host patterns to fixed addresses, everything else through the system
-/// resolver: the C library's `getaddrinfo`, or with the `hickory-dns` feature a pure-Rust DNS
-/// client configured from `/etc/resolv.conf` and `/etc/hosts` (what a static binary needs).
-#[derive(Debug)]
-struct Overrides {
-    rules: Vec<(String, IpAddr)>,
-    /// Names not overridden keep only the addresses the SSRF guard allows.
-    guard: Arc<Guard>,
-    #[cfg(feature = "hickory-dns")]
-    dns: std::sync::OnceLock<Result<hickory_resolver::TokioResolver, String>>,
-}
-
-impl Overrides {
-    fn lookup(&self, host: &str) -> Option<IpAddr> {
-        self.rules.iter().find_map(|(pattern, ip)| {
-            let hit = match pattern.strip_prefix("*.") {
-                Some(suffix) => host.ends_with(&format!(".{suffix}")) || host == suffix,
-                None => host.eq_ignore_ascii_case(pattern),
-            };
-            hit.then_some(*ip)
-        })
-    }
-}
-
-impl Resolve for Overrides {
-    fn resolve(&self, name: Name) -> Resolving {
-        let host = name.as_str().to_ascii_lowercase();
-        if let Some(ip) = self.lookup(&host) {
-            let addrs: Addrs = Box::new(std::iter::once(SocketAddr::new(ip, 0)));
-            return Box::pin(async move { Ok(addrs) });
-        }
-        let guard = Arc::clone(&self.guard);
-        #[cfg(not(feature = "hickory-dns"))]
-        return Box::pin(async move {
-            let found = tokio::net::lookup_host((host.as_str(), 0)).await?;
-            let allowed = guard.filter(&host, found.collect())?;
-            let addrs: Addrs = Box::new(allowed.into_iter());
-            Ok(addrs)
-        });
-        #[cfg(feature = "hickory-dns")]
-        {
-            let dns = self
-                .dns
-                .get_or_init(|| {
-                    hickory_resolver::TokioResolver::builder_tokio()
-                        .map(|b| b.build())
-                        .map_err(|e| format!("DNS resolver configuration: {e}"))
-                })
-                .clone();
-            Box::pin(async move {
-                let dns =
-                    dns.map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })?;
-                let found = dns.lookup_ip(host.as_str()).await?;
-                let allowed = guard.filter(
-                    &host,
-                    found.iter().map(|ip| SocketAddr::new(ip, 0)).collect(),
-                )?;
-                let addrs: Addrs = Box::new(allowed.into_iter());
-                Ok(addrs)
-            })
-        }
-    }
-}
-
 /// The HTTP side of the crawler.
 #[derive(Debug, Clone)]
 pub struct Fetcher {
-    client: reqwest::Client,
+    client: client::Http,
     cfg: Arc<FetchSection>,
     guard: Arc<Guard>,
-    user_agent: Arc<str>,
+    user_agent: HeaderValue,
     /// Archiving: where large payloads spool.
     spool: Option<Arc<std::path::Path>>,
 }
@@ -167,14 +108,7 @@ impl Fetcher {
         user_agent: &str,
         max_per_host: u32,
         seed_hosts: impl IntoIterator<Item = String>,
-    ) -> Result<Self, reqwest::Error> {
-        // rustls needs a process-wide crypto provider; ring builds without a C++ toolchain.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let rules = cfg
-            .resolve
-            .iter()
-            .filter_map(|(p, ip)| Some((p.to_ascii_lowercase(), ip.parse().ok()?)))
-            .collect();
+    ) -> Result<Self, ClientError> {
         // Names `fetch.resolve` maps are the operator's too.
         let guard = Arc::new(Guard::new(
             cfg.allow_private,
@@ -182,34 +116,18 @@ impl Fetcher {
                 .into_iter()
                 .chain(cfg.resolve.keys().filter(|p| !p.contains('*')).cloned()),
         ));
-        let client = reqwest::Client::builder()
-            .user_agent(user_agent)
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_millis(cfg.connect_timeout_ms))
-            .timeout(Duration::from_millis(cfg.total_timeout_ms))
-            // As many idle connections per host as fetches of it may be in flight: with fewer,
-            // the connections beyond them close after each response and the next fetch
-            // connects again (9,207 connects for 21,616 fetches of one host at 64 in flight
-            // with 8). Hosts with nothing left are closed by `Connection: close`.
-            .pool_max_idle_per_host(max_per_host.max(1) as usize)
-            // Bodies are decoded here (`decode`), after they are captured as received.
-            .no_gzip()
-            .no_brotli()
-            .no_deflate()
-            .no_zstd()
-            .dns_resolver(Arc::new(Overrides {
-                rules,
-                guard: Arc::clone(&guard),
-                #[cfg(feature = "hickory-dns")]
-                dns: std::sync::OnceLock::new(),
-            }))
-            .tls_backend_rustls()
-            .build()?;
+        // As many idle connections per host as fetches of it may be in flight: with fewer,
+        // the connections beyond them close after each response and the next fetch connects
+        // again (9,207 connects for 21,616 fetches of one host at 64 in flight with 8). Hosts
+        // with nothing left are closed by `Connection: close`.
+        let client = client::build(cfg, max_per_host.max(1) as usize, Arc::clone(&guard))?;
+        let user_agent = HeaderValue::from_str(user_agent)
+            .map_err(|_| ClientError::UserAgent(user_agent.to_owned()))?;
         Ok(Self {
             client,
             cfg: Arc::new(cfg.clone()),
             guard,
-            user_agent: user_agent.into(),
+            user_agent,
             spool: None,
         })
     }
@@ -267,15 +185,24 @@ impl Fetcher {
         pieces: Option<&mut P>,
     ) -> Fetched {
         let started = Instant::now();
-        if let Some(why) = url::Url::parse(url)
-            .ok()
-            .and_then(|u| self.guard.check_url(&u).err())
-        {
+        let parsed = match url::Url::parse(url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => u,
+            Ok(u) => {
+                let why = format!(
+                    "scheme {:?} is not fetched (http and https are)",
+                    u.scheme()
+                );
+                return self.failed(url, why, false, started);
+            }
+            Err(e) => return self.failed(url, format!("not a URL: {e}"), false, started),
+        };
+        if let Err(why) = self.guard.check_url(&parsed) {
             return self.failed(url, why, false, started);
         }
         let total = Duration::from_millis(self.cfg.total_timeout_ms);
         let mut out =
-            match tokio::time::timeout(total, self.fetch_inner(url, keep, cap, last, pieces)).await
+            match tokio::time::timeout(total, self.fetch_inner(&parsed, keep, cap, last, pieces))
+                .await
             {
                 Ok(f) => f,
                 Err(_) => {
@@ -306,36 +233,39 @@ impl Fetcher {
 
     async fn fetch_inner<P: Pieces>(
         &self,
-        url: &str,
+        url: &url::Url,
         keep: Keep,
         cap: u64,
         last: bool,
         mut pieces: Option<&mut P>,
     ) -> Fetched {
         let first_byte = Duration::from_millis(self.cfg.first_byte_timeout_ms);
-        let mut request = self
-            .client
-            .get(url)
-            .header(ACCEPT_ENCODING, decode::ACCEPT_ENCODING);
+        let mut request = hyper::Request::get(url.as_str())
+            .header(USER_AGENT, self.user_agent.clone())
+            .header(ACCEPT, HeaderValue::from_static("*/*"))
+            .header(
+                ACCEPT_ENCODING,
+                HeaderValue::from_static(decode::ACCEPT_ENCODING),
+            );
         if last {
-            request = request.header(CONNECTION, "close");
+            request = request.header(CONNECTION, HeaderValue::from_static("close"));
         }
-        let request = match request.build() {
+        let request = match request.body(Empty::new()) {
             Ok(r) => r,
             Err(e) => {
                 return Fetched {
-                    error: Some(describe(&e)),
+                    error: Some(format!("not a URL the client can send: {}", describe(&e))),
                     ..Fetched::default()
                 }
             }
         };
         let mut capture = self.spool.as_ref().map(|_| {
             Box::new(Capture::new(
-                url,
-                capture::request_head(&request, &self.user_agent),
+                url.as_str(),
+                capture::request_head(url, &request),
             ))
         });
-        let response = match tokio::time::timeout(first_byte, self.client.execute(request)).await {
+        let response = match tokio::time::timeout(first_byte, self.client.request(request)).await {
             Err(_) => {
                 return Fetched {
                     error: Some(format!(
@@ -351,7 +281,7 @@ impl Fetcher {
                 // A refusal of the SSRF guard is final, not a network hiccup.
                 let refused = error.contains(crate::guard::BLOCKED);
                 return Fetched {
-                    transient: !refused && (e.is_connect() || e.is_timeout()),
+                    transient: !refused && e.is_connect(),
                     error: Some(error),
                     ..Fetched::default()
                 };
@@ -363,18 +293,23 @@ impl Fetcher {
             response
                 .headers()
                 .get(name)
-                .and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok())
+                .and_then(|v: &HeaderValue| v.to_str().ok())
                 .map(str::to_owned)
         };
         let content_type = header(CONTENT_TYPE);
         let location = header(LOCATION);
         let retry_after = header(RETRY_AFTER).and_then(|v| parse_retry_after(&v));
         let mut decoder = decode::Decoder::new(header(CONTENT_ENCODING).as_deref());
+        // `Content-Length`, as the body counts it (none for a chunked or HTTP/2 body without).
+        let content_length = response.body().size_hint().exact();
         if let Some(c) = capture.as_mut() {
-            c.ip = response.remote_addr().map(|a| a.ip());
+            c.ip = response
+                .extensions()
+                .get::<HttpInfo>()
+                .map(|i| i.remote_addr().ip());
             c.response = Some(capture::response_head(&response));
             c.payload
-                .expect(response.content_length().unwrap_or(16 * 1024).min(cap));
+                .expect(content_length.unwrap_or(16 * 1024).min(cap));
         }
         let keep_body = match keep {
             Keep::Html => status == 200 && self.is_html(content_type.as_deref()),
@@ -392,25 +327,29 @@ impl Fetcher {
             // Sized once from `Content-Length` (at most a piece; a lie only costs a regrowth):
             // growing by doubling copied the page up to five times and left half-empty
             // capacity behind — the allocator's churn, and RSS, on a crawl of many pages.
-            if let Some(len) = response.content_length() {
+            if let Some(len) = content_length {
                 let len = len.min(cap.saturating_add(1)).min(PIECE_BYTES as u64);
                 out.body
                     .reserve_exact(usize::try_from(len).unwrap_or(PIECE_BYTES));
             }
         }
-        let mut response = response;
+        let mut body = response.into_body();
         // Decoded bytes of a body that is not kept: counted, then dropped.
         let mut scratch = Vec::new();
         let mut ended = false;
         let mut cut = None;
         'read: loop {
-            let chunk = match response.chunk().await {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => {
+            let chunk = match body.frame().await {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(chunk) => chunk,
+                    // Trailers: not part of the body.
+                    Err(_) => continue,
+                },
+                None => {
                     ended = true;
                     break;
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     // The connection failed mid-body (a reset, a close short of the length):
                     // a network failure, retried like one.
                     out.error = Some(format!("body: {}", describe(&e)));
@@ -512,8 +451,8 @@ fn parse_retry_after(value: &str) -> Option<Duration> {
     )
 }
 
-/// A one-line description of a reqwest error with its causes.
-fn describe(e: &reqwest::Error) -> String {
+/// A one-line description of an error with its causes.
+fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
@@ -525,7 +464,10 @@ fn describe(e: &reqwest::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests;
+
+#[cfg(test)]
+mod retry_after_tests {
     use super::*;
     use std::time::SystemTime;
 

@@ -1,0 +1,214 @@
+//! The HTTP client under [`Fetcher`](super::Fetcher): hyper-util's pooled client over
+//! hyper-rustls and hyper-util's TCP connector, put together here rather than taken whole
+//! from reqwest for one setting reqwest does not expose — the cap on a connection's read
+//! buffer. hyper grows an HTTP/1 connection's buffer while reads fill it, up to about 400 KB;
+//! on a fast link every connection of a crawl of large pages gets there and keeps it while
+//! pooled (64 connections: 25.7 MB of a 54.8 MB heap peak, BENCHMARKS.md §4).
+//! [`READ_BUFFER_MAX`] caps it.
+//!
+//! Also here: the resolver (fixed addresses from `fetch.resolve`; the SSRF guard on every
+//! other name), the connect timeout over TCP and TLS together, and TLS (rustls with ring, the
+//! platform's verifier, ALPN `h2` and `http/1.1`). There are no redirects (each hop goes back
+//! through the frontier), no content decoding (ours, after capture) and no proxy from the
+//! environment: a proxy resolves names itself, past the SSRF guard.
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Empty;
+use hyper::Uri;
+use hyper_util::client::legacy::connect::dns::Name;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use tower_service::Service;
+
+use crate::config::FetchSection;
+use crate::guard::Guard;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The most a connection's read buffer grows to (hyper's default is about 400 KB). A read
+/// of a large body on loopback fills any buffer. On the rust-doc crawl (64 connections,
+/// 4 alternating runs each) the peak RSS was 65 / 67 / 71 / 83 MB with 32 / 64 / 128 /
+/// 400 KB, in the same time within the runs' spread; 64 KB keeps reads large. hyper also
+/// stops reading a response head once the buffer holds this much.
+pub(crate) const READ_BUFFER_MAX: usize = 64 * 1024;
+
+/// How long an idle pooled connection is kept.
+const POOL_IDLE: Duration = Duration::from_secs(90);
+
+/// TCP keepalive on every connection (a peer gone silent is noticed on a pooled one).
+const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// The client could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// TLS could not be set up (the platform's certificate verifier).
+    #[error("TLS: {0}")]
+    Tls(#[from] rustls::Error),
+    /// `user_agent` is not a valid header value.
+    #[error("user agent {0:?} is not a valid header value")]
+    UserAgent(String),
+}
+
+/// The pooled client a [`Fetcher`](super::Fetcher) sends through.
+pub(crate) type Http = hyper_util::client::legacy::Client<Connector, Empty<Bytes>>;
+
+/// Builds the client for `cfg`: up to `max_idle_per_host` idle connections per host, names
+/// resolved by [`Overrides`].
+pub(crate) fn build(
+    cfg: &FetchSection,
+    max_idle_per_host: usize,
+    guard: Arc<Guard>,
+) -> Result<Http, ClientError> {
+    let rules = cfg
+        .resolve
+        .iter()
+        .filter_map(|(p, ip)| Some((p.to_ascii_lowercase(), ip.parse().ok()?)))
+        .collect();
+    let resolver = Resolver(Arc::new(Overrides {
+        rules,
+        guard,
+        #[cfg(feature = "hickory-dns")]
+        dns: std::sync::OnceLock::new(),
+    }));
+    let mut tcp = HttpConnector::new_with_resolver(resolver);
+    tcp.enforce_http(false);
+    tcp.set_nodelay(true);
+    tcp.set_keepalive(Some(KEEPALIVE));
+    tcp.set_keepalive_interval(Some(KEEPALIVE));
+
+    // ring builds without a C++ toolchain; the verifier is the platform's (on Linux the
+    // system's roots, or `SSL_CERT_FILE`), as reqwest's was.
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls_platform_verifier::Verifier::new(Arc::clone(&provider))?;
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .wrap_connector(tcp);
+    let connector = Connector {
+        inner: https,
+        limit: Duration::from_millis(cfg.connect_timeout_ms),
+    };
+    Ok(
+        hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(max_idle_per_host)
+            .pool_idle_timeout(POOL_IDLE)
+            .pool_timer(TokioTimer::new())
+            .http1_max_buf_size(READ_BUFFER_MAX)
+            .build(connector),
+    )
+}
+
+/// The TCP and TLS connector with one timeout over both (hyper-util's own covers TCP only).
+#[derive(Debug, Clone)]
+pub(crate) struct Connector {
+    inner: hyper_rustls::HttpsConnector<HttpConnector<Resolver>>,
+    limit: Duration,
+}
+
+type Stream = hyper_rustls::MaybeHttpsStream<hyper_util::rt::TokioIo<tokio::net::TcpStream>>;
+
+impl Service<Uri> for Connector {
+    type Response = Stream;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Stream, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let connecting = self.inner.call(uri);
+        let limit = self.limit;
+        Box::pin(async move {
+            match tokio::time::timeout(limit, connecting).await {
+                Ok(connected) => connected,
+                Err(_) => Err(format!("connect timed out after {} ms", limit.as_millis()).into()),
+            }
+        })
+    }
+}
+
+/// [`Overrides`] as the connector's resolver.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolver(Arc<Overrides>);
+
+impl Service<Name> for Resolver {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        let overrides = Arc::clone(&self.0);
+        let host = name.as_str().to_ascii_lowercase();
+        Box::pin(async move { Ok(overrides.resolve(host).await?.into_iter()) })
+    }
+}
+
+/// Resolves configured host patterns to fixed addresses, everything else through the system
+/// resolver: the C library's `getaddrinfo`, or with the `hickory-dns` feature a pure-Rust DNS
+/// client configured from `/etc/resolv.conf` and `/etc/hosts` (what a static binary needs).
+#[derive(Debug)]
+struct Overrides {
+    rules: Vec<(String, IpAddr)>,
+    /// Names not overridden keep only the addresses the SSRF guard allows.
+    guard: Arc<Guard>,
+    #[cfg(feature = "hickory-dns")]
+    dns: std::sync::OnceLock<Result<hickory_resolver::TokioResolver, String>>,
+}
+
+impl Overrides {
+    fn lookup(&self, host: &str) -> Option<IpAddr> {
+        self.rules.iter().find_map(|(pattern, ip)| {
+            let hit = match pattern.strip_prefix("*.") {
+                Some(suffix) => host.ends_with(&format!(".{suffix}")) || host == suffix,
+                None => host.eq_ignore_ascii_case(pattern),
+            };
+            hit.then_some(*ip)
+        })
+    }
+
+    /// The addresses to connect to for `host` (lowercase); ports are the connector's.
+    async fn resolve(&self, host: String) -> Result<Vec<SocketAddr>, BoxError> {
+        if let Some(ip) = self.lookup(&host) {
+            return Ok(vec![SocketAddr::new(ip, 0)]);
+        }
+        #[cfg(not(feature = "hickory-dns"))]
+        let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+        #[cfg(feature = "hickory-dns")]
+        let found: Vec<SocketAddr> = {
+            let dns = self
+                .dns
+                .get_or_init(|| {
+                    hickory_resolver::TokioResolver::builder_tokio()
+                        .map(|b| b.build())
+                        .map_err(|e| format!("DNS resolver configuration: {e}"))
+                })
+                .clone()?;
+            dns.lookup_ip(host.as_str())
+                .await?
+                .iter()
+                .map(|ip| SocketAddr::new(ip, 0))
+                .collect()
+        };
+        Ok(self.guard.filter(&host, found)?)
+    }
+}
