@@ -6,11 +6,14 @@
 //! pooled (64 connections: 25.7 MB of a 54.8 MB heap peak, BENCHMARKS.md §4).
 //! [`READ_BUFFER_MAX`] caps it.
 //!
-//! Also here: the resolver (fixed addresses from `fetch.resolve`; the SSRF guard on every
-//! other name), the connect timeout over TCP and TLS together, and TLS (rustls with ring, the
-//! platform's verifier, ALPN `h2` and `http/1.1`). There are no redirects (each hop goes back
-//! through the frontier), no content decoding (ours, after capture) and no proxy from the
-//! environment: a proxy resolves names itself, past the SSRF guard.
+//! Also here, as reqwest had them: the resolver (fixed addresses from `fetch.resolve`; the
+//! SSRF guard on every other name), the connect timeout (per address, and over TCP and TLS
+//! together), TCP keepalive and user timeout, TLS (rustls with ring, the platform's verifier,
+//! ALPN `h2` and `http/1.1`), credentials in a URL sent as basic auth, and which failures are
+//! worth a retry. There are no redirects (each hop goes back through the frontier), no
+//! content decoding (ours, after capture) and no proxy from the environment: a proxy resolves
+//! names itself, past the SSRF guard (`Fetcher::new` warns when `HTTP_PROXY` and the like are
+//! set).
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -21,6 +24,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Empty;
+use hyper::header::HeaderValue;
 use hyper::Uri;
 use hyper_util::client::legacy::connect::dns::Name;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -44,6 +48,20 @@ const POOL_IDLE: Duration = Duration::from_secs(90);
 
 /// TCP keepalive on every connection (a peer gone silent is noticed on a pooled one).
 const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// Unacknowledged data older than this fails the connection (Linux's `TCP_USER_TIMEOUT`).
+#[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+const USER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The proxy variables reqwest (which this client replaced) read; they are not used.
+pub(crate) const PROXY_VARIABLES: [&str; 6] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+];
 
 /// The client could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -78,11 +96,17 @@ pub(crate) fn build(
         #[cfg(feature = "hickory-dns")]
         dns: std::sync::OnceLock::new(),
     }));
+    let limit = Duration::from_millis(cfg.connect_timeout_ms);
     let mut tcp = HttpConnector::new_with_resolver(resolver);
     tcp.enforce_http(false);
     tcp.set_nodelay(true);
+    // Shared among a name's addresses, so a dead first address leaves time for the next.
+    tcp.set_connect_timeout(Some(limit));
     tcp.set_keepalive(Some(KEEPALIVE));
     tcp.set_keepalive_interval(Some(KEEPALIVE));
+    tcp.set_keepalive_retries(Some(3));
+    #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+    tcp.set_tcp_user_timeout(Some(USER_TIMEOUT));
 
     // ring builds without a C++ toolchain; the verifier is the platform's (on Linux the
     // system's roots, or `SSL_CERT_FILE`), as reqwest's was.
@@ -113,7 +137,7 @@ pub(crate) fn build(
     )
 }
 
-/// The TCP and TLS connector with one timeout over both (hyper-util's own covers TCP only).
+/// The TCP and TLS connector with one timeout over both (hyper-util's covers TCP only).
 #[derive(Debug, Clone)]
 pub(crate) struct Connector {
     inner: hyper_rustls::HttpsConnector<HttpConnector<Resolver>>,
@@ -141,6 +165,73 @@ impl Service<Uri> for Connector {
             }
         })
     }
+}
+
+/// Takes the user name and password out of `url` and returns them as a basic `Authorization`
+/// value (percent-decoded, as browsers and reqwest send them); `None` without credentials.
+pub(crate) fn take_credentials(url: &mut url::Url) -> Option<HeaderValue> {
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
+    }
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
+    let mut plain = decode(url.username());
+    plain.push(b':');
+    plain.extend(url.password().map(decode).unwrap_or_default());
+    // Cannot fail: a URL with a user name or password has a host.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    let mut value = HeaderValue::from_str(&format!("Basic {}", base64(&plain))).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
+/// Standard base64 with padding (RFC 4648 §4).
+pub(crate) fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let n = group
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= group.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Whether a request that got no response is worth another try: the connection could not
+/// be made (or timed out: it may be a moment's congestion), or an HTTP/2 server refused the
+/// stream or was shutting down gracefully (`REFUSED_STREAM`, `GOAWAY` with `NO_ERROR`:
+/// nothing was processed). Anything else (a malformed response, a refused certificate,
+/// a reset mid-response) would fail the same way again.
+pub(crate) fn worth_retrying(e: &hyper_util::client::legacy::Error) -> bool {
+    if e.is_connect() {
+        return true;
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::TimedOut {
+                return true;
+            }
+        }
+        if let Some(h2) = c.downcast_ref::<h2::Error>() {
+            let reason = h2.reason();
+            if reason == Some(h2::Reason::REFUSED_STREAM)
+                || (h2.is_go_away() && h2.is_remote() && reason == Some(h2::Reason::NO_ERROR))
+            {
+                return true;
+            }
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// [`Overrides`] as the connector's resolver.

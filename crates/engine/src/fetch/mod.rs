@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Body as _;
 use hyper::header::{
-    HeaderValue, ACCEPT, ACCEPT_ENCODING, CONNECTION, CONTENT_ENCODING, CONTENT_TYPE, LOCATION,
-    RETRY_AFTER, USER_AGENT,
+    HeaderValue, ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, CONNECTION, CONTENT_ENCODING,
+    CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_AGENT,
 };
 use hyper_util::client::legacy::connect::HttpInfo;
 
@@ -121,6 +121,15 @@ impl Fetcher {
         // again (9,207 connects for 21,616 fetches of one host at 64 in flight with 8). Hosts
         // with nothing left are closed by `Connection: close`.
         let client = client::build(cfg, max_per_host.max(1) as usize, Arc::clone(&guard))?;
+        if let Some(name) = client::PROXY_VARIABLES
+            .iter()
+            .find(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
+        {
+            tracing::warn!(
+                "{name} is set but not used: the crawler connects directly (a proxy would \
+                 resolve names past the SSRF guard)"
+            );
+        }
         let user_agent = HeaderValue::from_str(user_agent)
             .map_err(|_| ClientError::UserAgent(user_agent.to_owned()))?;
         Ok(Self {
@@ -240,13 +249,20 @@ impl Fetcher {
         mut pieces: Option<&mut P>,
     ) -> Fetched {
         let first_byte = Duration::from_millis(self.cfg.first_byte_timeout_ms);
-        let mut request = hyper::Request::get(url.as_str())
+        // Credentials in the URL go as basic auth, never on the wire in the authority (HTTP/2
+        // would copy them into `:authority`).
+        let mut target = url.clone();
+        let auth = client::take_credentials(&mut target);
+        let mut request = hyper::Request::get(target.as_str())
             .header(USER_AGENT, self.user_agent.clone())
             .header(ACCEPT, HeaderValue::from_static("*/*"))
             .header(
                 ACCEPT_ENCODING,
                 HeaderValue::from_static(decode::ACCEPT_ENCODING),
             );
+        if let Some(auth) = auth {
+            request = request.header(AUTHORIZATION, auth);
+        }
         if last {
             request = request.header(CONNECTION, HeaderValue::from_static("close"));
         }
@@ -281,7 +297,7 @@ impl Fetcher {
                 // A refusal of the SSRF guard is final, not a network hiccup.
                 let refused = error.contains(crate::guard::BLOCKED);
                 return Fetched {
-                    transient: !refused && e.is_connect(),
+                    transient: !refused && client::worth_retrying(&e),
                     error: Some(error),
                     ..Fetched::default()
                 };
