@@ -20,6 +20,7 @@ use engine::extract::extract;
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+mod dom_shipped;
 #[path = "../tests/oracle/mod.rs"]
 mod oracle;
 use testsite::{Site, SiteConfig};
@@ -287,8 +288,8 @@ fn measure(name: &str, pages: &[Page], extract: impl Fn(&Page) -> usize) {
     );
 }
 
-/// The crawl's streaming extractor, the DOM extractor it replaced (now the tests' oracle) and
-/// the two candidates it was chosen over (the last one also without resolving links).
+/// The crawl's streaming extractor, the DOM extractor it replaced (walked through today's link
+/// rules, the tests' oracle; and as it shipped, `dom_shipped`) and the two candidates it was chosen over (the last one also without resolving links).
 fn run(name: &str, pages: &[Page]) {
     measure(&format!("{name} (streaming)"), pages, |p| {
         extract(&p.body, Some(&p.content_type), &p.url, true)
@@ -297,6 +298,11 @@ fn run(name: &str, pages: &[Page]) {
     });
     measure(&format!("{name} (DOM)"), pages, |p| {
         oracle::extract(&p.body, Some(&p.content_type), &p.url, true)
+            .links
+            .len()
+    });
+    measure(&format!("{name} (DOM as shipped, 8812394)"), pages, |p| {
+        dom_shipped::extract(&p.body, Some(&p.content_type), &p.url, true)
             .links
             .len()
     });
