@@ -1,7 +1,8 @@
 //! The benchmark's second baseline: the DOM extractor as the crawl shipped it when issue 24
 //! was filed (`crates/engine/src/extract.rs` at commit 8812394, its tests left out): the body
-//! decoded to a `String`, scraper's `Html::parse_document` (html5ever, scripting on), CSS
-//! selectors, `Url::join` for every link. The other DOM row (`tests/oracle/`) walks
+//! decoded to a `String` (by today's `decode`, the same work: its charset sniffing is the one
+//! change since), scraper's `Html::parse_document` (html5ever, scripting on), CSS selectors,
+//! `Url::join` for every link. The other DOM row (`tests/oracle/`) walks
 //! html5ever's tree through today's link rules (each URL once per page, origins parsed once),
 //! so it is faster than this and is the harder baseline.
 
@@ -30,40 +31,6 @@ pub struct Extracted {
     pub nofollow_skipped: usize,
 }
 
-/// Picks the character set: `charset=` of the `Content-Type` header, then a byte-order mark,
-/// then a `<meta charset>` / `<meta http-equiv>` in the first 1024 bytes, else UTF-8.
-pub fn decode(body: &[u8], content_type: Option<&str>) -> String {
-    let from_header = content_type
-        .and_then(|ct| {
-            ct.to_ascii_lowercase()
-                .split("charset=")
-                .nth(1)
-                .map(str::to_owned)
-        })
-        .and_then(|label| {
-            let label = label.trim_matches(|c: char| c == '"' || c == '\'' || c.is_whitespace());
-            encoding_rs::Encoding::for_label(label.split(';').next()?.trim().as_bytes())
-        });
-    let encoding = from_header
-        .or_else(|| encoding_rs::Encoding::for_bom(body).map(|(e, _)| e))
-        .or_else(|| meta_charset(&body[..body.len().min(1024)]))
-        .unwrap_or(encoding_rs::UTF_8);
-    encoding.decode(body).0.into_owned()
-}
-
-fn meta_charset(head: &[u8]) -> Option<&'static encoding_rs::Encoding> {
-    let text = String::from_utf8_lossy(head).to_ascii_lowercase();
-    let at = text.find("<meta")?;
-    let rest = &text[at..];
-    let idx = rest.find("charset=")? + "charset=".len();
-    let label: String = rest[idx..]
-        .trim_start_matches(['"', '\''])
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'))
-        .collect();
-    encoding_rs::Encoding::for_label(label.as_bytes())
-}
-
 /// Extracts links from `body` served at `page` with `content_type`.
 pub fn extract(
     body: &[u8],
@@ -71,7 +38,7 @@ pub fn extract(
     page: &Url,
     respect_nofollow: bool,
 ) -> Extracted {
-    let text = decode(body, content_type);
+    let text = engine::extract::decode(body, content_type);
     let doc = Html::parse_document(&text);
     let mut out = Extracted::default();
 
