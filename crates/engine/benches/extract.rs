@@ -288,13 +288,20 @@ fn measure(name: &str, pages: &[Page], extract: impl Fn(&Page) -> usize) {
     );
 }
 
-/// The crawl's streaming extractor, the DOM extractor it replaced (walked through today's link
+/// The crawl's streaming extractor (and its tokenizer alone, without resolving the links it
+/// collects), the DOM extractor it replaced (walked through today's link
 /// rules, the tests' oracle; and as it shipped, `dom_shipped`) and the two candidates it was chosen over (the last one also without resolving links).
 fn run(name: &str, pages: &[Page]) {
     measure(&format!("{name} (streaming)"), pages, |p| {
         extract(&p.body, Some(&p.content_type), &p.url, true)
             .links
             .len()
+    });
+    measure(&format!("{name} (streaming, tokenize only)"), pages, |p| {
+        let mut e = engine::extract::Extractor::new(Some(&p.content_type), true);
+        e.feed(&p.body);
+        black_box(&e);
+        1
     });
     measure(&format!("{name} (DOM)"), pages, |p| {
         oracle::extract(&p.body, Some(&p.content_type), &p.url, true)

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 use url::Url;
 
@@ -132,11 +133,11 @@ impl Links {
             .base
             .and_then(|href| page.join(href.trim()).ok())
             .unwrap_or_else(|| page.clone());
-        let mut links = Unique::default();
+        let mut links = Unique::with_capacity(self.raw.ends.len());
         let mut found = 0;
         // A target written again (a type's page named in every signature of a documentation
         // page) resolves as it did the first time: only whether it gave a link is kept.
-        let mut written = Written::default();
+        let mut written = Written::with_capacity(self.raw.ends.len());
         for raw in self.raw.iter() {
             let raw = raw.trim();
             if let Some(gave) = written.get(raw) {
@@ -174,7 +175,9 @@ fn link(base: &Url, raw: &str) -> Option<Url> {
     if !matches!(u.scheme(), "http" | "https") {
         return None;
     }
-    u.set_fragment(None);
+    if u.fragment().is_some() {
+        u.set_fragment(None);
+    }
     Some(u)
 }
 
@@ -192,6 +195,14 @@ struct Written<'a> {
 }
 
 impl<'a> Written<'a> {
+    /// A table for `n` targets: the scanned ones allocated once.
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            few: Vec::with_capacity(n.min(Unique::SCAN)),
+            many: HashMap::default(),
+        }
+    }
+
     fn get(&self, raw: &str) -> Option<bool> {
         if self.many.is_empty() {
             self.few
@@ -216,19 +227,29 @@ impl<'a> Written<'a> {
 }
 
 /// A page's links, each once, in the order of first occurrence. Few links are compared with
-/// each other directly; past [`Unique::SCAN`] an FNV hash of each URL points to its place (a
-/// hash that matches another URL keeps both: only equal strings are dropped). The table
-/// itself places those hashes with a [`Seeded`] hasher, so a page cannot choose URLs that
-/// pile into one bucket.
+/// each other directly; past [`Unique::SCAN`] a [`Seeded`] hash of each URL points to its
+/// place (a hash that matches another URL keeps both: only equal strings are dropped), so a
+/// page cannot choose URLs that pile into one bucket.
 #[derive(Default)]
 struct Unique {
     urls: Vec<Url>,
     first: HashMap<u64, usize, Seeded>,
+    state: Seeded,
 }
 
 impl Unique {
     /// Up to this many links a scan is cheaper than hashing each one.
     const SCAN: usize = 32;
+
+    /// Room for `n` links, allocated once for a page of few (many targets are often
+    /// repeats, so a page of many grows its table as links are found).
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            urls: Vec::with_capacity(n.min(Self::SCAN)),
+            first: HashMap::default(),
+            state: Seeded::default(),
+        }
+    }
 
     fn push(&mut self, url: Url) {
         if self.urls.len() < Self::SCAN {
@@ -239,10 +260,12 @@ impl Unique {
         }
         if self.first.is_empty() {
             for (at, u) in self.urls.iter().enumerate() {
-                self.first.entry(hash(u)).or_insert(at);
+                self.first
+                    .entry(self.state.hash_one(u.as_str()))
+                    .or_insert(at);
             }
         }
-        match self.first.entry(hash(&url)) {
+        match self.first.entry(self.state.hash_one(url.as_str())) {
             Entry::Occupied(at) if self.urls[*at.get()].as_str() == url.as_str() => {}
             Entry::Occupied(_) => self.urls.push(url),
             Entry::Vacant(at) => {
@@ -251,13 +274,6 @@ impl Unique {
             }
         }
     }
-}
-
-fn hash(url: &Url) -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = resolve::Fnv.build_hasher();
-    h.write(url.as_str().as_bytes());
-    h.finish()
 }
 
 /// Link targets as written, in one buffer (not a string each).

@@ -192,31 +192,35 @@ fn class(name: &str) -> u8 {
     }
 }
 
-/// An element name as held on a stack of open elements: inline, no allocation. Names past
-/// `NAME_BYTES` are cut (none that matters here is that long).
+/// An element name as held on a stack of open elements: its first 24 bytes packed
+/// into words, zero-padded (a name holds no U+0000; the tokenizer reads it as U+FFFD), so
+/// making one copies no memory and comparing two is three integer compares. Longer names are
+/// cut (none that matters here is that long).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Name {
-    len: u8,
-    bytes: [u8; NAME_BYTES],
-}
-
-const NAME_BYTES: usize = 23;
+struct Name([u64; 3]);
 
 impl Name {
-    fn new(name: &str) -> Self {
-        let len = name.len().min(NAME_BYTES);
-        let mut bytes = [0; NAME_BYTES];
-        bytes[..len].copy_from_slice(&name.as_bytes()[..len]);
-        Self {
-            len: len as u8,
-            bytes,
-        }
-    }
-
-    fn is(&self, name: &str) -> bool {
-        self.bytes[..usize::from(self.len)] == name.as_bytes()[..name.len().min(NAME_BYTES)]
+    const fn new(name: &str) -> Self {
+        let bytes = name.as_bytes();
+        Self([word(bytes, 0), word(bytes, 8), word(bytes, 16)])
     }
 }
+
+/// Bytes `from..from + 8` of `bytes` (as far as they go) as a little-endian word, built in a
+/// register (a loop that or-ed bytes into an array in memory was most of `open_html_at`).
+const fn word(bytes: &[u8], from: usize) -> u64 {
+    let mut word = 0u64;
+    let mut k = 0;
+    while k < 8 && from + k < bytes.len() {
+        word |= (bytes[from + k] as u64) << (8 * k);
+        k += 1;
+    }
+    word
+}
+
+const TEMPLATE: Name = Name::new("template");
+const P: Name = Name::new("p");
+const ANNOTATION_XML: Name = Name::new("annotation-xml");
 
 /// At most this many open HTML elements are tracked (deeper nesting is not followed), as
 /// browsers cap the depth of the tree they build.
@@ -265,7 +269,7 @@ impl Tree {
                 top.ns == Ns::Html
                     || top.html_point
                     || (top.text_point && name != "mglyph" && name != "malignmark")
-                    || (top.name.is("annotation-xml") && name == "svg")
+                    || (top.name == ANNOTATION_XML && name == "svg")
             }
         }
     }
@@ -359,24 +363,28 @@ impl Tree {
     /// Where the HTML element an end tag named `name` closes is open; a `<template>` bounds the
     /// search for anything but `</template>`.
     fn open_html_at(&self, name: &str) -> Option<usize> {
+        let key = Name::new(name);
+        // `templates` counts every template opened and not yet closed by its end tag, so
+        // at zero none is on the stack and the scan for one is skipped.
         let floor = match name {
+            _ if self.templates == 0 => 0,
             "template" => 0,
             _ => self
                 .html
                 .iter()
-                .rposition(|open| open.is("template"))
+                .rposition(|open| *open == TEMPLATE)
                 .map_or(0, |t| t + 1),
         };
         self.html[floor..]
             .iter()
-            .rposition(|open| open.is(name))
+            .rposition(|open| *open == key)
             .map(|at| floor + at)
     }
 
     /// An HTML element opens outside foreign content.
     fn open_html(&mut self, name: &str, class: u8) {
         if class & CLOSES_P != 0 {
-            if let Some(at) = self.html.iter().rposition(|open| open.is("p")) {
+            if let Some(at) = self.html.iter().rposition(|open| *open == P) {
                 self.html.truncate(at);
             }
         }
@@ -432,7 +440,8 @@ impl Tree {
                 self.break_out();
                 return;
             }
-            if let Some(at) = self.foreign.iter().rposition(|open| open.name.is(name)) {
+            let key = Name::new(name);
+            if let Some(at) = self.foreign.iter().rposition(|open| open.name == key) {
                 if name == "template" && self.foreign[at].ns == Ns::Html {
                     self.templates = self.templates.saturating_sub(1);
                 }
