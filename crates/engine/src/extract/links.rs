@@ -129,10 +129,8 @@ impl Links {
                 ..Extracted::default()
             };
         }
-        let base = self
-            .base
-            .and_then(|href| page.join(href.trim()).ok())
-            .unwrap_or_else(|| page.clone());
+        let base = self.base.and_then(|href| page.join(href.trim()).ok());
+        let base = base.as_ref().unwrap_or(page);
         let mut links = Unique::with_capacity(self.raw.ends.len());
         let mut found = 0;
         // A target written again (a type's page named in every signature of a documentation
@@ -144,7 +142,7 @@ impl Links {
                 found += usize::from(gave);
                 continue;
             }
-            let link = link(&base, raw);
+            let link = link(base, raw);
             written.insert(raw, link.is_some());
             if let Some(u) = link {
                 found += 1;

@@ -46,19 +46,26 @@ pub struct Extracted {
 /// Bytes read before the charset must be decided (the HTML standard's prescan length).
 const PRESCAN_BYTES: usize = 1024;
 
-/// The charset `charset=` of a `Content-Type` header names, if any.
+/// The charset `charset=` of a `Content-Type` header names, if any (up to a `;` or another
+/// `charset=`, quotes and spaces around it ignored). Reads the header where it lies: this runs
+/// once per page.
 fn header_charset(content_type: Option<&str>) -> Option<&'static encoding_rs::Encoding> {
-    content_type
-        .and_then(|ct| {
-            ct.to_ascii_lowercase()
-                .split("charset=")
-                .nth(1)
-                .map(str::to_owned)
-        })
-        .and_then(|label| {
-            let label = label.trim_matches(|c: char| c == '"' || c == '\'' || c.is_whitespace());
-            encoding_rs::Encoding::for_label(label.split(';').next()?.trim().as_bytes())
-        })
+    let content_type = content_type?;
+    let at = find_charset(content_type.as_bytes())? + CHARSET.len();
+    let value = &content_type[at..];
+    let value = &value[..find_charset(value.as_bytes()).unwrap_or(value.len())];
+    let label = value.split(';').next()?;
+    let label = label.trim_matches(|c: char| c == '"' || c == '\'' || c.is_whitespace());
+    encoding_rs::Encoding::for_label(label.as_bytes())
+}
+
+const CHARSET: &[u8] = b"charset=";
+
+/// Where `charset=` (in any case) first is in `header`.
+fn find_charset(header: &[u8]) -> Option<usize> {
+    header
+        .windows(CHARSET.len())
+        .position(|w| w.eq_ignore_ascii_case(CHARSET))
 }
 
 /// The charset when the header names none: a byte-order mark, then a `<meta charset>` /
@@ -408,6 +415,23 @@ mod tests {
             )),
             vec!["http://h.test/ok"]
         );
+    }
+
+    #[test]
+    fn the_header_names_the_charset() {
+        let name = |ct: &str| header_charset(Some(ct)).map(encoding_rs::Encoding::name);
+        assert_eq!(name("text/html; charset=ISO-8859-1"), Some("windows-1252"));
+        assert_eq!(name("text/html;CHARSET=\"Shift_JIS\""), Some("Shift_JIS"));
+        assert_eq!(name("text/html; Charset = utf-8"), None);
+        assert_eq!(name("text/html; charset='utf-8' ; q=1"), Some("UTF-8"));
+        assert_eq!(
+            name("text/html; charset=utf-8charset=latin1"),
+            Some("UTF-8")
+        );
+        assert_eq!(name("text/html; charset=bogus"), None);
+        assert_eq!(name("text/html; charset=\u{e9}t\u{e9}"), None);
+        assert_eq!(name("text/html"), None);
+        assert_eq!(header_charset(None), None);
     }
 
     #[test]

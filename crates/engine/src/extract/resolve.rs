@@ -70,12 +70,16 @@ fn from_origin(origin: &str, rest: &str) -> Option<Url> {
 /// spaces as the base's text up to its path's end parses to the same URL, into a string
 /// that already has room for what is put in front.
 fn join(base: &Url, raw: &str) -> Option<Url> {
+    const SPACES: &str = "                                                                ";
     let room = base[..url::Position::AfterPath].len();
     PADDED.with(|padded| {
         let mut padded = padded.borrow_mut();
         padded.clear();
         padded.push_str(raw);
-        padded.extend(std::iter::repeat_n(' ', room));
+        for _ in 0..room / SPACES.len() {
+            padded.push_str(SPACES);
+        }
+        padded.push_str(&SPACES[..room % SPACES.len()]);
         base.join(&padded).ok()
     })
 }

@@ -10,6 +10,7 @@
 //! `MAX_NAME_BYTES`, kept values at `MAX_VALUE_BYTES`, and look-ahead is at most the seven bytes
 //! after `<!`.
 
+mod fast;
 mod markup;
 mod script;
 
@@ -400,10 +401,16 @@ impl Tokenizer {
                         State::EndTagOpen
                     }
                     b'?' => State::BogusComment,
-                    c if c.is_ascii_alphabetic() => {
-                        self.new_tag(false);
-                        State::TagName
-                    }
+                    c if c.is_ascii_alphabetic() => match self.fast_start_tag(text, i, sink) {
+                        Some((next, state)) => {
+                            i = next;
+                            state
+                        }
+                        None => {
+                            self.new_tag(false);
+                            State::TagName
+                        }
+                    },
                     _ => {
                         if sink.wants_text() {
                             sink.text(false); // the `<` is text
@@ -412,10 +419,16 @@ impl Tokenizer {
                     }
                 },
                 State::EndTagOpen => match c {
-                    c if c.is_ascii_alphabetic() => {
-                        self.new_tag(true);
-                        State::TagName
-                    }
+                    c if c.is_ascii_alphabetic() => match self.fast_end_tag(text, i, sink) {
+                        Some((next, state)) => {
+                            i = next;
+                            state
+                        }
+                        None => {
+                            self.new_tag(true);
+                            State::TagName
+                        }
+                    },
                     b'>' => {
                         i += 1;
                         State::Data
