@@ -14,7 +14,13 @@ use super::entities::ENTITIES;
 
 /// The value `raw` stands for. Borrowed when there is nothing to decode (the common case).
 pub(super) fn attribute_value(raw: &str) -> Cow<'_, str> {
-    if !raw.bytes().any(|b| matches!(b, b'&' | b'\0' | b'\r')) {
+    // Every byte looked at, without stopping at the first special one: the compiler turns
+    // this into vector compares (a loop that stops early goes a byte at a time, and was 3% of
+    // the extractor on the test site's pages).
+    let special = raw
+        .bytes()
+        .fold(false, |any, b| any | matches!(b, b'&' | b'\0' | b'\r'));
+    if !special {
         return Cow::Borrowed(raw);
     }
     let mut out = String::with_capacity(raw.len());
