@@ -247,6 +247,7 @@ impl Tokenizer {
     }
 
     /// Called when the attribute's name is complete: keep it if wanted and not a duplicate.
+    #[inline]
     fn name_done(&mut self) {
         if !self.keep || self.attr_name.len() > MAX_NAME_BYTES {
             return;
@@ -259,6 +260,7 @@ impl Tokenizer {
             wanted.filter(|w| !self.attrs[..self.attr_count].iter().any(|(n, _)| n == w));
     }
 
+    #[inline]
     fn finish_attr(&mut self) {
         if let Some(name) = self.attr_kept {
             // Slots are reused from tag to tag: no allocation once warm. The value's buffer
@@ -327,6 +329,7 @@ impl Tokenizer {
     }
 
     /// The tag's name is complete: decide whether its attributes are kept.
+    #[inline]
     fn tag_name_done(&mut self, sink: &impl Sink) {
         self.keep = !self.end_tag && !self.long && sink.wants_attributes(self.name.as_bytes());
     }
