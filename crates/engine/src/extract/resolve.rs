@@ -62,6 +62,7 @@ pub(crate) fn resolve(base: &Url, raw: &str) -> Option<Url> {
 }
 
 /// `origin` (`http://authority/`) joined with `rest`, the origin parsed once per thread.
+#[inline]
 fn from_origin(origin: &str, rest: &str) -> Option<Url> {
     CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
@@ -86,6 +87,7 @@ fn from_origin(origin: &str, rest: &str) -> Option<Url> {
 /// either end of its input (the URL standard's first step), so `raw` followed by as many
 /// spaces as the base's text up to its path's end parses to the same URL, into a string
 /// that already has room for what is put in front.
+#[inline]
 fn join(base: &Url, raw: &str) -> Option<Url> {
     const SPACES: &str = "                                                                ";
     let room = base[..url::Position::AfterPath].len();
