@@ -10,6 +10,7 @@
 //! `MAX_NAME_BYTES`, kept values at `MAX_VALUE_BYTES`, and look-ahead is at most the seven bytes
 //! after `<!`.
 
+mod attrs;
 mod fast;
 mod markup;
 mod script;
@@ -22,26 +23,6 @@ const MAX_NAME_BYTES: usize = 32;
 /// A kept attribute value longer than this is dropped as if absent: no URL is this long (the
 /// frontier refuses URLs past a few KiB), and a hostile page cannot make the value grow.
 pub(super) const MAX_VALUE_BYTES: usize = 64 * 1024;
-const KEPT_FONT_SIZE: &str = "size";
-
-/// The only attributes ever kept (as their names, so a kept name needs no UTF-8 check); a
-/// tag's other attributes are skipped without copying.
-fn kept(name: &[u8]) -> Option<&'static str> {
-    Some(match name {
-        b"href" => "href",
-        b"src" => "src",
-        b"rel" => "rel",
-        b"name" => "name",
-        b"content" => "content",
-        b"http-equiv" => "http-equiv",
-        b"type" => "type",
-        b"encoding" => "encoding",
-        b"color" => "color",
-        b"face" => "face",
-        _ => return None,
-    })
-}
-
 /// The content model the tree builder puts the tokenizer in after a start tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Content {
@@ -239,61 +220,6 @@ impl Tokenizer {
         self.run(&carry, true, sink);
     }
 
-    fn start_attr(&mut self) {
-        self.finish_attr();
-        self.attr_name.clear();
-        self.attr_value.clear();
-        self.attr_kept = None;
-    }
-
-    /// Called when the attribute's name is complete: keep it if wanted and not a duplicate.
-    #[inline]
-    fn name_done(&mut self) {
-        if !self.keep || self.attr_name.len() > MAX_NAME_BYTES {
-            return;
-        }
-        let name = self.attr_name.as_slice();
-        let wanted = kept(name).or_else(|| {
-            (name == KEPT_FONT_SIZE.as_bytes() && self.name == "font").then_some(KEPT_FONT_SIZE)
-        });
-        self.attr_kept =
-            wanted.filter(|w| !self.attrs[..self.attr_count].iter().any(|(n, _)| n == w));
-    }
-
-    #[inline]
-    fn finish_attr(&mut self) {
-        if let Some(name) = self.attr_kept {
-            // Slots are reused from tag to tag: no allocation once warm. The value's buffer
-            // and the slot's trade places, so the value is not copied.
-            if self.attr_count == self.attrs.len() {
-                self.attrs.push(("", String::new()));
-            }
-            let (n, v) = &mut self.attrs[self.attr_count];
-            *n = name;
-            std::mem::swap(v, &mut self.attr_value);
-            self.attr_value.clear();
-            self.attr_count += 1;
-        }
-        self.attr_kept = None;
-    }
-
-    /// `text[from..to]`, more of the attribute value being read. The bounds are where the
-    /// value starts and ends (after `=`, a quote or spaces; at a quote, a space, `>` or the
-    /// piece's end), so always between characters: the value is never re-validated as UTF-8.
-    fn push_value(&mut self, text: &str, from: usize, to: usize) {
-        if self.attr_kept.is_none() {
-            return;
-        }
-        match text.get(from..to) {
-            Some(more) if self.attr_value.len() + more.len() <= MAX_VALUE_BYTES => {
-                self.attr_value.push_str(more);
-            }
-            // Past the limit (or, which the bounds above rule out, not between characters):
-            // the value is not kept, as a cut value would be a wrong link.
-            _ => self.attr_kept = None,
-        }
-    }
-
     /// More of the tag's name: lower-cased, U+0000 read as U+FFFD; past `MAX_NAME_BYTES` the
     /// name is only marked long.
     fn push_name(&mut self, part: &str) {
@@ -315,6 +241,25 @@ impl Tokenizer {
         if self.name.len() > MAX_NAME_BYTES {
             self.long = true;
             self.name.clear();
+        }
+    }
+
+    /// A tag whose name begins at `text[*i]`: read in one pass when it is plain
+    /// (`fast.rs`), else by the state machine from its name.
+    fn tag(&mut self, end: bool, text: &str, i: &mut usize, sink: &mut impl Sink) -> State {
+        let fast = match end {
+            false => self.fast_start_tag(text, *i, sink),
+            true => self.fast_end_tag(text, *i, sink),
+        };
+        match fast {
+            Some((next, state)) => {
+                *i = next;
+                state
+            }
+            None => {
+                self.new_tag(end);
+                State::TagName
+            }
         }
     }
 
@@ -404,16 +349,7 @@ impl Tokenizer {
                         State::EndTagOpen
                     }
                     b'?' => State::BogusComment,
-                    c if c.is_ascii_alphabetic() => match self.fast_start_tag(text, i, sink) {
-                        Some((next, state)) => {
-                            i = next;
-                            state
-                        }
-                        None => {
-                            self.new_tag(false);
-                            State::TagName
-                        }
-                    },
+                    c if c.is_ascii_alphabetic() => self.tag(false, text, &mut i, sink),
                     _ => {
                         if sink.wants_text() {
                             sink.text(false); // the `<` is text
@@ -422,16 +358,7 @@ impl Tokenizer {
                     }
                 },
                 State::EndTagOpen => match c {
-                    c if c.is_ascii_alphabetic() => match self.fast_end_tag(text, i, sink) {
-                        Some((next, state)) => {
-                            i = next;
-                            state
-                        }
-                        None => {
-                            self.new_tag(true);
-                            State::TagName
-                        }
-                    },
+                    c if c.is_ascii_alphabetic() => self.tag(true, text, &mut i, sink),
                     b'>' => {
                         i += 1;
                         State::Data
