@@ -1,14 +1,24 @@
-//! `pages.jsonl` and `stats.json`: one JSON object per fetched URL, written so that a killed
-//! process leaves only whole lines, and a summary at the end. With `output.warc`, the same
-//! writer thread archives each fetch's request and response first ([`crate::archive`]), so
-//! a line can name where its response record is, and a line is never in the file before its
-//! records are.
+//! `pages.jsonl`: one JSON object per fetched URL, written so that a killed process leaves
+//! only whole lines, and the marks the crawl state's checkpoints commit.
+//!
+//! Without WARC, the task that has a record appends its line itself: serialized outside any
+//! lock, then one `write(2)` under the lock that also keeps the marks. Appending to the page
+//! cache costs microseconds; handing each line to a writer thread and waiting for its ack
+//! cost two thread wake-ups per page (a fifth of the crawler's CPU in a crawl of the
+//! 10^5-page test site, BENCHMARKS §4). With `output.warc`, a writer thread archives each
+//! fetch's request and response first ([`crate::archive`]: compression, too slow for the
+//! runtime's threads on a large page), so a line can name where its response record is, and
+//! a line is never in the file before its records are ([`writer`]).
+
+mod status;
+mod writer;
+
+pub use status::{now_rfc3339, now_unix_ms, write_stats, write_status, Status};
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
@@ -81,12 +91,14 @@ enum Item {
 /// `None` closes the file (see [`Output::close`]).
 type Queued = Option<Item>;
 
-/// Sends records to the writer task, which appends them to `pages.jsonl` (and archives their
-/// fetches).
+/// Appends records to `pages.jsonl`, or with WARC, sends them to the writer thread, which
+/// archives their fetches and then appends them.
 #[derive(Debug, Clone)]
 pub struct Output {
     tx: mpsc::Sender<Queued>,
     marks: Arc<Mutex<Marks>>,
+    /// No WARC: each caller appends its own line ([`Output::append`]).
+    direct: bool,
 }
 
 /// A position in the output: the length of `pages.jsonl` and where the WARC writer was.
@@ -109,6 +121,22 @@ struct Marks {
     /// Lines written whose URL is not yet complete, by admission number: where each begins
     /// (as many as fetches in flight; admission numbers are not in the order of the lines).
     open: std::collections::HashMap<u64, Mark>,
+    /// Without WARC, `pages.jsonl` itself, appended to by the callers of
+    /// [`Output::record`].
+    direct: Direct,
+}
+
+/// `pages.jsonl` while callers append to it (no WARC).
+#[derive(Debug, Default)]
+struct Direct {
+    /// The file; taken by the writer thread to sync it once closed.
+    file: Option<File>,
+    /// Appends are refused: [`Output::close`] was called, or a write failed.
+    closed: bool,
+    /// The error a failed write gave.
+    failed: Option<io::Error>,
+    /// Lines appended.
+    lines: u64,
 }
 
 /// Makes what was written durable: the WARC file first, then `pages.jsonl` (a line never
@@ -152,7 +180,9 @@ impl Output {
                 warc: warc.as_ref().map(warc_position),
             },
             open: Default::default(),
+            direct: Direct::default(),
         }));
+        let direct = warc.is_none();
         let warc = warc.map(|w| Arc::new(Mutex::new(w)));
         let sync = Sync {
             pages: file.try_clone()?,
@@ -160,8 +190,13 @@ impl Output {
         };
         let (tx, rx) = mpsc::channel(4096);
         let writer_marks = Arc::clone(&marks);
-        let task = tokio::task::spawn_blocking(move || write_lines(file, warc, rx, &writer_marks));
-        Ok((Self { tx, marks }, task, sync))
+        let task = if direct {
+            lock(&marks).direct.file = Some(file);
+            tokio::task::spawn_blocking(move || writer::wait_for_close(rx, &writer_marks))
+        } else {
+            tokio::task::spawn_blocking(move || writer::write_lines(file, warc, rx, &writer_marks))
+        };
+        Ok((Self { tx, marks, direct }, task, sync))
     }
 
     /// The output position before which every line's URL has been reported complete (the
@@ -188,12 +223,40 @@ impl Output {
     /// `id`: the admission number of the record's URL; call [`Output::completed`] with it
     /// once the URL is reported complete.
     pub async fn record(&self, r: PageRecord, capture: Option<Box<Capture>>, id: u64) -> bool {
+        if self.direct {
+            return self.append(&r, id);
+        }
         let (ack, written) = oneshot::channel();
         self.tx
             .send(Some(Item::Page(Box::new(r), capture, id, ack)))
             .await
             .is_ok()
             && written.await.is_ok()
+    }
+
+    /// Appends `r`'s line to `pages.jsonl` with one `write` (no WARC to write first).
+    fn append(&self, r: &PageRecord, id: u64) -> bool {
+        let mut line = Vec::with_capacity(512);
+        serde_json::to_writer(&mut line, r).expect("records serialize");
+        line.push(b'\n');
+        let mut m = lock(&self.marks);
+        let m = &mut *m;
+        let file = match (&mut m.direct.file, m.direct.closed) {
+            (Some(file), false) => file,
+            _ => return false,
+        };
+        if let Err(e) = file.write_all(&line) {
+            m.direct.closed = true;
+            m.direct.failed = Some(e);
+            return false;
+        }
+        let mark = m.end.clone();
+        m.end.pages += line.len() as u64;
+        m.direct.lines += 1;
+        if id != 0 {
+            m.open.insert(id, mark);
+        }
+        true
     }
 
     /// Archives a fetch that has no line of its own (robots.txt).
@@ -204,6 +267,9 @@ impl Output {
     /// Ends the writer once the records sent before are written, even while other handles
     /// (a service's) are still alive: records sent after it are refused.
     pub async fn close(&self) {
+        if self.direct {
+            lock(&self.marks).direct.closed = true;
+        }
         let _ = self.tx.send(None).await;
     }
 }
@@ -247,191 +313,6 @@ pub fn trim_partial_line(path: &Path) -> io::Result<u64> {
         tracing::warn!(path = %path.display(), bytes = len - end, "cut a partial last line");
     }
     Ok(len - end)
-}
-
-/// Writes batches of whole lines with one `write` each, unbuffered: whatever has been written
-/// when the process dies is a sequence of complete lines. A batch's WARC records are written
-/// and flushed to the file before its lines, so every line's records are there too.
-fn write_lines(
-    mut file: File,
-    warc: Option<Arc<Mutex<WarcWriter>>>,
-    mut rx: mpsc::Receiver<Queued>,
-    marks: &Mutex<Marks>,
-) -> io::Result<u64> {
-    let mut lines = 0;
-    let mut written = lock(marks).end.pages;
-    let mut batch = Vec::with_capacity(1 << 16);
-    let mut acks = Vec::new();
-    let mut opened = Vec::new();
-    let mut closed = false;
-    while let Some(Some(first)) = rx.blocking_recv() {
-        batch.clear();
-        let mut archive = warc.as_ref().map(|w| lock(w));
-        let mut push = |item: Item, batch: &mut Vec<u8>| -> io::Result<()> {
-            let (mut r, capture, id, ack) = match item {
-                Item::Page(r, capture, id, ack) => (r, capture, id, ack),
-                Item::Capture(mut c) => {
-                    if let Some(w) = archive.as_deref_mut() {
-                        crate::archive::write(w, &mut c).map_err(io::Error::other)?;
-                    }
-                    return Ok(());
-                }
-            };
-            let mark = Mark {
-                pages: written + batch.len() as u64,
-                warc: archive.as_deref().map(warc_position),
-            };
-            if let (Some(w), Some(mut c)) = (archive.as_deref_mut(), capture) {
-                let at = crate::archive::write(w, &mut c).map_err(io::Error::other)?;
-                r.warc_file = Some(at.file);
-                r.warc_offset = Some(at.offset);
-            }
-            serde_json::to_writer(&mut *batch, &r).expect("records serialize");
-            batch.push(b'\n');
-            acks.push(ack);
-            opened.push((id, mark));
-            lines += 1;
-            Ok(())
-        };
-        push(first, &mut batch)?;
-        while batch.len() < (1 << 16) {
-            match rx.try_recv() {
-                Ok(Some(item)) => push(item, &mut batch)?,
-                Ok(None) => {
-                    closed = true;
-                    break;
-                }
-                Err(_) => break,
-            }
-        }
-        if let Some(w) = archive.as_deref_mut() {
-            w.flush().map_err(io::Error::other)?;
-        }
-        let warc_end = archive.as_deref().map(warc_position);
-        drop(archive);
-        file.write_all(&batch)?;
-        written += batch.len() as u64;
-        {
-            let mut m = lock(marks);
-            for (id, mark) in opened.drain(..) {
-                if id != 0 {
-                    m.open.insert(id, mark);
-                }
-            }
-            m.end = Mark {
-                pages: written,
-                warc: warc_end,
-            };
-        }
-        for ack in acks.drain(..) {
-            let _ = ack.send(());
-        }
-        if closed {
-            break;
-        }
-    }
-    if let Some(w) = &warc {
-        lock(w).close().map_err(io::Error::other)?;
-    }
-    file.sync_data()?;
-    Ok(lines)
-}
-
-/// Writes `value` as `dir/stats.json` (via a temporary file and a rename).
-pub fn write_stats(dir: &Path, value: &impl Serialize) -> io::Result<()> {
-    let tmp = dir.join("stats.json.tmp");
-    let mut f = File::create(&tmp)?;
-    serde_json::to_writer_pretty(&mut f, value)?;
-    f.write_all(b"\n")?;
-    f.sync_all()?;
-    std::fs::rename(tmp, dir.join("stats.json"))
-}
-
-/// What `status.json` holds: a heartbeat rewritten every `crawl.status_secs` while the crawl
-/// runs, and once more when it ends. `crawler health` reads it.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Default)]
-pub struct Status {
-    /// `running`, `paused`, `idle` or `draining` while the crawl runs, or how it ended
-    /// (`finished`, `max_pages`, `max_duration`, `shutdown`).
-    pub state: String,
-    /// Process id of the crawler that wrote it.
-    pub pid: u32,
-    /// When it was written (RFC 3339, UTC).
-    pub updated_at: String,
-    /// The same instant in milliseconds since the Unix epoch (easy to compare).
-    pub updated_unix_ms: u64,
-    /// Seconds between heartbeats (`crawl.status_secs`).
-    pub every_secs: u64,
-    /// Pages written so far.
-    pub pages: u64,
-    /// Pages per second since the start.
-    pub pages_per_sec: f64,
-    /// URLs queued (memory and disk).
-    pub queued: u64,
-    /// Fetches in flight.
-    pub in_flight: u64,
-    /// Hosts known to the frontier.
-    pub hosts: u64,
-    /// Fraction of the visited-set filter's bits set.
-    pub filter_fill: f64,
-    /// The filter's estimated false-positive probability now.
-    pub filter_fpp: f64,
-    /// Admissions and completions not yet committed to the crawl state.
-    #[serde(default)]
-    pub state_backlog: u64,
-    /// Seconds the frontier has been unreachable (a shared frontier's Redis is down: the
-    /// workers wait and retry); absent while it answers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub frontier_unavailable_secs: Option<f64>,
-    /// Fetching waits for the crawl state's checkpoints to catch up (a slow or stalled disk).
-    #[serde(default)]
-    pub paused: bool,
-    /// Seconds fetching has been paused so far (0 when not paused).
-    #[serde(default)]
-    pub paused_secs: u64,
-    /// When the crawl started (RFC 3339, UTC).
-    #[serde(default)]
-    pub started_at: String,
-    /// Of `queued`, held in memory.
-    #[serde(default)]
-    pub queued_memory: u64,
-    /// Of `queued`, waiting on disk.
-    #[serde(default)]
-    pub queued_disk: u64,
-    /// Records by HTTP status (`"error"`: no response).
-    #[serde(default)]
-    pub by_status: std::collections::BTreeMap<String, u64>,
-    /// Body bytes read.
-    #[serde(default)]
-    pub bytes: u64,
-    /// External fetchers' leases out.
-    #[serde(default)]
-    pub leases_out: u64,
-}
-
-/// Writes `status` as `dir/status.json` (via a temporary file and a rename, so a reader never
-/// sees half of it).
-pub fn write_status(dir: &Path, status: &Status) -> io::Result<()> {
-    let tmp = dir.join("status.json.tmp");
-    let mut f = File::create(&tmp)?;
-    serde_json::to_writer_pretty(&mut f, status)?;
-    f.write_all(b"\n")?;
-    drop(f);
-    std::fs::rename(tmp, dir.join("status.json"))
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_unix_ms() -> u64 {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Now as RFC 3339 UTC with milliseconds, e.g. `2026-11-22T20:50:44.123Z` (the same clock
-/// text as a WARC record's `WARC-Date`).
-pub fn now_rfc3339() -> String {
-    warc::Utc::now().rfc3339()
 }
 
 #[cfg(test)]
@@ -497,6 +378,87 @@ mod tests {
         assert!(second < third);
         out.close().await;
         writer.await.unwrap().unwrap();
+    }
+
+    /// Without WARC the callers append their own lines: many at once still give whole
+    /// lines, each once, and the marks end where the file ends.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn lines_appended_at_once_by_many_tasks_stay_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, writer, _sync) = Output::open(dir.path(), true, None).unwrap();
+        let tasks: Vec<_> = (0..8u64)
+            .map(|t| {
+                let out = out.clone();
+                tokio::spawn(async move {
+                    for i in 0..250u64 {
+                        let url = format!(
+                            "http://a.test/{t}/{i}/{}",
+                            "x".repeat((i % 7) as usize * 300)
+                        );
+                        assert!(out.record(page(&url), None, t * 1000 + i + 1).await);
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        out.close().await;
+        assert_eq!(
+            writer.await.unwrap().unwrap(),
+            2000,
+            "the writer counts every line"
+        );
+        let text = std::fs::read_to_string(dir.path().join("pages.jsonl")).unwrap();
+        let mut urls: Vec<String> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["url"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        urls.sort();
+        urls.dedup();
+        assert_eq!(urls.len(), 2000);
+        assert_eq!(
+            out.mark().pages,
+            0,
+            "nothing completed: the first line's start"
+        );
+        for id in (0..8u64).flat_map(|t| (0..250u64).map(move |i| t * 1000 + i + 1)) {
+            out.completed(id);
+        }
+        assert_eq!(out.mark().pages, text.len() as u64);
+    }
+
+    /// After the close, a record is refused, not written behind the synced end.
+    #[tokio::test]
+    async fn a_record_after_the_close_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, writer, _sync) = Output::open(dir.path(), true, None).unwrap();
+        assert!(out.record(page("http://a.test/1"), None, 1).await);
+        out.close().await;
+        assert!(!out.record(page("http://a.test/2"), None, 2).await);
+        assert_eq!(writer.await.unwrap().unwrap(), 1);
+        let text = std::fs::read_to_string(dir.path().join("pages.jsonl")).unwrap();
+        assert_eq!(text.lines().count(), 1);
+    }
+
+    /// A write that fails (a full disk) refuses that record and every later one, and the
+    /// writer's result is the error.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_failed_write_refuses_the_record_and_ends_with_the_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/dev/full", dir.path().join("pages.jsonl")).unwrap();
+        let (out, writer, _sync) = Output::open(dir.path(), false, None).unwrap();
+        assert!(!out.record(page("http://a.test/1"), None, 1).await);
+        assert!(!out.record(page("http://a.test/2"), None, 2).await);
+        out.close().await;
+        let err = writer.await.unwrap().unwrap_err();
+        assert!(err.to_string().contains("space"), "{err}");
     }
 
     #[test]

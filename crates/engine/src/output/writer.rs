@@ -1,0 +1,123 @@
+//! The thread behind [`Output`](super::Output). With `output.warc` it writes everything: a
+//! batch's WARC records, then its lines, so a line never names a record not yet in a file.
+//! Without WARC the callers append their own lines, and the thread only waits for the close
+//! to sync the file.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+use warc::WarcWriter;
+
+use super::{lock, warc_position, Item, Mark, Marks, Queued};
+
+/// Writes batches of whole lines with one `write` each, unbuffered: whatever has been written
+/// when the process dies is a sequence of complete lines. A batch's WARC records are written
+/// and flushed to the file before its lines, so every line's records are there too.
+pub(super) fn write_lines(
+    mut file: File,
+    warc: Option<Arc<Mutex<WarcWriter>>>,
+    mut rx: mpsc::Receiver<Queued>,
+    marks: &Mutex<Marks>,
+) -> io::Result<u64> {
+    let mut lines = 0;
+    let mut written = lock(marks).end.pages;
+    let mut batch = Vec::with_capacity(1 << 16);
+    let mut acks = Vec::new();
+    let mut opened = Vec::new();
+    let mut closed = false;
+    while let Some(Some(first)) = rx.blocking_recv() {
+        batch.clear();
+        let mut archive = warc.as_ref().map(|w| lock(w));
+        let mut push = |item: Item, batch: &mut Vec<u8>| -> io::Result<()> {
+            let (mut r, capture, id, ack) = match item {
+                Item::Page(r, capture, id, ack) => (r, capture, id, ack),
+                Item::Capture(mut c) => {
+                    if let Some(w) = archive.as_deref_mut() {
+                        crate::archive::write(w, &mut c).map_err(io::Error::other)?;
+                    }
+                    return Ok(());
+                }
+            };
+            let mark = Mark {
+                pages: written + batch.len() as u64,
+                warc: archive.as_deref().map(warc_position),
+            };
+            if let (Some(w), Some(mut c)) = (archive.as_deref_mut(), capture) {
+                let at = crate::archive::write(w, &mut c).map_err(io::Error::other)?;
+                r.warc_file = Some(at.file);
+                r.warc_offset = Some(at.offset);
+            }
+            serde_json::to_writer(&mut *batch, &r).expect("records serialize");
+            batch.push(b'\n');
+            acks.push(ack);
+            opened.push((id, mark));
+            lines += 1;
+            Ok(())
+        };
+        push(first, &mut batch)?;
+        while batch.len() < (1 << 16) {
+            match rx.try_recv() {
+                Ok(Some(item)) => push(item, &mut batch)?,
+                Ok(None) => {
+                    closed = true;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        if let Some(w) = archive.as_deref_mut() {
+            w.flush().map_err(io::Error::other)?;
+        }
+        let warc_end = archive.as_deref().map(warc_position);
+        drop(archive);
+        file.write_all(&batch)?;
+        written += batch.len() as u64;
+        {
+            let mut m = lock(marks);
+            for (id, mark) in opened.drain(..) {
+                if id != 0 {
+                    m.open.insert(id, mark);
+                }
+            }
+            m.end = Mark {
+                pages: written,
+                warc: warc_end,
+            };
+        }
+        for ack in acks.drain(..) {
+            let _ = ack.send(());
+        }
+        if closed {
+            break;
+        }
+    }
+    if let Some(w) = &warc {
+        lock(w).close().map_err(io::Error::other)?;
+    }
+    file.sync_data()?;
+    Ok(lines)
+}
+
+/// Without WARC: waits for [`Output::close`](super::Output::close) (or every handle gone),
+/// then takes the file from the callers and syncs it. Returns the lines appended, or the
+/// error that stopped the appends.
+pub(super) fn wait_for_close(
+    mut rx: mpsc::Receiver<Queued>,
+    marks: &Mutex<Marks>,
+) -> io::Result<u64> {
+    while let Some(Some(_)) = rx.blocking_recv() {}
+    let (file, failed, lines) = {
+        let mut m = lock(marks);
+        m.direct.closed = true;
+        (m.direct.file.take(), m.direct.failed.take(), m.direct.lines)
+    };
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    match file {
+        Some(f) => f.sync_data().map(|()| lines),
+        None => Ok(lines),
+    }
+}
