@@ -2,21 +2,22 @@
 //! only whole lines, and the marks the crawl state's checkpoints commit.
 //!
 //! Without WARC, the task that has a record appends its line itself: serialized outside any
-//! lock, then one `write(2)` under the lock that also keeps the marks. Appending to the page
-//! cache costs microseconds; handing each line to a writer thread and waiting for its ack
-//! cost two thread wake-ups per page (a fifth of the crawler's CPU in a crawl of the
-//! 10^5-page test site, BENCHMARKS §4). With `output.warc`, a writer thread archives each
+//! lock, then buffered under the lock that also keeps the marks and written in batches
+//! ([`direct`]). Handing each line to a writer thread and waiting for its ack cost two
+//! thread wake-ups per page (a fifth of the crawler's CPU in a crawl of the 10^5-page test
+//! site, BENCHMARKS §4). With `output.warc`, a writer thread archives each
 //! fetch's request and response first ([`crate::archive`]: compression, too slow for the
 //! runtime's threads on a large page), so a line can name where its response record is, and
 //! a line is never in the file before its records are ([`writer`]).
 
+mod direct;
 mod status;
 mod writer;
 
 pub use status::{now_rfc3339, now_unix_ms, write_stats, write_status, Status};
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -123,20 +124,7 @@ struct Marks {
     open: std::collections::HashMap<u64, Mark>,
     /// Without WARC, `pages.jsonl` itself, appended to by the callers of
     /// [`Output::record`].
-    direct: Direct,
-}
-
-/// `pages.jsonl` while callers append to it (no WARC).
-#[derive(Debug, Default)]
-struct Direct {
-    /// The file; taken by the writer thread to sync it once closed.
-    file: Option<File>,
-    /// Appends are refused: [`Output::close`] was called, or a write failed.
-    closed: bool,
-    /// The error a failed write gave.
-    failed: Option<io::Error>,
-    /// Lines appended.
-    lines: u64,
+    direct: direct::Direct,
 }
 
 /// Makes what was written durable: the WARC file first, then `pages.jsonl` (a line never
@@ -145,6 +133,8 @@ struct Direct {
 pub struct Sync {
     pages: File,
     warc: Option<Arc<Mutex<WarcWriter>>>,
+    /// Without WARC: the lines buffered ([`direct`]).
+    direct: Option<Arc<Mutex<Marks>>>,
 }
 
 impl Sync {
@@ -152,6 +142,9 @@ impl Sync {
     pub fn sync(&self) -> io::Result<()> {
         if let Some(w) = &self.warc {
             lock(w).sync().map_err(io::Error::other)?;
+        }
+        if let Some(m) = &self.direct {
+            lock(m).direct.write_out()?;
         }
         self.pages.sync_data()
     }
@@ -180,19 +173,20 @@ impl Output {
                 warc: warc.as_ref().map(warc_position),
             },
             open: Default::default(),
-            direct: Direct::default(),
+            direct: Default::default(),
         }));
         let direct = warc.is_none();
         let warc = warc.map(|w| Arc::new(Mutex::new(w)));
         let sync = Sync {
             pages: file.try_clone()?,
             warc: warc.clone(),
+            direct: direct.then(|| Arc::clone(&marks)),
         };
         let (tx, rx) = mpsc::channel(4096);
         let writer_marks = Arc::clone(&marks);
         let task = if direct {
-            lock(&marks).direct.file = Some(file);
-            tokio::task::spawn_blocking(move || writer::wait_for_close(rx, &writer_marks))
+            lock(&marks).direct = direct::Direct::new(file);
+            tokio::task::spawn_blocking(move || writer::flush_until_closed(rx, &writer_marks))
         } else {
             tokio::task::spawn_blocking(move || writer::write_lines(file, warc, rx, &writer_marks))
         };
@@ -234,25 +228,18 @@ impl Output {
             && written.await.is_ok()
     }
 
-    /// Appends `r`'s line to `pages.jsonl` with one `write` (no WARC to write first).
+    /// Appends `r`'s line to `pages.jsonl` (buffered: see [`direct`]; no WARC to write
+    /// first).
     fn append(&self, r: &PageRecord, id: u64) -> bool {
         let mut line = Vec::with_capacity(512);
         serde_json::to_writer(&mut line, r).expect("records serialize");
         line.push(b'\n');
         let mut m = lock(&self.marks);
-        let m = &mut *m;
-        let file = match (&mut m.direct.file, m.direct.closed) {
-            (Some(file), false) => file,
-            _ => return false,
-        };
-        if let Err(e) = file.write_all(&line) {
-            m.direct.closed = true;
-            m.direct.failed = Some(e);
+        let mark = m.end.clone();
+        if !m.direct.push(&line) {
             return false;
         }
-        let mark = m.end.clone();
         m.end.pages += line.len() as u64;
-        m.direct.lines += 1;
         if id != 0 {
             m.open.insert(id, mark);
         }
@@ -268,7 +255,7 @@ impl Output {
     /// (a service's) are still alive: records sent after it are refused.
     pub async fn close(&self) {
         if self.direct {
-            lock(&self.marks).direct.closed = true;
+            lock(&self.marks).direct.refuse();
         }
         let _ = self.tx.send(None).await;
     }
@@ -318,6 +305,7 @@ pub fn trim_partial_line(path: &Path) -> io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn rfc3339_shape() {
@@ -357,7 +345,7 @@ mod tests {
     #[tokio::test]
     async fn the_mark_stops_at_the_first_line_not_yet_complete() {
         let dir = tempfile::tempdir().unwrap();
-        let (out, writer, _sync) = Output::open(dir.path(), true, None).unwrap();
+        let (out, writer, sync) = Output::open(dir.path(), true, None).unwrap();
         for (id, url) in [
             (30, "http://a.test/x"),
             (10, "http://a.test/y"),
@@ -365,6 +353,7 @@ mod tests {
         ] {
             assert!(out.record(page(url), None, id).await);
         }
+        sync.sync().unwrap();
         let text = std::fs::read_to_string(dir.path().join("pages.jsonl")).unwrap();
         let lens: Vec<u64> = text.lines().map(|l| l.len() as u64 + 1).collect();
         let (second, third, end) = (lens[0], lens[0] + lens[1], text.len() as u64);
@@ -446,19 +435,48 @@ mod tests {
         assert_eq!(text.lines().count(), 1);
     }
 
-    /// A write that fails (a full disk) refuses that record and every later one, and the
-    /// writer's result is the error.
+    /// A write that fails (a full disk) fails the checkpoint's sync, refuses every later
+    /// record, and the writer's result is the error.
     #[cfg(target_os = "linux")]
     #[tokio::test]
-    async fn a_failed_write_refuses_the_record_and_ends_with_the_error() {
+    async fn a_failed_write_fails_the_sync_refuses_records_and_ends_with_the_error() {
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink("/dev/full", dir.path().join("pages.jsonl")).unwrap();
-        let (out, writer, _sync) = Output::open(dir.path(), false, None).unwrap();
-        assert!(!out.record(page("http://a.test/1"), None, 1).await);
+        let (out, writer, sync) = Output::open(dir.path(), false, None).unwrap();
+        assert!(
+            out.record(page("http://a.test/1"), None, 1).await,
+            "buffered"
+        );
+        let err = sync.sync().unwrap_err();
+        assert!(err.to_string().contains("space"), "{err}");
         assert!(!out.record(page("http://a.test/2"), None, 2).await);
         out.close().await;
         let err = writer.await.unwrap().unwrap_err();
         assert!(err.to_string().contains("space"), "{err}");
+    }
+
+    /// Buffered lines reach the file on a checkpoint's sync at once, and without one within
+    /// the flush interval.
+    #[tokio::test]
+    async fn buffered_lines_reach_the_file_on_a_sync_and_on_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pages.jsonl");
+        let (out, writer, sync) = Output::open(dir.path(), true, None).unwrap();
+        let lines = |p: &Path| std::fs::read_to_string(p).unwrap().lines().count();
+        assert!(out.record(page("http://a.test/1"), None, 1).await);
+        sync.sync().unwrap();
+        assert_eq!(lines(&path), 1, "the sync wrote the buffer");
+        assert!(out.record(page("http://a.test/2"), None, 2).await);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while lines(&path) < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the line never reached the file"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        out.close().await;
+        assert_eq!(writer.await.unwrap().unwrap(), 2);
     }
 
     #[test]

@@ -1,15 +1,16 @@
 //! The thread behind [`Output`](super::Output). With `output.warc` it writes everything: a
 //! batch's WARC records, then its lines, so a line never names a record not yet in a file.
-//! Without WARC the callers append their own lines, and the thread only waits for the close
-//! to sync the file.
+//! Without WARC the callers buffer their own lines, and the thread writes the buffer now and
+//! then and syncs the file at the close.
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, error::TryRecvError};
 use warc::WarcWriter;
 
+use super::direct::FLUSH_EVERY;
 use super::{lock, warc_position, Item, Mark, Marks, Queued};
 
 /// Writes batches of whole lines with one `write` each, unbuffered: whatever has been written
@@ -100,24 +101,26 @@ pub(super) fn write_lines(
     Ok(lines)
 }
 
-/// Without WARC: waits for [`Output::close`](super::Output::close) (or every handle gone),
-/// then takes the file from the callers and syncs it. Returns the lines appended, or the
-/// error that stopped the appends.
-pub(super) fn wait_for_close(
+/// Without WARC: writes what the callers buffered every [`FLUSH_EVERY`] until
+/// [`Output::close`](super::Output::close) (or every handle gone), then writes the rest and
+/// syncs the file. Returns the lines appended, or the error that stopped the appends.
+pub(super) fn flush_until_closed(
     mut rx: mpsc::Receiver<Queued>,
     marks: &Mutex<Marks>,
 ) -> io::Result<u64> {
-    while let Some(Some(_)) = rx.blocking_recv() {}
-    let (file, failed, lines) = {
+    loop {
+        std::thread::sleep(FLUSH_EVERY);
+        let closing = matches!(rx.try_recv(), Ok(None) | Err(TryRecvError::Disconnected));
         let mut m = lock(marks);
-        m.direct.closed = true;
-        (m.direct.file.take(), m.direct.failed.take(), m.direct.lines)
-    };
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    match file {
-        Some(f) => f.sync_data().map(|()| lines),
-        None => Ok(lines),
+        if closing {
+            let (file, lines) = m.direct.close()?;
+            drop(m);
+            if let Some(f) = file {
+                f.sync_data()?;
+            }
+            return Ok(lines);
+        }
+        // A failed write is kept: the next append is refused and stops the crawl.
+        let _ = m.direct.write_out();
     }
 }
