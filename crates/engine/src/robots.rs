@@ -242,7 +242,11 @@ impl RobotsCache {
         let mut fetched = false;
         let mut sitemaps = Vec::new();
         loop {
-            let cell = Arc::clone(self.entries.entry(origin.clone()).or_default().value());
+            // Known origins (all but the first fetch of each) take the shard's read lock.
+            let known = self.entries.get(&origin).map(|c| Arc::clone(c.value()));
+            let cell = known.unwrap_or_else(|| {
+                Arc::clone(self.entries.entry(origin.clone()).or_default().value())
+            });
             let entry = cell
                 .get_or_init(|| async {
                     if let Some(entry) = self.shared_verdict(&origin).await {
