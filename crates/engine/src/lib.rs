@@ -336,7 +336,8 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         (Arc::new(LocalFrontier::new(fcfg, &seed_strs)?), None, None)
     };
     // A URL is done in the state only once its line is written (workers complete a lease
-    // after `Output::record` returns); the state syncs the file before each checkpoint.
+    // after `Output::record` returns); the state writes out what is buffered and syncs the
+    // file before each checkpoint.
     let (output, writer, sync) = Output::open(&out_dir, opts.fresh, warc)
         .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
     if let Some(s) = &store {

@@ -211,9 +211,10 @@ impl Output {
         }
     }
 
-    /// Writes a record (archiving `capture` first): returns once its line is in the file (not
-    /// yet synced: the state syncs the file before each checkpoint), so the URL may be
-    /// reported done after it. `false`: the writer failed and the line was not written.
+    /// Writes a record (archiving `capture` first): returns once its line is in the file, or
+    /// without WARC in the buffer in front of it (not yet synced either way: the state writes
+    /// out and syncs the output before each checkpoint), so the URL may be reported done
+    /// after it. `false`: the writer failed and the line was not written.
     /// `id`: the admission number of the record's URL; call [`Output::completed`] with it
     /// once the URL is reported complete.
     pub async fn record(&self, r: PageRecord, capture: Option<Box<Capture>>, id: u64) -> bool {
