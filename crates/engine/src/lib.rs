@@ -342,6 +342,8 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
         .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
     if let Some(s) = &store {
         s.set_before_commit(move || sync.sync());
+        // Every checkpoint writes out the buffered lines before it commits their URLs.
+        output.buffer_until_checkpoints();
         let output = output.clone();
         s.set_output_mark(move || serde_json::to_vec(&output.mark()).unwrap_or_default());
     }

@@ -1,13 +1,16 @@
-//! `pages.jsonl` without WARC: the tasks that have records append their lines to a buffer
-//! under the output's lock, and the buffer goes to the file with one `write(2)` when 64 KiB
-//! wait, every 100 ms (the flusher thread), before each checkpoint of the crawl state
-//! ([`super::Sync`]) and at the close. A write per line cost 5% of the crawler's CPU on the
-//! 10^5-page test site (BENCHMARKS §4).
+//! `pages.jsonl` without WARC: the tasks that have records append their lines under the
+//! output's lock. Each line is written at once (one `write(2)`), so a line whose URL is
+//! reported done survives the process: a shared frontier (Redis) counts a URL done the
+//! moment its lease is completed.
 //!
-//! A line in the buffer is not yet in the file, but no checkpoint commits its URL as done
-//! before the buffer is written and synced: a process killed with lines in the buffer loses
-//! only lines whose URLs a resume fetches again. Without a crawl state, a kill loses at most
-//! the last 100 ms of lines.
+//! With a local crawl state the lines are buffered instead
+//! ([`Output::buffer_until_checkpoints`](super::Output::buffer_until_checkpoints)): a URL
+//! is done only once a checkpoint commits it, and every checkpoint writes out and syncs the
+//! buffer first ([`super::Sync`]), so a process killed with lines in the buffer loses only
+//! lines whose URLs a resume fetches again. The buffer goes to the file with one `write(2)`
+//! when 64 KiB wait, every 100 ms (the flusher thread), before each checkpoint and at the
+//! close. A write per line cost 5% of the crawler's CPU on the 10^5-page test site
+//! (BENCHMARKS §4).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -32,6 +35,9 @@ pub(super) struct Direct {
     failed: Option<io::Error>,
     /// Lines accepted.
     lines: u64,
+    /// Lines wait in `buf` (a crawl state's checkpoints write them out); otherwise each is
+    /// written at once.
+    buffered: bool,
 }
 
 impl Direct {
@@ -50,7 +56,12 @@ impl Direct {
         }
         self.buf.extend_from_slice(line);
         self.lines += 1;
-        self.buf.len() < FLUSH_BYTES || self.write_out().is_ok()
+        (self.buffered && self.buf.len() < FLUSH_BYTES) || self.write_out().is_ok()
+    }
+
+    /// Lines wait in the buffer from now on (see the module's header).
+    pub(super) fn buffer(&mut self) {
+        self.buffered = true;
     }
 
     /// Writes what is buffered with one `write`. After a failed write, every call fails

@@ -2,8 +2,8 @@
 //! only whole lines, and the marks the crawl state's checkpoints commit.
 //!
 //! Without WARC, the task that has a record appends its line itself: serialized outside any
-//! lock, then buffered under the lock that also keeps the marks and written in batches
-//! ([`direct`]). Handing each line to a writer thread and waiting for its ack cost two
+//! lock, then written under the lock that also keeps the marks (with a crawl state,
+//! buffered and written in batches: [`direct`]). Handing each line to a writer thread and waiting for its ack cost two
 //! thread wake-ups per page (a fifth of the crawler's CPU in a crawl of the 10^5-page test
 //! site, BENCHMARKS §4). With `output.warc`, a writer thread archives each
 //! fetch's request and response first ([`crate::archive`]: compression, too slow for the
@@ -212,7 +212,8 @@ impl Output {
     }
 
     /// Writes a record (archiving `capture` first): returns once its line is in the file, or
-    /// without WARC in the buffer in front of it (not yet synced either way: the state writes
+    /// after [`Output::buffer_until_checkpoints`] in the buffer in front of it (not yet
+    /// synced either way: the state writes
     /// out and syncs the output before each checkpoint), so the URL may be reported done
     /// after it. `false`: the writer failed and the line was not written.
     /// `id`: the admission number of the record's URL; call [`Output::completed`] with it
@@ -245,6 +246,16 @@ impl Output {
             m.open.insert(id, mark);
         }
         true
+    }
+
+    /// Lines may wait in a buffer (without WARC): call it only when a crawl state commits
+    /// URLs as done at checkpoints that first call [`Sync::sync`]. Otherwise a line is in
+    /// the file when [`Output::record`] returns, since a shared frontier counts its URL done
+    /// as soon as its lease is completed.
+    pub fn buffer_until_checkpoints(&self) {
+        if self.direct {
+            lock(&self.marks).direct.buffer();
+        }
     }
 
     /// Archives a fetch that has no line of its own (robots.txt).
@@ -423,6 +434,35 @@ mod tests {
         assert_eq!(out.mark().pages, text.len() as u64);
     }
 
+    /// Without a crawl state's checkpoints (a shared frontier counts a URL done as soon as
+    /// its lease is completed), a line is in the file when `record` returns, and a full
+    /// disk refuses the record itself.
+    #[tokio::test]
+    async fn without_checkpoints_a_line_is_in_the_file_when_record_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pages.jsonl");
+        let (out, writer, _sync) = Output::open(dir.path(), true, None).unwrap();
+        for i in 1..=3u64 {
+            assert!(
+                out.record(page(&format!("http://a.test/{i}")), None, i)
+                    .await
+            );
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(text.lines().count() as u64, i);
+        }
+        out.close().await;
+        assert_eq!(writer.await.unwrap().unwrap(), 3);
+        #[cfg(target_os = "linux")]
+        {
+            let dir = tempfile::tempdir().unwrap();
+            std::os::unix::fs::symlink("/dev/full", dir.path().join("pages.jsonl")).unwrap();
+            let (out, writer, _sync) = Output::open(dir.path(), false, None).unwrap();
+            assert!(!out.record(page("http://a.test/1"), None, 1).await);
+            out.close().await;
+            assert!(writer.await.unwrap().is_err());
+        }
+    }
+
     /// After the close, a record is refused, not written behind the synced end.
     #[tokio::test]
     async fn a_record_after_the_close_is_refused() {
@@ -444,6 +484,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink("/dev/full", dir.path().join("pages.jsonl")).unwrap();
         let (out, writer, sync) = Output::open(dir.path(), false, None).unwrap();
+        out.buffer_until_checkpoints();
         assert!(
             out.record(page("http://a.test/1"), None, 1).await,
             "buffered"
@@ -463,8 +504,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pages.jsonl");
         let (out, writer, sync) = Output::open(dir.path(), true, None).unwrap();
+        out.buffer_until_checkpoints();
         let lines = |p: &Path| std::fs::read_to_string(p).unwrap().lines().count();
         assert!(out.record(page("http://a.test/1"), None, 1).await);
+        assert_eq!(lines(&path), 0, "buffered");
         sync.sync().unwrap();
         assert_eq!(lines(&path), 1, "the sync wrote the buffer");
         assert!(out.record(page("http://a.test/2"), None, 2).await);
