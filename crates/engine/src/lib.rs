@@ -337,13 +337,17 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
     };
     // A URL is done in the state only once its line is written (workers complete a lease
     // after `Output::record` returns); the state writes out what is buffered and syncs the
-    // file before each checkpoint.
-    let (output, writer, sync) = Output::open(&out_dir, opts.fresh, warc)
+    // file before each checkpoint. Without one, a URL is done as soon as its lease is
+    // completed (the shared frontier), so a line must be in the file by then.
+    let lines = match (warc, &store) {
+        (Some(w), _) => output::Lines::Archived(Box::new(w)),
+        (None, Some(_)) => output::Lines::UntilCheckpoints,
+        (None, None) => output::Lines::WriteThrough,
+    };
+    let (output, writer, sync) = Output::open(&out_dir, opts.fresh, lines)
         .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
     if let Some(s) = &store {
         s.set_before_commit(move || sync.sync());
-        // Every checkpoint writes out the buffered lines before it commits their URLs.
-        output.buffer_until_checkpoints();
         let output = output.clone();
         s.set_output_mark(move || serde_json::to_vec(&output.mark()).unwrap_or_default());
     }

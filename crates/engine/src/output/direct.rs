@@ -4,7 +4,7 @@
 //! moment its lease is completed.
 //!
 //! With a local crawl state the lines are buffered instead
-//! ([`Output::buffer_until_checkpoints`](super::Output::buffer_until_checkpoints)): a URL
+//! ([`Lines::UntilCheckpoints`](super::Lines::UntilCheckpoints)): a URL
 //! is done only once a checkpoint commits it, and every checkpoint writes out and syncs the
 //! buffer first ([`super::Sync`]), so a process killed with lines in the buffer loses only
 //! lines whose URLs a resume fetches again. The buffer goes to the file with one `write(2)`
@@ -41,10 +41,12 @@ pub(super) struct Direct {
 }
 
 impl Direct {
-    pub(super) fn new(file: File) -> Self {
+    /// `buffered`: lines wait in the buffer (see the module's header).
+    pub(super) fn new(file: File, buffered: bool) -> Self {
         Self {
             file: Some(file),
-            buf: Vec::with_capacity(FLUSH_BYTES + 4096),
+            buf: Vec::with_capacity(if buffered { FLUSH_BYTES + 4096 } else { 4096 }),
+            buffered,
             ..Self::default()
         }
     }
@@ -57,11 +59,6 @@ impl Direct {
         self.buf.extend_from_slice(line);
         self.lines += 1;
         (self.buffered && self.buf.len() < FLUSH_BYTES) || self.write_out().is_ok()
-    }
-
-    /// Lines wait in the buffer from now on (see the module's header).
-    pub(super) fn buffer(&mut self) {
-        self.buffered = true;
     }
 
     /// Writes what is buffered with one `write`. After a failed write, every call fails

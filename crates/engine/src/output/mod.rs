@@ -1,14 +1,15 @@
 //! `pages.jsonl`: one JSON object per fetched URL, written so that a killed process leaves
 //! only whole lines, and the marks the crawl state's checkpoints commit.
 //!
-//! Without WARC, the task that has a record appends its line itself: serialized outside any
-//! lock, then written under the lock that also keeps the marks (with a crawl state,
-//! buffered and written in batches: [`direct`]). Handing each line to a writer thread and waiting for its ack cost two
-//! thread wake-ups per page (a fifth of the crawler's CPU in a crawl of the 10^5-page test
-//! site, BENCHMARKS §4). With `output.warc`, a writer thread archives each
-//! fetch's request and response first ([`crate::archive`]: compression, too slow for the
-//! runtime's threads on a large page), so a line can name where its response record is, and
-//! a line is never in the file before its records are ([`writer`]).
+//! How a line reaches the file is chosen once, at [`Output::open`] ([`Lines`]). Without
+//! WARC, the task that has a record appends its line itself: serialized outside any lock,
+//! then written under the lock that also keeps the marks ([`direct`]: at once, or with a
+//! crawl state buffered and written in batches). Handing each line to a writer thread and
+//! waiting for its ack cost two thread wake-ups per page (a fifth of the crawler's CPU in a
+//! crawl of the 10^5-page test site, BENCHMARKS §4). With `output.warc`, a writer thread
+//! archives each fetch's request and response first ([`crate::archive`]: compression, too
+//! slow for the runtime's threads on a large page), so a line can name where its response
+//! record is, and a line is never in the file before its records are ([`writer`]).
 
 mod direct;
 mod status;
@@ -26,6 +27,7 @@ use tokio::sync::{mpsc, oneshot};
 use warc::WarcWriter;
 
 use crate::fetch::Capture;
+use crate::worker::lock;
 
 /// One line of `pages.jsonl`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -92,14 +94,44 @@ enum Item {
 /// `None` closes the file (see [`Output::close`]).
 type Queued = Option<Item>;
 
+/// How the lines of `pages.jsonl` are written (see the module's header).
+#[derive(Debug)]
+pub enum Lines {
+    /// Each line is in the file when [`Output::record`] returns: for a crawl without a local
+    /// state, and for a shared frontier, which counts a URL done as soon as its lease is
+    /// completed.
+    WriteThrough,
+    /// Lines wait in a buffer: only for a local crawl state, which commits URLs as done at
+    /// checkpoints that first call [`Sync::sync`] (it writes the buffer out).
+    UntilCheckpoints,
+    /// `output.warc`: the writer thread archives each fetch, then writes its line.
+    Archived(Box<WarcWriter>),
+}
+
 /// Appends records to `pages.jsonl`, or with WARC, sends them to the writer thread, which
 /// archives their fetches and then appends them.
 #[derive(Debug, Clone)]
 pub struct Output {
-    tx: mpsc::Sender<Queued>,
     marks: Arc<Mutex<Marks>>,
-    /// No WARC: each caller appends its own line ([`Output::append`]).
-    direct: bool,
+    sink: Sink,
+}
+
+/// Who writes the lines.
+#[derive(Debug, Clone)]
+enum Sink {
+    /// Each caller appends its own line ([`Output::append`]); the channel only tells the
+    /// flusher thread of the close.
+    Callers(mpsc::Sender<Queued>),
+    /// The WARC writer thread, which archives first.
+    Archiver(mpsc::Sender<Queued>),
+}
+
+impl Sink {
+    fn tx(&self) -> &mpsc::Sender<Queued> {
+        match self {
+            Sink::Callers(tx) | Sink::Archiver(tx) => tx,
+        }
+    }
 }
 
 /// A position in the output: the length of `pages.jsonl` and where the WARC writer was.
@@ -132,19 +164,25 @@ struct Marks {
 #[derive(Debug)]
 pub struct Sync {
     pages: File,
-    warc: Option<Arc<Mutex<WarcWriter>>>,
-    /// Without WARC: the lines buffered ([`direct`]).
-    direct: Option<Arc<Mutex<Marks>>>,
+    /// What must be written before `pages.jsonl` is synced.
+    first: Pending,
+}
+
+/// Written, but perhaps not yet in a file.
+#[derive(Debug)]
+enum Pending {
+    /// The lines the callers buffered ([`direct`]).
+    Lines(Arc<Mutex<Marks>>),
+    /// The WARC records (their lines are written after them by the writer thread).
+    Archive(Arc<Mutex<WarcWriter>>),
 }
 
 impl Sync {
-    /// Flushes and fsyncs the output.
+    /// Writes out and fsyncs the output.
     pub fn sync(&self) -> io::Result<()> {
-        if let Some(w) = &self.warc {
-            lock(w).sync().map_err(io::Error::other)?;
-        }
-        if let Some(m) = &self.direct {
-            lock(m).direct.write_out()?;
+        match &self.first {
+            Pending::Lines(m) => lock(m).direct.write_out()?,
+            Pending::Archive(w) => lock(w).sync().map_err(io::Error::other)?,
         }
         self.pages.sync_data()
     }
@@ -152,12 +190,12 @@ impl Sync {
 
 impl Output {
     /// Opens `dir/pages.jsonl` for appending (the directory is created; `truncate` empties an
-    /// existing file) and starts the writer; with `warc`, it also archives. Also returns the
-    /// handle that syncs the output.
+    /// existing file) and starts the thread that writes ([`Lines`]). Also returns the handle
+    /// that syncs the output.
     pub fn open(
         dir: &Path,
         truncate: bool,
-        warc: Option<WarcWriter>,
+        lines: Lines,
     ) -> io::Result<(Self, tokio::task::JoinHandle<io::Result<u64>>, Sync)> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join("pages.jsonl");
@@ -167,30 +205,40 @@ impl Output {
             trim_partial_line(&path)?;
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        let marks = Arc::new(Mutex::new(Marks {
+        let pages = file.try_clone()?;
+        let mut marks = Marks {
             end: Mark {
                 pages: file.metadata()?.len(),
-                warc: warc.as_ref().map(warc_position),
+                warc: None,
             },
             open: Default::default(),
             direct: Default::default(),
-        }));
-        let direct = warc.is_none();
-        let warc = warc.map(|w| Arc::new(Mutex::new(w)));
-        let sync = Sync {
-            pages: file.try_clone()?,
-            warc: warc.clone(),
-            direct: direct.then(|| Arc::clone(&marks)),
         };
         let (tx, rx) = mpsc::channel(4096);
-        let writer_marks = Arc::clone(&marks);
-        let task = if direct {
-            lock(&marks).direct = direct::Direct::new(file);
-            tokio::task::spawn_blocking(move || writer::flush_until_closed(rx, &writer_marks))
-        } else {
-            tokio::task::spawn_blocking(move || writer::write_lines(file, warc, rx, &writer_marks))
+        let (sink, marks, first, task) = match lines {
+            Lines::Archived(w) => {
+                marks.end.warc = Some(warc_position(&w));
+                let marks = Arc::new(Mutex::new(marks));
+                let w = Arc::new(Mutex::new(*w));
+                let (writer_marks, archive) = (Arc::clone(&marks), Arc::clone(&w));
+                let task = tokio::task::spawn_blocking(move || {
+                    writer::write_lines(file, archive, rx, &writer_marks)
+                });
+                (Sink::Archiver(tx), marks, Pending::Archive(w), task)
+            }
+            Lines::WriteThrough | Lines::UntilCheckpoints => {
+                let buffered = matches!(lines, Lines::UntilCheckpoints);
+                marks.direct = direct::Direct::new(file, buffered);
+                let marks = Arc::new(Mutex::new(marks));
+                let writer_marks = Arc::clone(&marks);
+                let task = tokio::task::spawn_blocking(move || {
+                    writer::flush_until_closed(rx, &writer_marks, buffered)
+                });
+                let first = Pending::Lines(Arc::clone(&marks));
+                (Sink::Callers(tx), marks, first, task)
+            }
         };
-        Ok((Self { tx, marks, direct }, task, sync))
+        Ok((Self { marks, sink }, task, Sync { pages, first }))
     }
 
     /// The output position before which every line's URL has been reported complete (the
@@ -212,19 +260,19 @@ impl Output {
     }
 
     /// Writes a record (archiving `capture` first): returns once its line is in the file, or
-    /// after [`Output::buffer_until_checkpoints`] in the buffer in front of it (not yet
-    /// synced either way: the state writes
-    /// out and syncs the output before each checkpoint), so the URL may be reported done
-    /// after it. `false`: the writer failed and the line was not written.
+    /// with [`Lines::UntilCheckpoints`] in the buffer in front of it (not yet synced either
+    /// way: the state writes out and syncs the output before each checkpoint), so the URL
+    /// may be reported done after it. `false`: the writer failed and the line was not
+    /// written.
     /// `id`: the admission number of the record's URL; call [`Output::completed`] with it
     /// once the URL is reported complete.
     pub async fn record(&self, r: PageRecord, capture: Option<Box<Capture>>, id: u64) -> bool {
-        if self.direct {
-            return self.append(&r, id);
-        }
+        let tx = match &self.sink {
+            Sink::Callers(_) => return self.append(&r, id),
+            Sink::Archiver(tx) => tx,
+        };
         let (ack, written) = oneshot::channel();
-        self.tx
-            .send(Some(Item::Page(Box::new(r), capture, id, ack)))
+        tx.send(Some(Item::Page(Box::new(r), capture, id, ack)))
             .await
             .is_ok()
             && written.await.is_ok()
@@ -248,38 +296,26 @@ impl Output {
         true
     }
 
-    /// Lines may wait in a buffer (without WARC): call it only when a crawl state commits
-    /// URLs as done at checkpoints that first call [`Sync::sync`]. Otherwise a line is in
-    /// the file when [`Output::record`] returns, since a shared frontier counts its URL done
-    /// as soon as its lease is completed.
-    pub fn buffer_until_checkpoints(&self) {
-        if self.direct {
-            lock(&self.marks).direct.buffer();
-        }
-    }
-
     /// Archives a fetch that has no line of its own (robots.txt).
     pub async fn archive(&self, capture: Box<Capture>) {
-        let _ = self.tx.send(Some(Item::Capture(capture))).await;
+        if let Sink::Archiver(tx) = &self.sink {
+            let _ = tx.send(Some(Item::Capture(capture))).await;
+        }
     }
 
     /// Ends the writer once the records sent before are written, even while other handles
     /// (a service's) are still alive: records sent after it are refused.
     pub async fn close(&self) {
-        if self.direct {
+        if let Sink::Callers(_) = self.sink {
             lock(&self.marks).direct.refuse();
         }
-        let _ = self.tx.send(None).await;
+        let _ = self.sink.tx().send(None).await;
     }
 }
 
 fn warc_position(w: &WarcWriter) -> (String, u64) {
     let p = w.position();
     (p.file, p.offset)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Cuts a partial last line (a process killed in the middle of a `write`, or a power loss
@@ -357,7 +393,7 @@ mod tests {
     #[tokio::test]
     async fn the_mark_stops_at_the_first_line_not_yet_complete() {
         let dir = tempfile::tempdir().unwrap();
-        let (out, writer, sync) = Output::open(dir.path(), true, None).unwrap();
+        let (out, writer, sync) = Output::open(dir.path(), true, Lines::WriteThrough).unwrap();
         for (id, url) in [
             (30, "http://a.test/x"),
             (10, "http://a.test/y"),
@@ -386,7 +422,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn lines_appended_at_once_by_many_tasks_stay_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let (out, writer, _sync) = Output::open(dir.path(), true, None).unwrap();
+        let (out, writer, _sync) = Output::open(dir.path(), true, Lines::WriteThrough).unwrap();
         let tasks: Vec<_> = (0..8u64)
             .map(|t| {
                 let out = out.clone();
@@ -441,7 +477,7 @@ mod tests {
     async fn without_checkpoints_a_line_is_in_the_file_when_record_returns() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pages.jsonl");
-        let (out, writer, _sync) = Output::open(dir.path(), true, None).unwrap();
+        let (out, writer, _sync) = Output::open(dir.path(), true, Lines::WriteThrough).unwrap();
         for i in 1..=3u64 {
             assert!(
                 out.record(page(&format!("http://a.test/{i}")), None, i)
@@ -456,7 +492,8 @@ mod tests {
         {
             let dir = tempfile::tempdir().unwrap();
             std::os::unix::fs::symlink("/dev/full", dir.path().join("pages.jsonl")).unwrap();
-            let (out, writer, _sync) = Output::open(dir.path(), false, None).unwrap();
+            let (out, writer, _sync) =
+                Output::open(dir.path(), false, Lines::WriteThrough).unwrap();
             assert!(!out.record(page("http://a.test/1"), None, 1).await);
             out.close().await;
             assert!(writer.await.unwrap().is_err());
@@ -467,7 +504,7 @@ mod tests {
     #[tokio::test]
     async fn a_record_after_the_close_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let (out, writer, _sync) = Output::open(dir.path(), true, None).unwrap();
+        let (out, writer, _sync) = Output::open(dir.path(), true, Lines::WriteThrough).unwrap();
         assert!(out.record(page("http://a.test/1"), None, 1).await);
         out.close().await;
         assert!(!out.record(page("http://a.test/2"), None, 2).await);
@@ -483,8 +520,7 @@ mod tests {
     async fn a_failed_write_fails_the_sync_refuses_records_and_ends_with_the_error() {
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink("/dev/full", dir.path().join("pages.jsonl")).unwrap();
-        let (out, writer, sync) = Output::open(dir.path(), false, None).unwrap();
-        out.buffer_until_checkpoints();
+        let (out, writer, sync) = Output::open(dir.path(), false, Lines::UntilCheckpoints).unwrap();
         assert!(
             out.record(page("http://a.test/1"), None, 1).await,
             "buffered"
@@ -503,8 +539,7 @@ mod tests {
     async fn buffered_lines_reach_the_file_on_a_sync_and_on_their_own() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pages.jsonl");
-        let (out, writer, sync) = Output::open(dir.path(), true, None).unwrap();
-        out.buffer_until_checkpoints();
+        let (out, writer, sync) = Output::open(dir.path(), true, Lines::UntilCheckpoints).unwrap();
         let lines = |p: &Path| std::fs::read_to_string(p).unwrap().lines().count();
         assert!(out.record(page("http://a.test/1"), None, 1).await);
         assert_eq!(lines(&path), 0, "buffered");

@@ -1,7 +1,7 @@
 //! The thread behind [`Output`](super::Output). With `output.warc` it writes everything: a
 //! batch's WARC records, then its lines, so a line never names a record not yet in a file.
-//! Without WARC the callers buffer their own lines, and the thread writes the buffer now and
-//! then and syncs the file at the close.
+//! Without WARC the callers write their own lines, and the thread writes what they buffered
+//! now and then and syncs the file at the close.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -11,14 +11,15 @@ use tokio::sync::mpsc::{self, error::TryRecvError};
 use warc::WarcWriter;
 
 use super::direct::FLUSH_EVERY;
-use super::{lock, warc_position, Item, Mark, Marks, Queued};
+use super::{warc_position, Item, Mark, Marks, Queued};
+use crate::worker::lock;
 
 /// Writes batches of whole lines with one `write` each, unbuffered: whatever has been written
 /// when the process dies is a sequence of complete lines. A batch's WARC records are written
 /// and flushed to the file before its lines, so every line's records are there too.
 pub(super) fn write_lines(
     mut file: File,
-    warc: Option<Arc<Mutex<WarcWriter>>>,
+    warc: Arc<Mutex<WarcWriter>>,
     mut rx: mpsc::Receiver<Queued>,
     marks: &Mutex<Marks>,
 ) -> io::Result<u64> {
@@ -30,23 +31,21 @@ pub(super) fn write_lines(
     let mut closed = false;
     while let Some(Some(first)) = rx.blocking_recv() {
         batch.clear();
-        let mut archive = warc.as_ref().map(|w| lock(w));
+        let mut archive = lock(&warc);
         let mut push = |item: Item, batch: &mut Vec<u8>| -> io::Result<()> {
             let (mut r, capture, id, ack) = match item {
                 Item::Page(r, capture, id, ack) => (r, capture, id, ack),
                 Item::Capture(mut c) => {
-                    if let Some(w) = archive.as_deref_mut() {
-                        crate::archive::write(w, &mut c).map_err(io::Error::other)?;
-                    }
+                    crate::archive::write(&mut archive, &mut c).map_err(io::Error::other)?;
                     return Ok(());
                 }
             };
             let mark = Mark {
                 pages: written + batch.len() as u64,
-                warc: archive.as_deref().map(warc_position),
+                warc: Some(warc_position(&archive)),
             };
-            if let (Some(w), Some(mut c)) = (archive.as_deref_mut(), capture) {
-                let at = crate::archive::write(w, &mut c).map_err(io::Error::other)?;
+            if let Some(mut c) = capture {
+                let at = crate::archive::write(&mut archive, &mut c).map_err(io::Error::other)?;
                 r.warc_file = Some(at.file);
                 r.warc_offset = Some(at.offset);
             }
@@ -68,10 +67,8 @@ pub(super) fn write_lines(
                 Err(_) => break,
             }
         }
-        if let Some(w) = archive.as_deref_mut() {
-            w.flush().map_err(io::Error::other)?;
-        }
-        let warc_end = archive.as_deref().map(warc_position);
+        archive.flush().map_err(io::Error::other)?;
+        let warc_end = Some(warc_position(&archive));
         drop(archive);
         file.write_all(&batch)?;
         written += batch.len() as u64;
@@ -94,23 +91,28 @@ pub(super) fn write_lines(
             break;
         }
     }
-    if let Some(w) = &warc {
-        lock(w).close().map_err(io::Error::other)?;
-    }
+    lock(&warc).close().map_err(io::Error::other)?;
     file.sync_data()?;
     Ok(lines)
 }
 
-/// Without WARC: writes what the callers buffered every [`FLUSH_EVERY`] until
+/// Without WARC: writes what the callers buffered every [`FLUSH_EVERY`] (`buffered`; else
+/// each line is written as it comes and the thread only waits) until
 /// [`Output::close`](super::Output::close) (or every handle gone), then writes the rest and
 /// syncs the file. Returns the lines appended, or the error that stopped the appends.
 pub(super) fn flush_until_closed(
     mut rx: mpsc::Receiver<Queued>,
     marks: &Mutex<Marks>,
+    buffered: bool,
 ) -> io::Result<u64> {
     loop {
-        std::thread::sleep(FLUSH_EVERY);
-        let closing = matches!(rx.try_recv(), Ok(None) | Err(TryRecvError::Disconnected));
+        let closing = if buffered {
+            std::thread::sleep(FLUSH_EVERY);
+            matches!(rx.try_recv(), Ok(None) | Err(TryRecvError::Disconnected))
+        } else {
+            // Only the close is ever sent.
+            matches!(rx.blocking_recv(), Some(None) | None)
+        };
         let mut m = lock(marks);
         if closing {
             let (file, lines) = m.direct.close()?;
