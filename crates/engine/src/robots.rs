@@ -238,33 +238,34 @@ impl RobotsCache {
 
     /// Whether `url` may be fetched, fetching its origin's robots.txt on first use.
     pub async fn check(&self, fetcher: &Fetcher, url: &Url) -> Verdict {
-        let origin = url.origin().ascii_serialization();
+        let origin = origin_of(url);
+        let origin = origin.as_ref();
         let mut fetched = false;
         let mut sitemaps = Vec::new();
         loop {
             // Known origins (all but the first fetch of each) take the shard's read lock.
-            let known = self.entries.get(&origin).map(|c| Arc::clone(c.value()));
+            let known = self.entries.get(origin).map(|c| Arc::clone(c.value()));
             let cell = known.unwrap_or_else(|| {
-                Arc::clone(self.entries.entry(origin.clone()).or_default().value())
+                Arc::clone(self.entries.entry(origin.to_owned()).or_default().value())
             });
             let entry = cell
                 .get_or_init(|| async {
-                    if let Some(entry) = self.shared_verdict(&origin).await {
+                    if let Some(entry) = self.shared_verdict(origin).await {
                         return entry;
                     }
                     fetched = true;
-                    let (kind, body, ttl) = self.fetch_rules(fetcher, &origin).await;
+                    let (kind, body, ttl) = self.fetch_rules(fetcher, origin).await;
                     if kind == Kind::Parsed {
                         sitemaps = crate::sitemap::robots_sitemaps(&body, MAX_SITEMAP_LINES);
                     }
                     let expires = crate::output::now_unix_ms()
                         .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
                     if let Some(persist) = &self.persist {
-                        persist(&origin, encode(kind, expires, &body));
+                        persist(origin, encode(kind, expires, &body));
                     }
                     if let Some(frontier) = &self.shared {
                         let record = encode(kind, expires, &body);
-                        if let Err(e) = frontier.share_robots(&origin, record, ttl).await {
+                        if let Err(e) = frontier.share_robots(origin, record, ttl).await {
                             tracing::debug!(%origin, error = %e, "robots.txt verdict not shared");
                         }
                     }
@@ -277,8 +278,7 @@ impl RobotsCache {
                 .await;
             if entry.expires <= Instant::now() {
                 // Stale: drop it (unless another worker already replaced it) and fetch again.
-                self.entries
-                    .remove_if(&origin, |_, c| Arc::ptr_eq(c, &cell));
+                self.entries.remove_if(origin, |_, c| Arc::ptr_eq(c, &cell));
                 continue;
             }
             return match &entry.rules {
@@ -297,7 +297,7 @@ impl RobotsCache {
                     sitemaps,
                 },
                 Rules::Parsed(robot) => Verdict {
-                    allowed: robot.allowed(url.as_str()),
+                    allowed: robot.allowed(path_of(url)),
                     crawl_delay: robot
                         .delay
                         .filter(|d| d.is_finite() && *d > 0.0)
@@ -398,6 +398,23 @@ fn decode(record: &[u8]) -> Option<(Kind, u64, &[u8])> {
     Some((kind, u64::from_le_bytes(*expires), body))
 }
 
+/// `url`'s origin as robots.txt is keyed (`scheme://host[:port]`): a slice of the URL's
+/// own serialization when it has no user info (the crawl's URLs), which is the origin's
+/// ASCII serialization without building it for every fetch.
+fn origin_of(url: &Url) -> std::borrow::Cow<'_, str> {
+    if url.username().is_empty() && url.password().is_none() && url.has_host() {
+        std::borrow::Cow::Borrowed(&url[..url::Position::BeforePath])
+    } else {
+        std::borrow::Cow::Owned(url.origin().ascii_serialization())
+    }
+}
+
+/// What the rules match: the path and query, already percent-encoded by the URL parser
+/// (the rules' matcher would otherwise parse the whole URL again for every fetch).
+fn path_of(url: &Url) -> &str {
+    &url[url::Position::BeforePath..]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,7 +426,7 @@ mod tests {
         Some(match &entry.rules {
             Rules::AllowAll => true,
             Rules::Unreachable(_) => false,
-            Rules::Parsed(r) => r.allowed(url.as_str()),
+            Rules::Parsed(r) => r.allowed(path_of(&url)),
         })
     }
 
@@ -437,5 +454,44 @@ mod tests {
         }
         assert!(cache.entries.get("http://c.test").is_none());
         assert!(cache.entries.get("http://d.test").is_none());
+    }
+
+    /// The slices the check uses give what the whole URL gives: the origin's serialization,
+    /// and the rules' verdict on the whole URL.
+    #[test]
+    fn the_origin_and_path_slices_agree_with_the_whole_url() {
+        let robot = texting_robots::Robot::new(
+            "crawler",
+            "User-agent: *\nDisallow: /a/*.php$\nDisallow: /%7Euser/\nAllow: /a/ok\n\
+             Disallow: /a\nDisallow: /*?s=\nDisallow: /\u{e9}t\u{e9}\n"
+                .as_bytes(),
+        )
+        .unwrap();
+        for raw in [
+            "http://a.test/",
+            "http://a.test:8080/a/x.php",
+            "http://a.test/a/x.php?q=1",
+            "https://a.test/a/ok/more",
+            "http://a.test/~user/x",
+            "http://a.test/%7Euser/x",
+            "http://a.test/b?s=1",
+            "http://a.test/\u{e9}t\u{e9}/x",
+            "http://a.test/%C3%A9t%C3%A9",
+            "http://xn--caf-dma.test/a",
+            "http://caf\u{e9}.test/a",
+            "http://[::1]:81/a",
+            "http://127.0.0.1/robots.txt",
+            "http://a.test/a b",
+            "http://user:pw@a.test:80/a",
+            "https://a.test:443/x#frag",
+        ] {
+            let url = Url::parse(raw).unwrap();
+            assert_eq!(origin_of(&url), url.origin().ascii_serialization(), "{raw}");
+            assert_eq!(
+                robot.allowed(path_of(&url)),
+                robot.allowed(url.as_str()),
+                "{raw}"
+            );
+        }
     }
 }
