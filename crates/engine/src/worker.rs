@@ -191,7 +191,7 @@ pub(crate) async fn process(ctx: &Ctx, lease: &Lease) -> Outcome {
     let mut fetched = ctx
         .fetcher
         .fetch_pieces(
-            url.as_str(),
+            &url,
             Keep::Html,
             cap,
             lease.last_of_host(),

@@ -180,37 +180,40 @@ impl Fetcher {
     /// host's last queued URL: an idle pooled connection per host ever seen is what made a
     /// page linking 10,000 hosts cost 16 KB each).
     pub async fn fetch_with(&self, url: &str, keep: Keep, cap: u64, last: bool) -> Fetched {
-        self.fetch_pieces(url, keep, cap, last, None::<&mut Whole>)
-            .await
+        match url::Url::parse(url) {
+            Ok(parsed) => {
+                self.fetch_pieces(&parsed, keep, cap, last, None::<&mut Whole>)
+                    .await
+            }
+            Err(e) => self.failed(url, format!("not a URL: {e}"), false, Instant::now()),
+        }
     }
 
-    /// [`fetch_with`](Self::fetch_with), handing a kept body to `pieces` as it arrives.
+    /// [`fetch_with`](Self::fetch_with) of a URL already parsed, handing a kept body to
+    /// `pieces` as it arrives.
     pub async fn fetch_pieces<P: Pieces>(
         &self,
-        url: &str,
+        parsed: &url::Url,
         keep: Keep,
         cap: u64,
         last: bool,
         pieces: Option<&mut P>,
     ) -> Fetched {
         let started = Instant::now();
-        let parsed = match url::Url::parse(url) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") => u,
-            Ok(u) => {
-                let why = format!(
-                    "scheme {:?} is not fetched (http and https are)",
-                    u.scheme()
-                );
-                return self.failed(url, why, false, started);
-            }
-            Err(e) => return self.failed(url, format!("not a URL: {e}"), false, started),
-        };
-        if let Err(why) = self.guard.check_url(&parsed) {
+        let url = parsed.as_str();
+        if !matches!(parsed.scheme(), "http" | "https") {
+            let why = format!(
+                "scheme {:?} is not fetched (http and https are)",
+                parsed.scheme()
+            );
+            return self.failed(url, why, false, started);
+        }
+        if let Err(why) = self.guard.check_url(parsed) {
             return self.failed(url, why, false, started);
         }
         let total = Duration::from_millis(self.cfg.total_timeout_ms);
         let mut out =
-            match tokio::time::timeout(total, self.fetch_inner(&parsed, keep, cap, last, pieces))
+            match tokio::time::timeout(total, self.fetch_inner(parsed, keep, cap, last, pieces))
                 .await
             {
                 Ok(f) => f,
