@@ -46,11 +46,29 @@ impl Utc {
     }
 
     /// RFC 3339 with milliseconds: `2026-11-25T15:40:00.123Z` (a WARC 1.1 `WARC-Date`).
+    /// Written digit by digit: `format!` with padding cost about 1% of a crawl's CPU, one
+    /// timestamp per record.
     pub fn rfc3339(&self) -> String {
-        format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-            self.year, self.month, self.day, self.hour, self.minute, self.second, self.millis
-        )
+        let Ok(year @ 0..=9999) = u32::try_from(self.year) else {
+            return format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+                self.year, self.month, self.day, self.hour, self.minute, self.second, self.millis
+            );
+        };
+        let mut out = String::with_capacity(24);
+        for (value, digits, after) in [
+            (year, 4, '-'),
+            (self.month, 2, '-'),
+            (self.day, 2, 'T'),
+            (self.hour, 2, ':'),
+            (self.minute, 2, ':'),
+            (self.second, 2, '.'),
+            (self.millis, 3, 'Z'),
+        ] {
+            push_digits(&mut out, value, digits);
+            out.push(after);
+        }
+        out
     }
 
     /// Digits only, to the millisecond: `20261125154000123` (file names sort by time).
@@ -59,6 +77,14 @@ impl Utc {
             "{:04}{:02}{:02}{:02}{:02}{:02}{:03}",
             self.year, self.month, self.day, self.hour, self.minute, self.second, self.millis
         )
+    }
+}
+
+/// `value`'s last `digits` decimal digits, zero-padded.
+fn push_digits(out: &mut String, value: u32, digits: u32) {
+    for place in (0..digits).rev() {
+        let digit = value / 10u32.pow(place) % 10;
+        out.push(char::from(b'0' + digit as u8));
     }
 }
 
@@ -74,5 +100,22 @@ mod tests {
         assert_eq!(at(951_782_400_000).rfc3339(), "2000-02-29T00:00:00.000Z");
         assert_eq!(at(1_795_621_200_123).rfc3339(), "2026-11-25T15:40:00.123Z");
         assert_eq!(at(1_795_621_200_123).compact(), "20261125154000123");
+    }
+
+    /// The digits written one by one are what the padded format gives, at any moment.
+    #[test]
+    fn rfc3339_matches_the_padded_format() {
+        let mut ms: u64 = 1;
+        for _ in 0..20_000 {
+            let t = Utc::of(UNIX_EPOCH + Duration::from_millis(ms));
+            let padded = format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+                t.year, t.month, t.day, t.hour, t.minute, t.second, t.millis
+            );
+            assert_eq!(t.rfc3339(), padded);
+            ms = ms.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1) % 253_402_300_800_000;
+        }
+        let far = Utc::of(UNIX_EPOCH + Duration::from_secs(300_000_000_000));
+        assert!(far.rfc3339().starts_with(&far.year.to_string()), "{far:?}");
     }
 }
