@@ -69,6 +69,7 @@ contract_tests!(
     exactly_once_under_concurrent_offers,
     politeness_delay_and_in_flight_limit,
     completion_retry_and_backoff,
+    failures_in_flight_together_back_off_once,
     end_of_crawl_and_close,
     budgets,
     restore,

@@ -6,7 +6,8 @@
 //! Keys (all under the crawl's prefix `crawl:{ID}:`, one hash slot):
 //! - `visited` — the Bloom bitmap; `exact` — binary fingerprints (`dedup = "exact"`);
 //! - `q:HOST` — a host's queue of encoded entries; `h:HOST` — a hash of its state (`queued`,
-//!   `inflight`, `next_at`, `last_start`, `delay`, `crawl_delay`, `backoff`, `blocked_until`,
+//!   `inflight`, `next_at`, `last_start`, `delay`, `crawl_delay`, `backoff`, `backoff_lease`
+//!   (the newest lease id when the back-off last grew), `blocked_until`,
 //!   `max_inflight`, `budget`, `admitted`, `done`, `errors`); `hosts` — every host;
 //! - `ready` — hosts with queued URLs and room for a fetch, scored by when they may be
 //!   fetched next (ms);
@@ -57,10 +58,17 @@ local function push_front(host, entry)
   redis.call('HINCRBY', hkey(host), 'queued', 1)
   redis.call('HINCRBY', P .. 'stats', 'queued', 1)
 end
-local function back_off(hk, now, hint)
-  local b = math.min(math.max(hnum(hk, 'backoff', 0) * 2, B_BASE), B_MAX)
-  redis.call('HSET', hk, 'backoff', I(b))
-  local wait = math.max(b, math.min(math.max(hint, 0), B_MAX))
+-- An error of a lease handed out since the host last backed off (`current`) doubles the
+-- back-off and starts a new round: leases up to the newest id then out are of the old one.
+-- An error of an older lease is part of the failure that set the back-off; only a longer
+-- hint extends it.
+local function back_off(hk, now, hint, current)
+  local wait = math.min(math.max(hint, 0), B_MAX)
+  if current then
+    local b = math.min(math.max(hnum(hk, 'backoff', 0) * 2, B_BASE), B_MAX)
+    redis.call('HSET', hk, 'backoff', I(b), 'backoff_lease', redis.call('HGET', P .. 'stats', 'lease_seq') or '0')
+    wait = math.max(b, wait)
+  end
   redis.call('HSET', hk, 'next_at', I(math.max(hnum(hk, 'next_at', 0), now + wait)))
 end
 -- Ends lease `id` with `kind` (done, error, skip, retry, release); false if it is not out
@@ -77,18 +85,19 @@ local function finish(id, kind, hint, retry_entry, now, holder)
   local host = string.sub(blob, a + 1, b - 1)
   local entry = string.sub(blob, b + 1)
   local hk = hkey(host)
+  local current = tonumber(id) > hnum(hk, 'backoff_lease', 0)
   redis.call('HINCRBY', hk, 'inflight', -1)
   if kind == 'done' or kind == 'skip' then
-    redis.call('HSET', hk, 'backoff', 0)
+    if current then redis.call('HSET', hk, 'backoff', 0) end
     redis.call('HINCRBY', hk, 'done', 1)
     if kind == 'done' then redis.call('HINCRBY', P .. 'stats', 'pages', 1) end
   elseif kind == 'error' then
-    back_off(hk, now, hint)
+    back_off(hk, now, hint, current)
     redis.call('HINCRBY', hk, 'done', 1)
     redis.call('HINCRBY', hk, 'errors', 1)
     redis.call('HINCRBY', P .. 'stats', 'pages', 1)
   elseif kind == 'retry' then
-    back_off(hk, now, hint)
+    back_off(hk, now, hint, current)
     redis.call('HINCRBY', hk, 'errors', 1)
     push_front(host, retry_entry)
   else

@@ -203,7 +203,8 @@ pub struct PolitenessSection {
     pub delay_ms: u64,
     /// Fetches in flight per host.
     pub max_per_host: u32,
-    /// First back-off of a host after an error; doubles with each further error.
+    /// First back-off of a host after an error; doubles with each further error of a fetch
+    /// started since (fetches failing together count once), and a success resets it.
     pub backoff_base_ms: u64,
     /// Longest back-off after errors, and longest `Retry-After` honoured.
     pub max_backoff_secs: u64,

@@ -20,7 +20,9 @@ use crate::hosts::{HostControls, HostQuery, HostSort};
 use crate::scope::{HostScope, OutOfScope, ScopeConfig};
 use crate::{FrontierConfig, Politeness};
 
+mod backoff;
 mod hosts;
+pub use backoff::failures_in_flight_together_back_off_once;
 pub use hosts::host_listing_and_controls;
 
 /// How the suite gets frontiers of one implementation.
@@ -88,6 +90,7 @@ pub async fn run_all(h: &dyn Harness) {
     exactly_once_under_concurrent_offers(h).await;
     politeness_delay_and_in_flight_limit(h).await;
     completion_retry_and_backoff(h).await;
+    failures_in_flight_together_back_off_once(h).await;
     end_of_crawl_and_close(h).await;
     budgets(h).await;
     restore(h).await;

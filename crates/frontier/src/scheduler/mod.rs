@@ -45,7 +45,8 @@ pub struct Politeness {
     pub delay: Duration,
     /// Most fetches in flight to one host.
     pub max_per_host: u32,
-    /// First back-off after a host error; doubles with each further error.
+    /// First back-off after a host error; doubles with each further error of a fetch handed
+    /// out since (fetches that were in flight together count once).
     pub backoff_base: Duration,
     /// Longest back-off (and longest `Retry-After` honoured).
     pub max_backoff: Duration,
@@ -92,6 +93,12 @@ struct HostQueue {
     last_start: Option<Instant>,
     crawl_delay: Duration,
     backoff: Duration,
+    /// Raised each time an error backs the host off further. A lease carries the round it
+    /// was handed out in, and only a fetch handed out in the current round says how the host
+    /// is now: its error doubles the back-off, its success resets it. Fetches that were in
+    /// flight together when the host failed are one failure, not one doubling each (64 in
+    /// flight to a host that went down would otherwise back it off for `2^63 ×` the base).
+    round: u32,
     in_heap: bool,
     /// URLs finished (final outcomes).
     done: u64,
@@ -121,6 +128,16 @@ impl HostQueue {
     fn limit(&self, politeness: &Politeness) -> u32 {
         self.max_in_flight.unwrap_or(politeness.max_per_host)
     }
+}
+
+/// A lease's token: the host's slot, and the back-off round it was handed out in.
+fn lease_token(id: u32, round: u32) -> u64 {
+    u64::from(id) | u64::from(round) << 32
+}
+
+/// The host's slot and round of a token made by [`lease_token`].
+fn lease_parts(token: u64) -> (u32, u32) {
+    (token as u32, (token >> 32) as u32)
 }
 
 /// Why `next_ready` had nothing to hand out.
@@ -217,6 +234,7 @@ impl Scheduler {
             last_start: None,
             crawl_delay: Duration::ZERO,
             backoff: Duration::ZERO,
+            round: 0,
             in_heap: false,
             done: 0,
             errors: 0,
@@ -348,12 +366,13 @@ impl Scheduler {
             q.last_start = Some(now);
             self.in_flight += 1;
             let host = Arc::clone(&q.name);
+            let token = lease_token(id, q.round);
             // Nothing else of the host queued or in flight: it looks done, so its connection
             // need not stay open. (With other fetches of it in flight, their pages may bring
             // more: closing then cost a reconnect a page on a one-host crawl.)
             let last = q.len() == 0 && q.in_flight == 1;
             self.schedule(id);
-            return Ok(Lease::new(entry, host, u64::from(id)).with_last_of_host(last));
+            return Ok(Lease::new(entry, host, token).with_last_of_host(last));
         }
         if self.queued == 0 && self.in_flight == 0 {
             Err(Wait::Finished)
@@ -378,9 +397,7 @@ impl Scheduler {
         outcome: Outcome,
         now: Instant,
     ) -> (bool, Option<HostBackoff>) {
-        let Ok(id) = u32::try_from(lease.token()) else {
-            return (false, None); // not a lease of this scheduler
-        };
+        let (id, round) = lease_parts(lease.token());
         if self.hosts.get(id as usize).is_none_or(|q| q.in_flight == 0) {
             return (false, None);
         }
@@ -390,14 +407,25 @@ impl Scheduler {
         let q = &mut self.hosts[id as usize];
         q.in_flight -= 1;
         let backoff_before = q.backoff;
+        let ready_before = q.next_allowed;
+        // Handed out since the host last backed off: this outcome is news about the host.
+        let current = round == q.round;
         let back_off = |q: &mut HostQueue, hint: Option<Duration>| {
-            q.backoff = (q.backoff * 2).max(base).min(max_backoff);
-            let wait = q.backoff.max(hint.unwrap_or_default().min(max_backoff));
+            let mut wait = hint.unwrap_or_default().min(max_backoff);
+            if current {
+                q.backoff = (q.backoff * 2).max(base).min(max_backoff);
+                q.round = q.round.wrapping_add(1);
+                wait = wait.max(q.backoff);
+            }
+            // An error of a fetch handed out before the back-off is part of the failure that
+            // set it: the back-off already holds, only a longer `Retry-After` extends it.
             q.next_allowed = q.next_allowed.max(now + wait);
         };
         let requeue = match outcome {
             Outcome::Done | Outcome::Skipped => {
-                q.backoff = Duration::ZERO;
+                if current {
+                    q.backoff = Duration::ZERO;
+                }
                 q.done += 1;
                 None
             }
@@ -435,11 +463,12 @@ impl Scheduler {
             self.enforce_capacity(id);
         }
         let q = &self.hosts[id as usize];
-        let changed = (q.backoff != backoff_before).then(|| HostBackoff {
-            host: Arc::clone(&q.name),
-            backoff: q.backoff,
-            wait: q.next_allowed.saturating_duration_since(now),
-        });
+        let changed =
+            (q.backoff != backoff_before || q.next_allowed > ready_before).then(|| HostBackoff {
+                host: Arc::clone(&q.name),
+                backoff: q.backoff,
+                wait: q.next_allowed.saturating_duration_since(now),
+            });
         let scheduled = self.schedule(id);
         (
             scheduled || (self.queued == 0 && self.in_flight == 0),
