@@ -70,6 +70,7 @@ contract_tests!(
     politeness_delay_and_in_flight_limit,
     completion_retry_and_backoff,
     failures_in_flight_together_back_off_once,
+    a_success_ends_the_back_off_at_once,
     end_of_crawl_and_close,
     budgets,
     restore,

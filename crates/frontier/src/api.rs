@@ -168,7 +168,8 @@ impl Lease {
 /// How a leased fetch ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Done with this URL, its record written (whatever the HTTP status); the host is healthy.
+    /// Done with this URL, its record written (whatever the HTTP status); the host is healthy:
+    /// a back-off it was in ends, and it is back to its own pace.
     Done,
     /// Done with this URL, its record written, but the host is struggling (429, 503, 5xx,
     /// connection errors): back off, at least `retry_after` when the server said so.
@@ -177,7 +178,8 @@ pub enum Outcome {
         retry_after: Option<Duration>,
     },
     /// Done with this URL without a record (robots.txt disallows it, or it cannot be
-    /// fetched at all): it does not count against the page budget.
+    /// fetched at all): it does not count against the page budget, and as it did not reach
+    /// the host it says nothing of it (a back-off stays).
     Skipped,
     /// Fetch this URL again later: it goes back to the front of its host's queue, and the host
     /// waits at least `after` (and backs off as for a host error).

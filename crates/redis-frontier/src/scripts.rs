@@ -7,7 +7,8 @@
 //! - `visited` — the Bloom bitmap; `exact` — binary fingerprints (`dedup = "exact"`);
 //! - `q:HOST` — a host's queue of encoded entries; `h:HOST` — a hash of its state (`queued`,
 //!   `inflight`, `next_at`, `last_start`, `delay`, `crawl_delay`, `backoff`, `backoff_lease`
-//!   (the newest lease id when the back-off last grew), `blocked_until`,
+//!   (the newest lease id when the back-off last grew), `held_at` (what errors hold the host
+//!   to: its back-off wait, a `Retry-After`), `blocked_until`,
 //!   `max_inflight`, `budget`, `admitted`, `done`, `errors`); `hosts` — every host;
 //! - `ready` — hosts with queued URLs and room for a fetch, scored by when they may be
 //!   fetched next (ms);
@@ -66,10 +67,20 @@ local function back_off(hk, now, hint, current)
   local wait = math.min(math.max(hint, 0), B_MAX)
   if current then
     local b = math.min(math.max(hnum(hk, 'backoff', 0) * 2, B_BASE), B_MAX)
-    redis.call('HSET', hk, 'backoff', I(b), 'backoff_lease', redis.call('HGET', P .. 'stats', 'lease_seq') or '0')
+    local newest = redis.call('HGET', P .. 'stats', 'lease_seq') or '0'
+    redis.call('HSET', hk, 'backoff', I(b), 'backoff_lease', newest)
     wait = math.max(b, wait)
   end
-  redis.call('HSET', hk, 'next_at', I(math.max(hnum(hk, 'next_at', 0), now + wait)))
+  local held = math.max(hnum(hk, 'held_at', 0), now + wait)
+  redis.call('HSET', hk, 'held_at', I(held), 'next_at', I(math.max(hnum(hk, 'next_at', 0), held)))
+end
+-- A fetch handed out since the back-off went through: the host was paced to one fetch per
+-- back-off and is back to its own pace from the last fetch's start, not a whole back-off
+-- later; what errors hold it to (a `Retry-After` of a fetch from before) still holds.
+local function recover(hk)
+  redis.call('HSET', hk, 'backoff', 0)
+  local paced = hnum(hk, 'last_start', 0) + eff_delay(hk)
+  redis.call('HSET', hk, 'next_at', I(math.max(hnum(hk, 'held_at', 0), paced)))
 end
 -- Ends lease `id` with `kind` (done, error, skip, retry, release); false if it is not out
 -- (or, `holder` given, not that holder's: after a crash of Redis lost its last writes, a lease
@@ -88,7 +99,8 @@ local function finish(id, kind, hint, retry_entry, now, holder)
   local current = tonumber(id) > hnum(hk, 'backoff_lease', 0)
   redis.call('HINCRBY', hk, 'inflight', -1)
   if kind == 'done' or kind == 'skip' then
-    if current then redis.call('HSET', hk, 'backoff', 0) end
+    -- A skip did not reach the host: it says nothing of it.
+    if current and kind == 'done' and hnum(hk, 'backoff', 0) > 0 then recover(hk) end
     redis.call('HINCRBY', hk, 'done', 1)
     if kind == 'done' then redis.call('HINCRBY', P .. 'stats', 'pages', 1) end
   elseif kind == 'error' then

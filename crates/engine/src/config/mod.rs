@@ -204,7 +204,8 @@ pub struct PolitenessSection {
     /// Fetches in flight per host.
     pub max_per_host: u32,
     /// First back-off of a host after an error; doubles with each further error of a fetch
-    /// started since (fetches failing together count once), and a success resets it.
+    /// started since (fetches failing together count once). A backing-off host gets one fetch
+    /// per back-off; the first that succeeds ends it, and the host is back to its pace at once.
     pub backoff_base_ms: u64,
     /// Longest back-off after errors, and longest `Retry-After` honoured.
     pub max_backoff_secs: u64,

@@ -1,20 +1,25 @@
-//! The contract's check of how a host's back-off grows and resets when fetches of it were in
-//! flight together.
+//! The contract's checks of how a host's back-off grows, when fetches of it were in flight
+//! together, and how it ends.
 
 use super::*;
+use crate::hosts::HostInfo;
 
-/// The back-off of `host` as the host listing shows it.
-async fn backoff_of(f: &dyn Frontier, host: &str) -> Duration {
+/// `host` as the host listing shows it.
+async fn host_of(f: &dyn Frontier, host: &str) -> HostInfo {
     let query = HostQuery {
         limit: 1000,
         ..HostQuery::default()
     };
     let page = f.hosts(query).await.expect("hosts");
     page.hosts
-        .iter()
+        .into_iter()
         .find(|h| h.host == host)
         .unwrap_or_else(|| panic!("{host} is not listed"))
-        .backoff
+}
+
+/// The back-off of `host` as the host listing shows it.
+async fn backoff_of(f: &dyn Frontier, host: &str) -> Duration {
+    host_of(f, host).await.backoff
 }
 
 /// Only a fetch handed out since the host last backed off says how the host is now: fetches
@@ -28,8 +33,7 @@ pub async fn failures_in_flight_together_back_off_once(h: &dyn Harness) {
     let base = base_config().politeness.backoff_base;
     let error = |retry_after| Outcome::HostError { retry_after };
 
-    let together = [lease(&*f).await, lease(&*f).await, lease(&*f).await];
-    let [first, second, third] = together;
+    let [first, second, third] = [lease(&*f).await, lease(&*f).await, lease(&*f).await];
     let straggler = lease(&*f).await;
     complete(&*f, first, error(None)).await;
     assert_eq!(backoff_of(&*f, "b.test").await, base, "the first failure");
@@ -74,5 +78,61 @@ pub async fn failures_in_flight_together_back_off_once(h: &dyn Harness) {
         Duration::ZERO,
         "a success of a fetch handed out after the back-off resets it"
     );
+    f.close();
+}
+
+/// While a host backs off it is paced to one fetch per back-off; the first of those that goes
+/// through ends the back-off, and the host is ready again at once, not a back-off after that
+/// fetch — unless a `Retry-After` of a fetch from before still holds it. A skip (robots.txt)
+/// did not reach the host: the back-off stays.
+pub async fn a_success_ends_the_back_off_at_once(h: &dyn Harness) {
+    let mut config = base_config();
+    let base = Duration::from_millis(300);
+    config.politeness.backoff_base = base;
+    let f = h.open(config, &[]);
+    let urls: Vec<String> = (0..6).map(|i| format!("http://e.test/{i}")).collect();
+    offer(&*f, None, &urls).await;
+    let [failed, straggler] = [lease(&*f).await, lease(&*f).await];
+    complete(&*f, failed, Outcome::HostError { retry_after: None }).await;
+    assert_eq!(backoff_of(&*f, "e.test").await, base);
+
+    let skipped = lease(&*f).await;
+    complete(&*f, skipped, Outcome::Skipped).await;
+    assert_eq!(
+        backoff_of(&*f, "e.test").await,
+        base,
+        "a skip says nothing of the host"
+    );
+    let probe = lease(&*f).await;
+    complete(&*f, probe, Outcome::Done).await;
+    let host = host_of(&*f, "e.test").await;
+    assert_eq!(
+        (host.backoff, host.ready_in),
+        (Duration::ZERO, Duration::ZERO),
+        "the fetch went through: the host is back to its pace (no delay) at once"
+    );
+
+    let hint = Duration::from_millis(1500);
+    complete(
+        &*f,
+        straggler,
+        Outcome::HostError {
+            retry_after: Some(hint),
+        },
+    )
+    .await;
+    let host = host_of(&*f, "e.test").await;
+    assert_eq!(
+        host.backoff,
+        Duration::ZERO,
+        "a straggler's error: no doubling"
+    );
+    assert!(
+        host.ready_in > Duration::from_secs(1),
+        "the straggler's Retry-After holds the host: ready in {:?}",
+        host.ready_in
+    );
+    let recovered = lease(&*f).await;
+    complete(&*f, recovered, Outcome::Done).await;
     f.close();
 }

@@ -22,7 +22,7 @@ use crate::{FrontierConfig, Politeness};
 
 mod backoff;
 mod hosts;
-pub use backoff::failures_in_flight_together_back_off_once;
+pub use backoff::{a_success_ends_the_back_off_at_once, failures_in_flight_together_back_off_once};
 pub use hosts::host_listing_and_controls;
 
 /// How the suite gets frontiers of one implementation.
@@ -91,6 +91,7 @@ pub async fn run_all(h: &dyn Harness) {
     politeness_delay_and_in_flight_limit(h).await;
     completion_retry_and_backoff(h).await;
     failures_in_flight_together_back_off_once(h).await;
+    a_success_ends_the_back_off_at_once(h).await;
     end_of_crawl_and_close(h).await;
     budgets(h).await;
     restore(h).await;

@@ -50,16 +50,9 @@ impl Scheduler {
         };
         if let Some(delay) = c.delay {
             self.hosts[id as usize].delay_override = Some(delay.min(MAX_CONTROL));
-            let gap = self.delay_of(id);
-            let q = &mut self.hosts[id as usize];
             // The new delay counts from the last fetch's start, shorter or longer; a host
             // backing off keeps waiting (its wait may come from a `Retry-After`).
-            let from = q.last_start.unwrap_or(now);
-            q.next_allowed = if q.backoff.is_zero() {
-                from + gap
-            } else {
-                q.next_allowed.max(from + gap)
-            };
+            self.resume_pace(id, now);
         }
         let q = &mut self.hosts[id as usize];
         if let Some(n) = c.max_in_flight {

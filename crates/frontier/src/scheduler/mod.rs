@@ -46,7 +46,8 @@ pub struct Politeness {
     /// Most fetches in flight to one host.
     pub max_per_host: u32,
     /// First back-off after a host error; doubles with each further error of a fetch handed
-    /// out since (fetches that were in flight together count once).
+    /// out since (fetches that were in flight together count once). While it lasts the host
+    /// gets one fetch per back-off; the first of those that succeeds ends it.
     pub backoff_base: Duration,
     /// Longest back-off (and longest `Retry-After` honoured).
     pub max_backoff: Duration,
@@ -89,6 +90,9 @@ struct HostQueue {
     spilled: u64,
     in_flight: u32,
     next_allowed: Instant,
+    /// The latest time errors hold the host to (its back-off wait, a `Retry-After`): what
+    /// `next_allowed` may not come before when a success lifts the back-off's pacing.
+    held_until: Instant,
     /// When the last fetch to this host was handed out.
     last_start: Option<Instant>,
     crawl_delay: Duration,
@@ -231,6 +235,7 @@ impl Scheduler {
             spilled: 0,
             in_flight: 0,
             next_allowed: Instant::now(),
+            held_until: Instant::now(),
             last_start: None,
             crawl_delay: Duration::ZERO,
             backoff: Duration::ZERO,
@@ -381,6 +386,23 @@ impl Scheduler {
         }
     }
 
+    /// Host `id`'s next fetch waits its pace from the last fetch's start (and what errors
+    /// hold it to), sooner or later than before; an earlier time puts it in the ready heap
+    /// again (the later entry left behind is harmless: `next_ready` checks the host's times).
+    pub(super) fn resume_pace(&mut self, id: u32, now: Instant) {
+        let pace = self.delay_of(id);
+        let q = &mut self.hosts[id as usize];
+        let before = q.ready_at();
+        q.next_allowed = q
+            .last_start
+            .map_or(now, |last| last + pace)
+            .max(q.held_until);
+        if q.ready_at() < before && q.len() > 0 && q.in_flight < q.limit(&self.politeness) {
+            q.in_heap = true;
+            self.ready.push(Reverse((q.ready_at(), id)));
+        }
+    }
+
     fn delay_of(&self, id: u32) -> Duration {
         let q = &self.hosts[id as usize];
         q.delay_override
@@ -419,11 +441,15 @@ impl Scheduler {
             }
             // An error of a fetch handed out before the back-off is part of the failure that
             // set it: the back-off already holds, only a longer `Retry-After` extends it.
-            q.next_allowed = q.next_allowed.max(now + wait);
+            q.held_until = q.held_until.max(now + wait);
+            q.next_allowed = q.next_allowed.max(q.held_until);
         };
+        // A fetch that went through ends a back-off (the host was paced to one fetch per
+        // back-off). A skip did not reach the host: it says nothing about it.
+        let recovered = current && !q.backoff.is_zero() && matches!(outcome, Outcome::Done);
         let requeue = match outcome {
             Outcome::Done | Outcome::Skipped => {
-                if current {
+                if current && matches!(outcome, Outcome::Done) {
                     q.backoff = Duration::ZERO;
                 }
                 q.done += 1;
@@ -462,6 +488,12 @@ impl Scheduler {
             self.queued += 1;
             self.enforce_capacity(id);
         }
+        if recovered {
+            // The fetch that went through is the host's news: it is back to its own pace from
+            // the last fetch's start, not a whole back-off later. What errors hold it to (a
+            // `Retry-After` of a fetch from before) still holds.
+            self.resume_pace(id, now);
+        }
         let q = &self.hosts[id as usize];
         let changed =
             (q.backoff != backoff_before || q.next_allowed > ready_before).then(|| HostBackoff {
@@ -489,7 +521,8 @@ impl Scheduler {
         let id = self.host_id(host);
         let q = &mut self.hosts[id as usize];
         q.backoff = backoff.min(max);
-        q.next_allowed = q.next_allowed.max(now + wait.min(max));
+        q.held_until = q.held_until.max(now + wait.min(max));
+        q.next_allowed = q.next_allowed.max(q.held_until);
     }
 
     /// Sets a host's `Crawl-delay` (from its robots.txt).
