@@ -18,7 +18,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 a=$1 b=$2 runs="${3:-3}" pages="${4:-100000}" hosts="${5:-100}" port=18500
 cargo build --release --workspace --bins >/dev/null 2>&1
 work="$(mktemp -d)"
-trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill ${server:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 cat >"$work/c.toml" <<TOML
 [crawl]
 concurrency = 64

@@ -49,7 +49,7 @@ for tool in bc time; do   # Debian packages the measurements use
     command -v "$tool" >/dev/null || [[ -x /usr/bin/$tool ]] || { apt-get update -qq && apt-get install -y -qq "$tool"; }
 done
 work="$(mktemp -d)"
-trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill ${server:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 start_site() { # [extra testsite flags]
     target/release/testsite --pages "$pages" --hosts "$hosts" --addressing ips --port $port --threads 1 "${links_flag[@]}" "$@" 2>/dev/null &
     server=$!

@@ -11,7 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 pages="${1:-10000000}" hosts="${2:-200}" every="${3:-60}" port=18300 conc=64
 cargo build --release --locked -p crawler -p testsite >/dev/null 2>&1
 work="$(mktemp -d)"
-trap 'kill $server $crawl 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill ${server:-} ${crawl:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 target/release/testsite --pages "$pages" --hosts "$hosts" --addressing ips --port $port --threads 1 2>/dev/null &
 server=$!
 # Every listener is bound before the server answers; a crawl started earlier would find

@@ -52,7 +52,7 @@ http {
 CONF
 nginx -c "$work/nginx.conf" -g 'daemon off;' &
 server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill ${server:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 
 export CRAWLER_CRAWL_CONCURRENCY=$n CRAWLER_POLITENESS_DELAY_MS=0 CRAWLER_POLITENESS_MAX_PER_HOST=$n
