@@ -37,10 +37,15 @@ local function hnum(hk, f, d)
   if v then return tonumber(v) end
   return d
 end
-local function eff_delay(hk)
+-- The gap between two fetch starts of a healthy host: its delay and `Crawl-delay`.
+local function eff_pace(hk)
   local d = hnum(hk, 'delay', -1)
   if d < 0 then d = D_DELAY end
-  return math.max(d, hnum(hk, 'crawl_delay', 0), hnum(hk, 'backoff', 0))
+  return math.max(d, hnum(hk, 'crawl_delay', 0))
+end
+-- The gap now in force: the pace, or the back-off while the host backs off.
+local function eff_delay(hk)
+  return math.max(eff_pace(hk), hnum(hk, 'backoff', 0))
 end
 -- Puts a host in the ready set (scored by when it may be fetched) or takes it out.
 local function reschedule(host)
@@ -74,13 +79,12 @@ local function back_off(hk, now, hint, current)
   local held = math.max(hnum(hk, 'held_at', 0), now + wait)
   redis.call('HSET', hk, 'held_at', I(held), 'next_at', I(math.max(hnum(hk, 'next_at', 0), held)))
 end
--- A fetch handed out since the back-off went through: the host was paced to one fetch per
--- back-off and is back to its own pace from the last fetch's start, not a whole back-off
--- later; what errors hold it to (a `Retry-After` of a fetch from before) still holds.
-local function recover(hk)
-  redis.call('HSET', hk, 'backoff', 0)
-  local paced = hnum(hk, 'last_start', 0) + eff_delay(hk)
-  redis.call('HSET', hk, 'next_at', I(math.max(hnum(hk, 'held_at', 0), paced)))
+-- A backing-off host is paced to one fetch per back-off. Its next fetch may start at `at`,
+-- not before what errors hold it to (a `Retry-After` of a fetch from before); a host whose
+-- back-off began under scripts without `held_at` keeps its time.
+local function repace(hk, at)
+  local held = hnum(hk, 'held_at', nil) or hnum(hk, 'next_at', 0)
+  redis.call('HSET', hk, 'next_at', I(math.max(held, at)))
 end
 -- Ends lease `id` with `kind` (done, error, skip, retry, release); false if it is not out
 -- (or, `holder` given, not that holder's: after a crash of Redis lost its last writes, a lease
@@ -99,8 +103,17 @@ local function finish(id, kind, hint, retry_entry, now, holder)
   local current = tonumber(id) > hnum(hk, 'backoff_lease', 0)
   redis.call('HINCRBY', hk, 'inflight', -1)
   if kind == 'done' or kind == 'skip' then
-    -- A skip did not reach the host: it says nothing of it.
-    if current and kind == 'done' and hnum(hk, 'backoff', 0) > 0 then recover(hk) end
+    if current and hnum(hk, 'backoff', 0) > 0 then
+      if kind == 'done' then
+        -- Went through: the back-off ends, the host is back to its pace from the last
+        -- fetch's start, not a whole back-off later.
+        redis.call('HSET', hk, 'backoff', 0)
+        repace(hk, hnum(hk, 'last_start', 0) + eff_pace(hk))
+      else
+        -- A skip did not reach the host and leaves the back-off, but gives its turn back.
+        repace(hk, now + eff_pace(hk))
+      end
+    end
     redis.call('HINCRBY', hk, 'done', 1)
     if kind == 'done' then redis.call('HINCRBY', P .. 'stats', 'pages', 1) end
   elseif kind == 'error' then

@@ -82,13 +82,14 @@ pub async fn failures_in_flight_together_back_off_once(h: &dyn Harness) {
 }
 
 /// While a host backs off it is paced to one fetch per back-off; the first of those that goes
-/// through ends the back-off, and the host is ready again at once, not a back-off after that
-/// fetch — unless a `Retry-After` of a fetch from before still holds it. A skip (robots.txt)
-/// did not reach the host: the back-off stays.
+/// through ends the back-off, and the host is ready again at once (a consumer waiting for it
+/// is woken), not a back-off after that fetch — unless a `Retry-After` of a fetch from before
+/// still holds it. A skip (robots.txt) did not reach the host: the back-off stays.
 pub async fn a_success_ends_the_back_off_at_once(h: &dyn Harness) {
     let mut config = base_config();
     let base = Duration::from_millis(300);
     config.politeness.backoff_base = base;
+    config.politeness.max_per_host = 2;
     let f = h.open(config, &[]);
     let urls: Vec<String> = (0..6).map(|i| format!("http://e.test/{i}")).collect();
     offer(&*f, None, &urls).await;
@@ -103,7 +104,13 @@ pub async fn a_success_ends_the_back_off_at_once(h: &dyn Harness) {
         base,
         "a skip says nothing of the host"
     );
+    // The probe and the straggler fill the host's two slots: a consumer asking now waits.
     let probe = lease(&*f).await;
+    let waiter = {
+        let f = Arc::clone(&f);
+        tokio::spawn(async move { lease(&*f).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
     complete(&*f, probe, Outcome::Done).await;
     let host = host_of(&*f, "e.test").await;
     assert_eq!(
@@ -111,8 +118,10 @@ pub async fn a_success_ends_the_back_off_at_once(h: &dyn Harness) {
         (Duration::ZERO, Duration::ZERO),
         "the fetch went through: the host is back to its pace (no delay) at once"
     );
+    // Woken by the completion (a missed wake-up leaves it waiting until `next` hangs).
+    let woken = waiter.await.expect("waiter");
 
-    let hint = Duration::from_millis(1500);
+    let hint = Duration::from_secs(2);
     complete(
         &*f,
         straggler,
@@ -128,11 +137,10 @@ pub async fn a_success_ends_the_back_off_at_once(h: &dyn Harness) {
         "a straggler's error: no doubling"
     );
     assert!(
-        host.ready_in > Duration::from_secs(1),
+        host.ready_in > hint / 2,
         "the straggler's Retry-After holds the host: ready in {:?}",
         host.ready_in
     );
-    let recovered = lease(&*f).await;
-    complete(&*f, recovered, Outcome::Done).await;
+    complete(&*f, woken, Outcome::Done).await;
     f.close();
 }

@@ -2,7 +2,6 @@
 //! one host. Listing walks every host once (no index to keep up to date on the hot path);
 //! the frontier sorts and pages the result.
 
-use std::cmp::Reverse;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -52,7 +51,10 @@ impl Scheduler {
             self.hosts[id as usize].delay_override = Some(delay.min(MAX_CONTROL));
             // The new delay counts from the last fetch's start, shorter or longer; a host
             // backing off keeps waiting (its wait may come from a `Retry-After`).
-            self.resume_pace(id, now);
+            let at = self.hosts[id as usize]
+                .last_start
+                .map_or(now, |last| last + self.delay_of(id));
+            self.repace(id, at);
         }
         let q = &mut self.hosts[id as usize];
         if let Some(n) = c.max_in_flight {
@@ -61,12 +63,11 @@ impl Scheduler {
         if let Some(block) = c.block_for {
             q.blocked_until = (!block.is_zero()).then(|| now + block.min(MAX_CONTROL));
         }
-        // The host's place in the ready heap may be earlier now: put it in again (a stale
-        // entry is harmless; `next_ready` checks the host's own times).
-        let q = &mut self.hosts[id as usize];
+        // The host's place in the ready heap may be earlier now: put it in again (its older
+        // entry becomes stale and is dropped).
+        let q = &self.hosts[id as usize];
         if q.len() > 0 && q.in_flight < q.limit(&self.politeness) {
-            q.in_heap = true;
-            self.ready.push(Reverse((q.ready_at(), id)));
+            self.push_ready(id);
         }
         true
     }

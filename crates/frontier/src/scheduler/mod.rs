@@ -104,6 +104,9 @@ struct HostQueue {
     /// flight to a host that went down would otherwise back it off for `2^63 ×` the base).
     round: u32,
     in_heap: bool,
+    /// The time of the host's live entry in the ready heap (while `in_heap`): any other entry
+    /// of it there is stale, left behind when its time moved earlier, and is dropped.
+    heap_at: Instant,
     /// URLs finished (final outcomes).
     done: u64,
     /// Host errors and retries.
@@ -241,6 +244,7 @@ impl Scheduler {
             backoff: Duration::ZERO,
             round: 0,
             in_heap: false,
+            heap_at: Instant::now(),
             done: 0,
             errors: 0,
             delay_override: None,
@@ -276,13 +280,21 @@ impl Scheduler {
     /// Puts host `id` on the ready heap if it has work and a free slot. Returns whether it
     /// was added.
     fn schedule(&mut self, id: u32) -> bool {
-        let q = &mut self.hosts[id as usize];
+        let q = &self.hosts[id as usize];
         if q.in_heap || q.len() == 0 || q.in_flight >= q.limit(&self.politeness) {
             return false;
         }
-        q.in_heap = true;
-        self.ready.push(Reverse((q.ready_at(), id)));
+        self.push_ready(id);
         true
+    }
+
+    /// Puts host `id` on the ready heap at its current time, as its live entry (an earlier
+    /// one of it becomes stale).
+    pub(super) fn push_ready(&mut self, id: u32) {
+        let q = &mut self.hosts[id as usize];
+        q.in_heap = true;
+        q.heap_at = q.ready_at();
+        self.ready.push(Reverse((q.heap_at, id)));
     }
 
     /// Takes the next entry of host `id` in the configured order.
@@ -347,8 +359,12 @@ impl Scheduler {
     pub(crate) fn next_ready(&mut self, now: Instant) -> Result<Lease, Wait> {
         while let Some(&Reverse((at, id))) = self.ready.peek() {
             let q = &self.hosts[id as usize];
-            // A host with nothing to hand out leaves the heap whatever its time (an
-            // operator's control may have left a later entry of it behind).
+            if !q.in_heap || at != q.heap_at {
+                // Stale: the host's time moved earlier and it has a newer entry (or none).
+                self.ready.pop();
+                continue;
+            }
+            // A host with nothing to hand out leaves the heap whatever its time.
             let idle = q.len() == 0 || q.in_flight >= q.limit(&self.politeness);
             if at > now && !idle {
                 return Err(Wait::Until(at));
@@ -386,29 +402,33 @@ impl Scheduler {
         }
     }
 
-    /// Host `id`'s next fetch waits its pace from the last fetch's start (and what errors
-    /// hold it to), sooner or later than before; an earlier time puts it in the ready heap
-    /// again (the later entry left behind is harmless: `next_ready` checks the host's times).
-    pub(super) fn resume_pace(&mut self, id: u32, now: Instant) {
-        let pace = self.delay_of(id);
+    /// Host `id`'s next fetch may start at `at` (not before what errors hold it to), sooner
+    /// or later than its time so far. Returns whether it was put on the ready heap (its time
+    /// moved earlier and it can take a fetch), so that consumers should be woken.
+    pub(super) fn repace(&mut self, id: u32, at: Instant) -> bool {
         let q = &mut self.hosts[id as usize];
         let before = q.ready_at();
-        q.next_allowed = q
-            .last_start
-            .map_or(now, |last| last + pace)
-            .max(q.held_until);
-        if q.ready_at() < before && q.len() > 0 && q.in_flight < q.limit(&self.politeness) {
-            q.in_heap = true;
-            self.ready.push(Reverse((q.ready_at(), id)));
+        q.next_allowed = at.max(q.held_until);
+        let sooner = q.ready_at() < before || !q.in_heap;
+        if sooner && q.len() > 0 && q.in_flight < q.limit(&self.politeness) {
+            self.push_ready(id);
+            return true;
         }
+        false
     }
 
-    fn delay_of(&self, id: u32) -> Duration {
+    /// The gap between two fetch starts of host `id` when it is healthy: the delay (or an
+    /// operator's) and its robots.txt `Crawl-delay`.
+    fn pace_of(&self, id: u32) -> Duration {
         let q = &self.hosts[id as usize];
         q.delay_override
             .unwrap_or(self.politeness.delay)
             .max(q.crawl_delay)
-            .max(q.backoff)
+    }
+
+    /// The gap now in force: the pace, or the back-off while the host backs off.
+    fn delay_of(&self, id: u32) -> Duration {
+        self.pace_of(id).max(self.hosts[id as usize].backoff)
     }
 
     /// Gives a lease back. Returns whether consumers should be woken (a host became
@@ -444,9 +464,12 @@ impl Scheduler {
             q.held_until = q.held_until.max(now + wait);
             q.next_allowed = q.next_allowed.max(q.held_until);
         };
-        // A fetch that went through ends a back-off (the host was paced to one fetch per
-        // back-off). A skip did not reach the host: it says nothing about it.
-        let recovered = current && !q.backoff.is_zero() && matches!(outcome, Outcome::Done);
+        // While a host backs off it is paced to one fetch per back-off. A fetch handed out
+        // since that went through ends the back-off; a skip (robots.txt) did not reach the
+        // host, says nothing of it and leaves the back-off, but gives its turn back.
+        let probe = current && !q.backoff.is_zero();
+        let recovered = probe && matches!(outcome, Outcome::Done);
+        let skipped = probe && matches!(outcome, Outcome::Skipped);
         let requeue = match outcome {
             Outcome::Done | Outcome::Skipped => {
                 if current && matches!(outcome, Outcome::Done) {
@@ -488,11 +511,16 @@ impl Scheduler {
             self.queued += 1;
             self.enforce_capacity(id);
         }
+        // Recovered: back to its own pace from the last fetch's start, not a whole back-off
+        // later. Skipped: the next fetch needs no back-off from this turn, which started at
+        // least a back-off after the host's last fetch. Either way what errors hold the host
+        // to (a `Retry-After` of a fetch from before) still holds.
+        let mut woken = false;
         if recovered {
-            // The fetch that went through is the host's news: it is back to its own pace from
-            // the last fetch's start, not a whole back-off later. What errors hold it to (a
-            // `Retry-After` of a fetch from before) still holds.
-            self.resume_pace(id, now);
+            let at = self.hosts[id as usize].last_start.unwrap_or(now) + self.pace_of(id);
+            woken = self.repace(id, at);
+        } else if skipped {
+            woken = self.repace(id, now + self.pace_of(id));
         }
         let q = &self.hosts[id as usize];
         let changed =
@@ -503,7 +531,7 @@ impl Scheduler {
             });
         let scheduled = self.schedule(id);
         (
-            scheduled || (self.queued == 0 && self.in_flight == 0),
+            scheduled || woken || (self.queued == 0 && self.in_flight == 0),
             changed,
         )
     }
