@@ -169,7 +169,7 @@ impl Lease {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Done with this URL, its record written (whatever the HTTP status); the host is healthy:
-    /// a back-off it was in ends, and it is back to its own pace.
+    /// a back-off it began before this fetch was handed out ends, and it is back to its pace.
     Done,
     /// Done with this URL, its record written, but the host is struggling (429, 503, 5xx,
     /// connection errors): back off, at least `retry_after` when the server said so.

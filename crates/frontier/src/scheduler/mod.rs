@@ -472,7 +472,7 @@ impl Scheduler {
         let skipped = probe && matches!(outcome, Outcome::Skipped);
         let requeue = match outcome {
             Outcome::Done | Outcome::Skipped => {
-                if current && matches!(outcome, Outcome::Done) {
+                if recovered {
                     q.backoff = Duration::ZERO;
                 }
                 q.done += 1;
