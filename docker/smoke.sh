@@ -95,7 +95,8 @@ if problems:
     sys.exit("smoke: FAILED: " + "; ".join(problems))
 PY
 say "crawler serve: the same site through the service (token from the environment)"
-export CRAWLER_API_TOKEN="smoke-$$"
+# A token of at least 16 characters (shorter ones are refused).
+export CRAWLER_API_TOKEN="smoke-token-$$-$(date +%s)"
 compose --profile serve up -d serve >/dev/null
 serve_id=$(compose --profile serve ps -q serve)
 [[ -n $serve_id ]] || fail "the serve container did not start"

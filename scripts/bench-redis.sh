@@ -8,6 +8,7 @@
 # each URL once. Redis is a private redis-server on a free loopback port, stopped at the end.
 #
 #   scripts/bench-redis.sh [pages] [hosts]      ROUNDS=2 LATENCY_MS=20 CONC=16 SCALE_PAGES=20000
+#   CRAWLER=path/to/crawler scripts/bench-redis.sh   # another build of the crawler (A/B)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 pages=${1:-100000} hosts=${2:-100}
@@ -15,6 +16,7 @@ rounds=${ROUNDS:-2} latency=${LATENCY_MS:-20} conc=${CONC:-16} scale_pages=${SCA
 port=18310
 command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
 cargo build --release --workspace --bins >/dev/null 2>&1
+crawler=${CRAWLER:-target/release/crawler}
 work=$(mktemp -d)
 rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >/dev/null 2>&1 &
@@ -63,7 +65,7 @@ crawl() { # name processes concurrency backend
     start=$(date +%s.%N)
     for i in $(seq 1 "$n"); do
         rm -rf "$work/$name-out-$i"
-        target/release/crawler crawl --config "$work/$name.toml" --seed "http://127.0.0.1:$port/" \
+        "$crawler" crawl --config "$work/$name.toml" --seed "http://127.0.0.1:$port/" \
             --out "$work/$name-out-$i" >/dev/null 2>"$work/$name-$i.log" &
         pids+=($!)
     done

@@ -132,9 +132,10 @@ pub struct InfoArgs {
 #[command(
     after_help = "Settings not given as flags come from CRAWLER_<SECTION>_<KEY> \
                         variables, then the config file, then the defaults (`crawler config \
-                        default`). Exit codes: 0 done, 64 bad usage or configuration, 69 no seed \
-                        could be fetched or the shared frontier's Redis cannot be reached, 74 \
-                        output cannot be written."
+                        default`). Exit codes: 0 done, 64 bad usage or configuration (or \
+                        settings that differ from a shared crawl's), 69 no seed could be \
+                        fetched, or the shared frontier's Redis cannot be reached, has no room \
+                        for the crawl or refused it, 74 output cannot be written."
 )]
 pub struct CrawlArgs {
     /// Configuration file (default: $CRAWLER_CONFIG, else ./crawler.toml if present).
@@ -171,8 +172,17 @@ pub struct CrawlArgs {
     #[arg(long)]
     pub ignore_robots: bool,
     /// Resolve a host name (or *.suffix) to an IP address, like curl --resolve (repeatable).
+    /// It only says where a name points: the SSRF guard allows what the seeds resolve to.
     #[arg(long, value_name = "NAME=IP")]
     pub resolve: Vec<String>,
+    /// Hosts links may lead to (frontier.scope): same-host, same-domain (the seeds'
+    /// registrable domains), domains (--domain) or any.
+    #[arg(long, value_name = "SCOPE", value_parser = ["same-host", "same-domain", "domains", "any"])]
+    pub scope: Option<String>,
+    /// A domain in scope, with its subdomains (frontier.domains, repeatable; implies
+    /// --scope domains).
+    #[arg(long = "domain", value_name = "DOMAIN")]
+    pub domains: Vec<String>,
     /// Where the crawl state lives (crawl.state_dir; default <out>/state).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
@@ -207,11 +217,13 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Where the dashboard and API listen.
+    /// Where the dashboard and API listen (another free port when it is taken, with a
+    /// warning). Off loopback the API needs a token: CRAWLER_SERVICE_API_TOKEN, or one is
+    /// made and printed.
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8700")]
     pub listen: String,
     /// Pages of the test site.
-    #[arg(long, value_name = "N", default_value_t = 2000)]
+    #[arg(long, value_name = "N", default_value_t = 4000)]
     pub pages: u64,
     /// Hosts of the test site (h0.test …).
     #[arg(long, value_name = "N", default_value_t = 5)]
@@ -219,8 +231,9 @@ pub struct DemoArgs {
     /// Output directory (pages.jsonl, stats.json, the state); emptied at the start.
     #[arg(long, value_name = "DIR", default_value = "crawl-demo")]
     pub out: PathBuf,
-    /// Gap between fetches to one host, in milliseconds (slow enough to watch).
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    /// Gap between fetches to one host, in milliseconds: the default paces the demo at
+    /// about 50 pages/s, a crawl of a minute or two to watch (0: full speed).
+    #[arg(long, value_name = "N", default_value_t = 100)]
     pub delay_ms: u64,
 }
 

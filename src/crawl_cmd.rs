@@ -136,6 +136,19 @@ pub(crate) fn load_with(
                 Value::String(url.clone()),
             );
     }
+    if !args.domains.is_empty() {
+        let list = args.domains.iter().cloned().map(Value::String).collect();
+        loader = loader.flag("--domain", "frontier", "domains", Value::Array(list));
+        if args.scope.is_none() {
+            loader = loader.flag(
+                "--domain",
+                "frontier",
+                "scope",
+                Value::String("domains".into()),
+            );
+        }
+    }
+    loader = str_flag(loader, "--scope", "frontier", "scope", args.scope.clone());
     if args.ignore_robots {
         loader = loader.flag(
             "--ignore-robots",
@@ -177,6 +190,7 @@ pub fn config(cmd: ConfigCommand) -> Result<(), Failure> {
 pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
     let cfg = load(&args)?;
     crate::telemetry::init(cfg.crawl.log_format);
+    crate::limits::raise_open_files();
     runtime()?.block_on(async move {
         let shutdown = CancellationToken::new();
         tokio::spawn(watch_signals(shutdown.clone()));
@@ -191,16 +205,23 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
             fresh: args.fresh,
             serve: false,
         };
-        match engine::run(cfg, shutdown, opts).await {
+        match launch::run(cfg, shutdown, opts).await {
             Ok(summary) => {
                 let mut line = format!(
-                    "crawl {:?}: {} pages in {:.1} s ({:.0} pages/s), {} disallowed by robots.txt",
-                    summary.stopped_by,
+                    "crawl {}: {} pages in {:.1} s ({:.0} pages/s on average), {} disallowed \
+                     by robots.txt",
+                    summary.stopped_by.describe(),
                     summary.pages,
                     summary.duration_secs,
-                    summary.pages_per_sec,
+                    summary.pages_per_sec_avg,
                     summary.robots_disallowed
                 );
+                if summary.pages_total > summary.pages {
+                    line.push_str(&format!(
+                        "; {} pages in all with the earlier runs of this crawl",
+                        summary.pages_total
+                    ));
+                }
                 if !summary.robots_unreachable.is_empty() {
                     let hosts: Vec<String> = summary
                         .robots_unreachable
@@ -231,9 +252,18 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
                     && summary.stopped_by == engine::StopReason::Finished
                 {
                     eprintln!(
-                        "crawler: this crawl's state says everything was fetched already; \
-                         run with --fresh to start over"
+                        "crawler: this crawl's state says everything was fetched already \
+                         ({} pages; stats.json counts them as pages_total); run with --fresh \
+                         to start over",
+                        summary.pages_total
                     );
+                }
+                if summary.stopped_by == engine::StopReason::FrontierError {
+                    return Err(Failure::new(
+                        UNAVAILABLE,
+                        "the shared frontier refused the crawl (see the error above); what \
+                         was fetched is in pages.jsonl, and the rest stays queued in Redis",
+                    ));
                 }
                 let pages_before = summary.state.as_ref().map_or(0, |s| s.pages_before);
                 if summary.stopped_by == engine::StopReason::Finished
@@ -264,19 +294,19 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .map_err(|e| Failure::new(IO, format!("cannot start the runtime: {e}")))
 }
 
-/// The exit code and message of an engine error.
-pub(crate) fn engine_failure(e: engine::EngineError) -> Failure {
-    match e {
-        engine::EngineError::Output(dir, e) => {
+/// The exit code and message of an error launching or running a crawl.
+pub(crate) fn engine_failure(e: impl Into<launch::LaunchError>) -> Failure {
+    use engine::EngineError;
+    use launch::LaunchError::Engine;
+    match e.into() {
+        Engine(EngineError::Output(dir, e)) => {
             Failure::new(IO, format!("output in {}: {e}", dir.display()))
         }
         e if e.is_unavailable() => Failure::new(UNAVAILABLE, e),
-        e @ engine::EngineError::State(store::StoreError::Incompatible { .. }) => {
+        e @ Engine(EngineError::State(store::StoreError::Incompatible { .. })) => {
             Failure::new(USAGE, e)
         }
-        e @ (engine::EngineError::State(_) | engine::EngineError::Threads(_)) => {
-            Failure::new(IO, e)
-        }
+        e @ Engine(EngineError::State(_) | EngineError::Threads(_)) => Failure::new(IO, e),
         e => Failure::new(USAGE, e),
     }
 }
@@ -299,7 +329,7 @@ pub fn forget(args: ForgetArgs) -> Result<(), Failure> {
         let fp = frontier::fingerprint(&url);
         urls.push((url, fp));
     }
-    let dir = engine::state::state_dir(&cfg);
+    let dir = engine::resume::state_dir(&cfg);
     let results = store::Store::forget(&dir, &urls).map_err(|e| match e {
         store::StoreError::InUse(_) => Failure::new(USAGE, format!("{e}: stop the crawl first")),
         e => Failure::new(IO, e),
@@ -410,9 +440,17 @@ fn judge(
 ) -> Result<String, String> {
     let max_age = max_age.unwrap_or(3 * status.every_secs + 10);
     let age = now_ms.saturating_sub(status.updated_unix_ms) / 1000;
+    let pages = if status.pages_total > status.pages {
+        format!(
+            "{} pages ({} by this run)",
+            status.pages_total, status.pages
+        )
+    } else {
+        format!("{} pages", status.pages)
+    };
     let what = format!(
-        "{} pages, {} queued, {} in flight, heartbeat {age} s ago",
-        status.pages, status.queued, status.in_flight
+        "{pages}, {} queued, {} in flight, heartbeat {age} s ago",
+        status.queued, status.in_flight
     );
     if !matches!(
         status.state.as_str(),
@@ -516,5 +554,14 @@ mod tests {
     fn an_ended_crawl_is_healthy_however_old() {
         let line = judge(&status("finished", 0), 1_000_000_000, Some(1)).unwrap();
         assert!(line.contains("finished"), "{line}");
+    }
+
+    #[test]
+    fn a_rerun_of_a_finished_crawl_reports_its_totals() {
+        let mut rerun = status("finished", 0);
+        rerun.pages = 0;
+        rerun.pages_total = 210;
+        let line = judge(&rerun, 1_000_000_000, None).unwrap();
+        assert!(line.contains("210 pages (0 by this run)"), "{line}");
     }
 }

@@ -8,6 +8,7 @@ mod bloom_cmd;
 mod cli;
 mod crawl_cmd;
 mod exit;
+mod limits;
 mod serve_cmd;
 mod telemetry;
 

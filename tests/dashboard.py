@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """The dashboard in a real browser (headless Chromium through selenium and chromedriver):
 load it, add a seed through its form, and read from the rendered DOM that the page count
-rises and the seed's host appears in the hosts table; pause that host from its row. Writes a
-screenshot.
+rises and the seed's host appears in the hosts table; pause that host from its row; pause
+and resume the crawl; reload and find the last errors listed. Before that, a page of another
+origin (served here on another port) tries to pause the crawl with a cross-site form and a
+fetch(): the API refuses both, seen from its status. Writes a screenshot.
 
     tests/dashboard.py DASHBOARD_URL SEED_URL HOST SCREENSHOT
 """
 
+import http.server
+import json
 import shutil
 import sys
+import threading
 import time
+import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
@@ -30,6 +36,41 @@ def wait_for(what, check, timeout=60):
     raise SystemExit(f"dashboard: timed out waiting for {what}")
 
 
+ATTACK = """<!doctype html><html><body>
+<form id="f" method="POST" action="{api}/api/v1/pause" enctype="text/plain" target="sink"></form>
+<iframe name="sink"></iframe>
+<script>
+document.getElementById("f").submit();
+fetch("{api}/api/v1/pause", {{method: "POST", headers: {{"Content-Type": "application/json"}},
+  body: "{{}}"}}).then(() => document.title = "fetch passed", () => document.title = "fetch refused");
+</script></body></html>"""
+
+
+def attacker_site(api):
+    """Serves ATTACK on another loopback port: another origin than the dashboard's."""
+    page = ATTACK.format(api=api).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def api_state(api):
+    with urllib.request.urlopen(api + "/api/v1/status", timeout=10) as r:
+        return json.load(r)["state"]
+
+
 def main():
     url, seed, host, screenshot = sys.argv[1:5]
     opts = Options()
@@ -37,7 +78,17 @@ def main():
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,1100"):
         opts.add_argument(a)
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    api = url.rstrip("/")
     try:
+        # Another origin tries to pause the crawl: a form (text/plain, no preflight) and a
+        # fetch() with JSON (preflighted; the API grants no CORS).
+        evil = attacker_site(api)
+        driver.get(f"http://127.0.0.1:{evil.server_port}/")
+        wait_for("the attacker's fetch to fail", lambda: driver.title == "fetch refused", 30)
+        time.sleep(0.5)
+        if api_state(api) == "paused":
+            raise SystemExit("dashboard: a page of another origin paused the crawl")
+        evil.shutdown()
         driver.get(url)
         text = lambda id_: driver.find_element(By.ID, id_).text
         wait_for("the first status", lambda: text("state") not in ("", "…"))
@@ -54,6 +105,15 @@ def main():
                            if host in r.text)
         row().find_element(By.TAG_NAME, "button").click()
         wait_for(f"{host} paused", lambda: "unpause host" in row().text)
+        # The crawl's own pause and resume, as the dashboard sends them.
+        driver.find_element(By.ID, "pause").click()
+        wait_for("the crawl paused", lambda: text("state") == "paused" and api_state(api) == "paused")
+        driver.find_element(By.ID, "resume").click()
+        wait_for("the crawl resumed", lambda: text("state") != "paused" and api_state(api) != "paused")
+        # Opened again, the page lists the errors the crawl kept (the site has error pages).
+        driver.get(url)
+        wait_for("the last errors listed",
+                 lambda: len(driver.find_elements(By.CSS_SELECTOR, "#errors div")) > 0, 90)
         driver.save_screenshot(screenshot)
         print(f"ok: pages {before} -> {text('pages')}, {host} listed, screenshot {screenshot}")
     finally:

@@ -97,7 +97,7 @@ async fn every_hostile_mode_ends_in_a_clear_record() {
     assert!(blocked["status"].is_null(), "{blocked}");
     assert_eq!(
         blocked["error"],
-        "blocked address 169.254.169.254 (fetch.allow_private)"
+        "blocked address 169.254.169.254:80 (fetch.allow_private)"
     );
     // A loop across hosts: each hop recorded once, the loop ends at the first repeat.
     for h in [0, 1] {

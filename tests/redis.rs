@@ -8,65 +8,59 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use redis_frontier::server::RedisServer;
+use test_support::redis_server::RedisServer;
 use testsite::{SiteConfig, TestSite};
 
-use crate::util::{crawler, stderr};
+use crate::util::{crawler, stderr, CrawlDir};
 
 /// A private Redis (see [`RedisServer::for_test`]).
-fn redis(extra: &[&str]) -> Option<RedisServer> {
+pub(crate) fn redis(extra: &[&str]) -> Option<RedisServer> {
     RedisServer::for_test(extra)
 }
 
 /// One crawler process of a shared crawl: its own directory and output.
-struct Process {
-    _dir: tempfile::TempDir,
-    config: PathBuf,
-    out: PathBuf,
+pub(crate) struct Process {
+    dir: CrawlDir,
+    pub(crate) out: PathBuf,
 }
 
 impl Process {
     /// `politeness`: lines of the `[politeness]` section.
-    fn new(redis_url: &str, politeness: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("crawler.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[crawl]\nconcurrency = 8\nprogress_secs = 60\n\
-                 [fetch]\nretry_base_ms = 20\n[politeness]\nbackoff_base_ms = 20\n{politeness}\n\
-                 [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
-                 backend = \"redis\"\nredis_url = \"{redis_url}\"\ncrawl_id = \"shared\"\n\
-                 lease_secs = 2\n"
-            ),
-        )
-        .unwrap();
-        let out = dir.path().join("out");
+    pub(crate) fn new(redis_url: &str, politeness: &str) -> Self {
+        let dir = CrawlDir::new(&format!(
+            "[crawl]\nconcurrency = 8\nprogress_secs = 60\n\
+             [fetch]\nretry_base_ms = 20\n[politeness]\nbackoff_base_ms = 20\n{politeness}\n\
+             [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
+             backend = \"redis\"\nredis_url = \"{redis_url}\"\ncrawl_id = \"shared\"\n\
+             lease_secs = 2\n"
+        ));
         Self {
-            _dir: dir,
-            config,
-            out,
+            out: dir.out.clone(),
+            dir,
         }
     }
 
-    fn spawn(&self, seed: &str) -> Child {
-        crawler()
-            .args(["crawl", "--config", self.config.to_str().unwrap()])
-            .args(["--seed", seed, "--out", self.out.to_str().unwrap()])
-            .args(["--resolve", "*.test=127.0.0.1"])
-            .env("RUST_LOG", "warn")
+    pub(crate) fn spawn(&self, seed: &str) -> Child {
+        self.spawn_with(seed, &[])
+    }
+
+    /// As [`spawn`](Self::spawn), with more environment (`CRAWLER_*` settings).
+    pub(crate) fn spawn_with(&self, seed: &str, env: &[(&str, &str)]) -> Child {
+        self.dir
+            .crawl(seed)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap()
     }
 
-    fn lines(&self) -> Vec<(String, Option<u64>)> {
+    pub(crate) fn lines(&self) -> Vec<(String, Option<u64>)> {
         let text = std::fs::read_to_string(self.out.join("pages.jsonl")).unwrap_or_default();
         whole_lines(&text)
     }
 
-    fn line_count(&self) -> usize {
+    pub(crate) fn line_count(&self) -> usize {
         std::fs::read(self.out.join("pages.jsonl"))
             .unwrap_or_default()
             .iter()
@@ -108,7 +102,7 @@ fn finish(mut child: Child, limit: Duration) -> String {
 /// A test site of `pages` pages on `hosts` hosts, answering each page after `latency_ms`,
 /// and `n` crawler processes sharing the crawl in `redis_url` (`politeness`: their
 /// `[politeness]` lines), started.
-async fn start_shared(
+pub(crate) async fn start_shared(
     redis_url: &str,
     (pages, hosts, latency_ms): (u64, u32, u64),
     n: usize,
@@ -131,7 +125,7 @@ async fn start_shared(
 }
 
 /// Waits (off the runtime) for every process to end successfully: their stderr.
-async fn finish_all(children: Vec<Child>) -> Vec<String> {
+pub(crate) async fn finish_all(children: Vec<Child>) -> Vec<String> {
     tokio::task::spawn_blocking(move || {
         children
             .into_iter()
@@ -143,7 +137,10 @@ async fn finish_all(children: Vec<Child>) -> Vec<String> {
 }
 
 /// The union of the processes' records against the ground truth: (missing, extra, twice).
-fn union(site: &TestSite, processes: &[&Process]) -> (Vec<String>, Vec<String>, Vec<String>) {
+pub(crate) fn union(
+    site: &TestSite,
+    processes: &[&Process],
+) -> (Vec<String>, Vec<String>, Vec<String>) {
     let truth = site.site().ground_truth();
     let mut times: BTreeMap<String, u32> = BTreeMap::new();
     for p in processes {
@@ -228,7 +225,7 @@ async fn bloom_export_equals_the_local_filter_of_the_same_urls() {
     let cfg = FrontierConfig {
         expected_urls: 5000,
         fpp: 0.01,
-        ..frontier::contract::base_config()
+        ..test_support::contract::base_config()
     };
     let settings = redis_frontier::RedisConfig {
         url: server.url(),
@@ -298,7 +295,7 @@ async fn bloom_export_equals_the_local_filter_of_the_same_urls() {
     assert_eq!(out.status.code(), Some(66), "{}", stderr(&out));
 }
 
-fn stats(out: &Path) -> serde_json::Value {
+pub(crate) fn stats(out: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("stats.json")).unwrap()).unwrap()
 }
 

@@ -8,45 +8,33 @@ use std::time::{Duration, Instant};
 
 use testsite::{Expected, SiteConfig, TestSite};
 
-use crate::util::{crawler, stderr};
+use crate::util::{crawler, stderr, CrawlDir};
 
-/// A crawl directory: `crawler.toml` plus `out/` (pages, stats, and the state in out/state).
+/// A crawl directory (`crawler.toml` plus `out/`: pages, stats, and the state in out/state)
+/// and the seed it crawls.
 struct Crawl {
-    _dir: tempfile::TempDir,
-    config: PathBuf,
+    dir: CrawlDir,
     out: PathBuf,
     seed: String,
 }
 
 impl Crawl {
     fn new(site: &TestSite, extra: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("crawler.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[crawl]\nconcurrency = 8\nprogress_secs = 60\ncheckpoint_ms = 200\n\
-                 [fetch]\nretry_base_ms = 20\n[politeness]\nbackoff_base_ms = 20\ndelay_ms = 10\nmax_per_host = 2\n\
-                 [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n{extra}"
-            ),
-        )
-        .unwrap();
-        let out = dir.path().join("out");
+        let dir = CrawlDir::new(&format!(
+            "[crawl]\nconcurrency = 8\nprogress_secs = 60\ncheckpoint_ms = 200\n\
+             [fetch]\nretry_base_ms = 20\n[politeness]\nbackoff_base_ms = 20\ndelay_ms = 10\nmax_per_host = 2\n\
+             [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n{extra}"
+        ));
         Self {
-            _dir: dir,
-            config,
-            out,
+            out: dir.out.clone(),
+            dir,
             seed: site.site().seed_url(),
         }
     }
 
     fn command(&self, more: &[&str]) -> std::process::Command {
-        let mut cmd = crawler();
-        cmd.args(["crawl", "--config", self.config.to_str().unwrap()])
-            .args(["--seed", &self.seed, "--out", self.out.to_str().unwrap()])
-            .args(["--resolve", "*.test=127.0.0.1"])
-            .args(more)
-            .env("RUST_LOG", "warn");
+        let mut cmd = self.dir.crawl(&self.seed);
+        cmd.args(more);
         cmd
     }
 
@@ -289,10 +277,32 @@ async fn a_graceful_stop_then_resume_fetches_nothing_twice() {
     );
     assert!(refetched.is_empty(), "fetched twice: {refetched:?}");
 
-    // Resuming a finished crawl fetches nothing; --fresh starts over.
+    // Resuming a finished crawl fetches nothing, says so, and keeps the crawl's totals:
+    // stats.json and status.json count every line of every run, and `crawler health`
+    // reports them; --fresh starts over.
+    let lines = crawl.lines().len() as u64;
+    assert_eq!(crawl.stats()["pages_total"], lines);
     let again = crawl.run(&[]).await;
     assert!(again.status.success(), "{}", stderr(&again));
     assert_eq!(crawl.stats()["pages"], 0);
+    assert_eq!(crawl.stats()["pages_total"], lines);
+    assert!(
+        stderr(&again).contains(&format!("fetched already ({lines} pages")),
+        "{}",
+        stderr(&again)
+    );
+    let health = crate::util::crawler()
+        .args(["health", "--out"])
+        .arg(&crawl.out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&health.stdout);
+    assert!(
+        said.contains(&format!(
+            "crawl ended (finished): {lines} pages (0 by this run)"
+        )),
+        "{said}"
+    );
     let fresh = crawl.run(&["--fresh"]).await;
     assert!(fresh.status.success(), "{}", stderr(&fresh));
     let (missing, _, refetched) = compare(&site, &crawl.lines());
@@ -316,8 +326,8 @@ async fn resuming_with_changed_settings_is_refused_by_name() {
     let crawl = Crawl::new(&site, "");
     let first = crawl.run(&[]).await;
     assert!(first.status.success(), "{}", stderr(&first));
-    let text = std::fs::read_to_string(&crawl.config).unwrap();
-    std::fs::write(&crawl.config, format!("{text}fpp = 0.001\n")).unwrap();
+    let text = std::fs::read_to_string(&crawl.dir.config).unwrap();
+    std::fs::write(&crawl.dir.config, format!("{text}fpp = 0.001\n")).unwrap();
     let refused = crawl.run(&[]).await;
     assert_eq!(refused.status.code(), Some(64), "{}", stderr(&refused));
     let msg = stderr(&refused);
@@ -381,7 +391,7 @@ async fn forgotten_urls_are_fetched_again_on_the_next_run() {
     let before = crawl.lines();
     let target = before[before.len() / 2].0.clone();
     let forget = crawler()
-        .args(["forget", "--config", crawl.config.to_str().unwrap()])
+        .args(["forget", "--config", crawl.dir.config.to_str().unwrap()])
         .args(["--out", crawl.out.to_str().unwrap()])
         .args([target.as_str(), "http://h0.test:1/never-seen"])
         .output()

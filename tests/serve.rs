@@ -9,25 +9,13 @@ use std::process::{Child, Command, Stdio};
 
 use testsite::{SiteConfig, TestSite};
 
-use crate::util::{crawler, recorded};
+use crate::util::{crawler, recorded, CrawlDir};
 
 /// Starts `crawler serve` and returns it with the address it printed.
-fn start_serve(config: &Path, out: &Path, workers: u32) -> (Child, String) {
-    let mut child = crawler()
-        .args([
-            "serve",
-            "--config",
-            config.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-            "--out",
-            out.to_str().unwrap(),
-            "--resolve",
-            "*.test=127.0.0.1",
-        ])
+fn start_serve(dir: &CrawlDir, workers: u32) -> (Child, String) {
+    let mut child = dir
+        .serve()
         .env("CRAWLER_CRAWL_WORKERS", workers.to_string())
-        .env("RUST_LOG", "warn")
-        .stderr(Stdio::piped())
         .spawn()
         .expect("crawler serve runs");
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
@@ -112,16 +100,13 @@ async fn external_fetchers_alone_crawl_to_the_ground_truth_and_a_killed_one_lose
     })
     .await
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("crawler.toml");
-    std::fs::write(
-        &config,
+    let dir = CrawlDir::new(
         "[politeness]\ndelay_ms = 0\nmax_per_host = 8\n[fetch]\nretry_base_ms = 20\n\
-         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n",
-    )
-    .unwrap();
-    let out = dir.path().join("out");
-    let (serve, api) = start_serve(&config, &out, 0);
+         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
+         [service]\nallow_private_seeds = true\n",
+    );
+    let out = dir.out.clone();
+    let (serve, api) = start_serve(&dir, 0);
     let seed = site.site().seed_url();
     let check_metrics = prometheus_parser_available();
 
@@ -219,6 +204,105 @@ fn a_public_address_without_a_token_is_refused() {
     assert!(err.contains("api_token"), "{err}");
 }
 
+#[test]
+fn a_token_too_short_or_with_spaces_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for token in ["short", "sixteen chars ok", "                "] {
+        let output = crawler()
+            .args(["serve", "--listen", "127.0.0.1:0", "--out"])
+            .arg(dir.path().join("out"))
+            .env("CRAWLER_SERVICE_API_TOKEN", token)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(64), "{token:?}: {err}");
+        assert!(err.contains("service.api_token"), "{err}");
+    }
+}
+
+/// `crawler demo` with `--listen`, until it prints where it listens: (child, the line, the
+/// lines before it).
+fn start_demo(listen: &str, out: &Path) -> (Child, String, String) {
+    let mut child = crawler()
+        .args(["demo", "--listen", listen, "--pages", "100", "--out"])
+        .arg(out)
+        .env_remove("CRAWLER_SERVICE_API_TOKEN")
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut before = String::new();
+    let line = loop {
+        let line = lines.next().expect("demo printed its address").unwrap();
+        if line.contains("dashboard on http://") {
+            break line;
+        }
+        before.push_str(&line);
+        before.push('\n');
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, line, before)
+}
+
+#[test]
+fn the_demo_off_loopback_makes_a_token_and_says_when_its_port_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let (demo, line, before) = start_demo("0.0.0.0:0", &dir.path().join("a"));
+    // "… dashboard on http://0.0.0.0:PORT/ (Ctrl-C stops)"
+    let port = line
+        .split("http://0.0.0.0:")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    let token = before
+        .split("this demo's is ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no token printed: {before}"))
+        .to_owned();
+    assert!(token.len() >= 16, "{token}");
+    let api = format!("127.0.0.1:{port}");
+    let anon = crate::util::http(&api, "GET", "/api/v1/status", None, &[]);
+    assert!(anon.starts_with("HTTP/1.1 401"), "{anon}");
+    let auth = format!("Bearer {token}");
+    // And it crawls its test site (an operator's seed: the SSRF guard allows it).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let ok = crate::util::http(
+            &api,
+            "GET",
+            "/api/v1/status",
+            None,
+            &[("Authorization", &auth)],
+        );
+        assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+        let body: serde_json::Value =
+            serde_json::from_str(ok.split("\r\n\r\n").nth(1).unwrap_or("")).unwrap_or_default();
+        if body["by_status"]["200"].as_u64().unwrap_or(0) > 5 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the demo does not crawl: {ok}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    terminate(demo);
+
+    // A taken port: another one, and a warning that says so.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (demo, line, before) = start_demo(&addr, &dir.path().join("b"));
+    assert!(!line.contains(&addr), "{line}");
+    assert!(
+        before.contains(&format!("WARNING: {addr} is taken")),
+        "{before}"
+    );
+    terminate(demo);
+}
+
 /// Whether headless Chromium, chromedriver and selenium are here (scripts/test.sh installs
 /// them); without them the test is skipped unless the run requires them.
 fn browser_available() -> bool {
@@ -252,17 +336,13 @@ async fn the_dashboard_in_a_real_browser_adds_a_seed_and_shows_the_crawl() {
     })
     .await
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("crawler.toml");
     // A paced crawl, so the count is seen rising.
-    std::fs::write(
-        &config,
+    let dir = CrawlDir::new(
         "[crawl]\nconcurrency = 4\n[politeness]\ndelay_ms = 20\nmax_per_host = 1\n\
-         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n",
-    )
-    .unwrap();
-    let out = dir.path().join("out");
-    let (serve, api) = start_serve(&config, &out, 4);
+         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
+         [service]\nallow_private_seeds = true\n",
+    );
+    let (serve, api) = start_serve(&dir, 4);
     let seed = site.site().seed_url();
     let host = seed
         .trim_start_matches("http://")
@@ -294,10 +374,12 @@ async fn the_dashboard_in_a_real_browser_adds_a_seed_and_shows_the_crawl() {
 }
 
 /// schemathesis (PyPI; scripts/test.sh installs it) against `/openapi.json` for a bounded
-/// number of generated requests: no 5xx, no response outside the document, no valid request
-/// refused, no invalid one accepted. The event stream never ends, so it is left out. Nothing
-/// is fetched: no workers, robots.txt off, and the hosts generated seeds name are never
-/// contacted.
+/// number of generated requests, with all its checks: no 5xx, no response outside the
+/// document, no valid request refused, no invalid one accepted, 405 for undeclared methods —
+/// once without a token, once with one (the document then declares the bearer requirement,
+/// and schemathesis checks that requests without it are refused). The event stream never
+/// ends, so it is left out. Nothing is fetched: no workers, robots.txt off, and the hosts
+/// generated seeds name are never contacted.
 #[test]
 fn schemathesis_finds_no_response_outside_the_openapi_document() {
     let found = Command::new("sh")
@@ -312,36 +394,44 @@ fn schemathesis_finds_no_response_outside_the_openapi_document() {
         eprintln!("skipped: no schemathesis");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("crawler.toml");
-    std::fs::write(&config, "[crawl]\nrespect_robots = false\n").unwrap();
-    let (serve, api) = start_serve(&config, &dir.path().join("out"), 0);
-    let output = Command::new("timeout")
-        .args(["600", "schemathesis", "run"])
-        .arg(format!("http://{api}/openapi.json"))
-        .args([
-            "--checks",
-            "all",
-            "--max-examples",
-            "60",
-            "--seed",
-            "20261125",
-            "--exclude-path",
-            "/api/v1/events",
-            "--request-timeout",
-            "30",
-        ])
-        .env("NO_COLOR", "1")
-        // Its cache (`.schemathesis/`) goes with the test's directory, not into the checkout.
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    terminate(serve);
-    let report = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{report}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(report.contains("passed"), "{report}");
+    for token in [None, Some("schemathesis-token-0123")] {
+        let mut toml = "[crawl]\nrespect_robots = false\n".to_owned();
+        if let Some(t) = token {
+            toml.push_str(&format!("[service]\napi_token = \"{t}\"\n"));
+        }
+        let dir = CrawlDir::new(&toml);
+        let (serve, api) = start_serve(&dir, 0);
+        let mut cmd = Command::new("timeout");
+        cmd.args(["600", "schemathesis", "run"])
+            .arg(format!("http://{api}/openapi.json"))
+            .args([
+                "--checks",
+                "all",
+                "--max-examples",
+                "60",
+                "--seed",
+                "20261125",
+                "--exclude-path",
+                "/api/v1/events",
+                "--request-timeout",
+                "30",
+            ]);
+        if let Some(t) = token {
+            cmd.args(["--header", &format!("Authorization: Bearer {t}")]);
+        }
+        let output = cmd
+            .env("NO_COLOR", "1")
+            // Its cache (`.schemathesis/`) goes with the test's directory, not into the checkout.
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        terminate(serve);
+        let report = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "token {token:?}:\n{report}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(report.contains("passed"), "{report}");
+    }
 }

@@ -2,11 +2,14 @@
 
 mod bloom_cli;
 mod crawl;
+mod credentials;
 mod guard;
 mod hostile;
 mod redis;
+mod redis_faults;
 mod resume;
 mod serve;
+mod slow_clients;
 mod tls;
 mod util;
 mod warc;

@@ -45,3 +45,118 @@ pub fn recorded(p: &serde_json::Value) -> testsite::Recorded {
         error: p["error"].as_str().map(str::to_owned),
     }
 }
+
+/// One HTTP/1.1 request to `addr` (`host:port`) over a plain socket, `Connection: close`:
+/// the whole response as text (status line, headers, body). `Host` is `addr` unless
+/// `headers` names one; a body is sent as JSON unless `headers` names a `Content-Type`.
+pub fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    headers: &[(&str, &str)],
+) -> String {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).expect("the service accepts");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let named = |n: &str| headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(n));
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !named("host") {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (name, value) in headers {
+        req.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if let Some(b) = body {
+        if !named("content-type") {
+            req.push_str("Content-Type: application/json\r\n");
+        }
+        req.push_str(&format!("Content-Length: {}\r\n", b.len()));
+    }
+    req.push_str("\r\n");
+    req.push_str(body.unwrap_or(""));
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The stderr of a `crawler serve` (or `demo`) kept whole while it runs, and the address it
+/// prints for its dashboard: (address, the log so far).
+pub fn watch_serve(
+    child: &mut std::process::Child,
+) -> (String, std::sync::Arc<std::sync::Mutex<String>>) {
+    use std::io::BufRead;
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let kept = std::sync::Arc::clone(&log);
+    let stderr = child.stderr.take().expect("stderr piped");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(rest) = line.split("dashboard on http://").nth(1) {
+                let _ = tx.send(rest.split('/').next().unwrap_or("").to_owned());
+            }
+            let mut l = kept.lock().unwrap();
+            l.push_str(&line);
+            l.push('\n');
+        }
+    });
+    let addr = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("serve printed its address");
+    (addr, log)
+}
+
+/// A test crawl's directory: `crawler.toml` holding the given settings and `out/` beside it —
+/// what every test that runs the binary on a file of settings starts from.
+pub struct CrawlDir {
+    dir: tempfile::TempDir,
+    pub config: PathBuf,
+    pub out: PathBuf,
+}
+
+impl CrawlDir {
+    /// A new directory whose `crawler.toml` is `settings`.
+    pub fn new(settings: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("crawler.toml");
+        std::fs::write(&config, settings).unwrap();
+        let out = dir.path().join("out");
+        Self { dir, config, out }
+    }
+
+    /// `crawler SUBCOMMAND --config … --out …` with the test site's names (`*.test`) resolved
+    /// to loopback and logs at `warn`.
+    pub fn command(&self, subcommand: &str) -> Command {
+        let mut cmd = crawler();
+        cmd.args([subcommand, "--config", self.config.to_str().unwrap()])
+            .args(["--out", self.out.to_str().unwrap()])
+            .args(["--resolve", "*.test=127.0.0.1"])
+            .env("RUST_LOG", "warn");
+        cmd
+    }
+
+    /// `crawler crawl` from `seed`.
+    pub fn crawl(&self, seed: &str) -> Command {
+        let mut cmd = self.command("crawl");
+        cmd.args(["--seed", seed]);
+        cmd
+    }
+
+    /// `crawler serve` on a loopback port of the kernel's choosing, its stderr piped: spawn
+    /// it and hand it to [`watch_serve`] for the address.
+    pub fn serve(&self) -> Command {
+        let mut cmd = self.command("serve");
+        cmd.args(["--listen", "127.0.0.1:0"]).stderr(Stdio::piped());
+        cmd
+    }
+
+    /// The directory itself (`crawler.toml` and `out/` are in it).
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}

@@ -2,7 +2,7 @@
 //! configuration or a list of problems, never a panic.
 #![no_main]
 
-use engine::Loader;
+use config::Loader;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 //! always makes progress, whatever the bytes and however they are split.
 #![no_main]
 
-use engine::fetch::decode::Decoder;
+use fetch::decode::Decoder;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

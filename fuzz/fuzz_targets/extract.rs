@@ -17,14 +17,14 @@ fuzz_target!(|data: &[u8]| {
         _ => (Some("text/html"), data),
     };
     for nofollow in [true, false] {
-        let got = engine::extract::extract(body, ct, &page, nofollow);
+        let got = link_extract::extract(body, ct, &page, nofollow);
         for link in &got.links {
             assert!(matches!(link.scheme(), "http" | "https"), "{link}");
         }
         // Three pieces: cut at two points the first byte picks.
         let a = (usize::from(split) * body.len() / 255).min(body.len());
         let b = (a + (body.len() - a) / 2).min(body.len());
-        let mut pieces = engine::extract::Extractor::new(ct, nofollow);
+        let mut pieces = link_extract::Extractor::new(ct, nofollow);
         pieces.feed(&body[..a]);
         pieces.feed(&body[a..b]);
         pieces.feed(&body[b..]);

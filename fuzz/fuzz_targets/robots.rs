@@ -1,19 +1,29 @@
-//! robots.txt: a body as fetched (through the record the crawl state keeps of it), and any
-//! bytes as a stored record: never panics.
+//! robots.txt: any bytes as a fetched body (parsed, matched, its `Crawl-delay` read), as a
+//! response's `Location`, and as a stored verdict record: never panics.
 #![no_main]
 
-use engine::robots::RobotsCache;
 use libfuzzer_sys::fuzz_target;
+use robots::{Kind, Rules};
 
 fuzz_target!(|data: &[u8]| {
-    let cache = RobotsCache::new("crawler/0.1");
-    // Any bytes as a stored record (version, kind, expiry, body).
-    let _ = cache.restore("http://any.example", data);
-    // The same bytes as the body of a parsed robots.txt that expires far in the future.
-    let mut record = vec![1u8, 2];
-    record.extend_from_slice(&u64::MAX.to_le_bytes());
-    record.extend_from_slice(data);
-    if cache.restore("http://robots.example", &record) {
-        let _ = cache.state_of("robots.example");
+    let rules = Rules::of("crawler", Kind::Parsed, data);
+    for url in [
+        "http://a.example/",
+        "http://a.example/a/b?c=d",
+        "http://a.example/%7E/x$",
+    ] {
+        let _ = rules.allowed(&url::Url::parse(url).unwrap());
+    }
+    let _ = rules.crawl_delay();
+    let location = String::from_utf8_lossy(data);
+    let _ = robots::answer(
+        "http://a.example/robots.txt",
+        Some(301),
+        Vec::new(),
+        Some(&location),
+        None,
+    );
+    if let Some((kind, _, body)) = robots::decode(data) {
+        let _ = Rules::of("crawler", kind, body).state();
     }
 });

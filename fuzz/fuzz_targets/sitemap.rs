@@ -2,8 +2,8 @@
 //! never panics, and what is returned stays within the protocol's limits.
 #![no_main]
 
-use engine::sitemap::{parse, robots_sitemaps, MAX_ENTRIES, MAX_LOC};
 use libfuzzer_sys::fuzz_target;
+use sitemaps::{parse, robots_sitemaps, MAX_ENTRIES, MAX_LOC};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(s) = parse(data) {

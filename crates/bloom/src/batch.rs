@@ -1,7 +1,7 @@
 //! The batch operations of [`RawFilter`]: `put_hashes` and `might_contain_hashes` answer
 //! exactly as one call per item would, but overlap the memory accesses of many items — the
 //! probes of [`BATCH`] items loaded together, software-pipelined with prefetches on arrays of
-//! [`PREFETCH_MIN_BYTES`] and more. They serve `crawler bloom build` / `query` (1.5–2.5× one
+//! [`PREFETCH_MIN_BYTES`](crate::raw::PREFETCH_MIN_BYTES) and more. They serve `crawler bloom build` / `query` (1.5–2.5× one
 //! call per key at 10^8 keys, BENCHMARKS.md §1); the crawl's frontier uses the single-key
 //! calls. The prefetch itself is a hint of `hints.rs`, where the crate's `unsafe` lives.
 
@@ -12,13 +12,6 @@ use crate::raw::{with_k, RawFilter, INLINE_PROBES};
 
 /// Items whose probes the batch operations load together.
 pub const BATCH: usize = 16;
-
-/// Arrays from this size up are prefetched by the batch operations. Below it the lines are
-/// near (in the L2, or in an L3 a few tens of cycles away), and a filter for 10^6 keys
-/// (1.2 MB) ran 5–15% *slower* with the prefetches on a machine with 1 MiB of L2 per core,
-/// and lost 5–7% on present keys with 512 KiB; at 2.4 MB they were even, from 4.8 MB on they
-/// pay (BENCHMARKS.md §1).
-pub(crate) const PREFETCH_MIN_BYTES: usize = 2 << 20;
 
 // The batch operations keep one bit per item in a `u32`.
 const _: () = assert!(BATCH <= 32);
@@ -64,7 +57,7 @@ impl RawFilter {
     /// as it would one at a time.
     ///
     /// The batches are software-pipelined: right after item `j`'s writes, the probes of item
-    /// `j` of the next batch are reduced, and on arrays of at least [`PREFETCH_MIN_BYTES`]
+    /// `j` of the next batch are reduced, and on arrays of at least [`PREFETCH_MIN_BYTES`](crate::raw::PREFETCH_MIN_BYTES)
     /// their lines prefetched. A locked write takes tens of cycles (about 10 ns on the
     /// Zen 1 machine of BENCHMARKS.md §1), and what follows it in program order and needs no memory —
     /// the multiplications of the reductions, the prefetches — runs during that time instead
@@ -134,7 +127,7 @@ impl RawFilter {
     /// Queries many items at once: `found[j]` becomes
     /// [`might_contain_hash`](Self::might_contain_hash) of `hashes[j]`.
     ///
-    /// On arrays of at least [`PREFETCH_MIN_BYTES`] the probes are software-pipelined
+    /// On arrays of at least [`PREFETCH_MIN_BYTES`](crate::raw::PREFETCH_MIN_BYTES) the probes are software-pipelined
     /// (see [`might_contain_pipelined`](Self::might_contain_pipelined)): each probe's line is
     /// prefetched a round before it is read, and an item stops after its first clear bit, so an
     /// absent item costs about the lines a single query would read (≈ 2, plus one prefetched
@@ -168,7 +161,7 @@ impl RawFilter {
     }
 
     /// The two stages of [`might_contain_hashes`](Self::might_contain_hashes) for arrays
-    /// below [`PREFETCH_MIN_BYTES`], with `k` = [`Self::k`], until a batch passes whole.
+    /// below [`PREFETCH_MIN_BYTES`](crate::raw::PREFETCH_MIN_BYTES), with `k` = [`Self::k`], until a batch passes whole.
     ///
     /// Stage two's loads wait for stage one's, since which items go on depends on the bits
     /// stage one read. That saves an absent item (half of them stop at the first probe)
@@ -253,7 +246,7 @@ impl RawFilter {
 
     /// Batch queries of known keys, with `k` = [`Self::k`]: while batch `c` reads all `k`
     /// probes of each of its items, the probes of batch `c + 1` are reduced and, on an array
-    /// of at least [`PREFETCH_MIN_BYTES`], their lines prefetched — `put_hashes`' plan,
+    /// of at least [`PREFETCH_MIN_BYTES`](crate::raw::PREFETCH_MIN_BYTES), their lines prefetched — `put_hashes`' plan,
     /// without the writes. Nothing waits on a load but the answer.
     ///
     /// The other plans hand the rest of a call over to it once every item of a batch has
@@ -384,7 +377,7 @@ impl RawFilter {
     }
 
     /// Readies one item for [`put_hashes`](Self::put_hashes)' load pass: its probes reduced
-    /// and, on arrays of at least [`PREFETCH_MIN_BYTES`], their lines prefetched.
+    /// and, on arrays of at least [`PREFETCH_MIN_BYTES`](crate::raw::PREFETCH_MIN_BYTES), their lines prefetched.
     #[inline(always)]
     fn stage_item(&self, hash: Hash128, probes: &mut [u64; INLINE_PROBES]) {
         self.item_indices(hash, probes);

@@ -14,6 +14,12 @@ use crate::funnel::Hash128;
 use crate::sizing;
 use crate::strategy::Strategy;
 
+/// Arrays from this size up are prefetched by the batch operations. Below it the lines are
+/// near (in the L2, or in an L3 a few tens of cycles away), and a filter for 10^6 keys
+/// (1.2 MB) ran 5–15% *slower* with the prefetches on a machine with 1 MiB of L2 per core,
+/// and lost 5–7% on present keys with 512 KiB; at 2.4 MB they were even, from 4.8 MB on they
+/// pay (BENCHMARKS.md §1).
+pub(crate) const PREFETCH_MIN_BYTES: usize = 2 << 20;
 /// Hash functions the fast paths keep on the stack; more (or Guava's MITZ_32 strategy) take
 /// the one-bit-at-a-time path.
 pub(crate) const INLINE_PROBES: usize = 16;
@@ -64,7 +70,7 @@ pub struct RawFilter {
     /// `% bit_size` without a division instruction; derived from `bits`.
     pub(crate) modulo: FastMod,
     /// Whether the batch operations prefetch: the array is at least
-    /// [`PREFETCH_MIN_BYTES`](crate::batch::PREFETCH_MIN_BYTES).
+    /// [`PREFETCH_MIN_BYTES`](PREFETCH_MIN_BYTES).
     pub(crate) prefetch: bool,
     /// Whether the array fits in the processor's last-level cache, where batch queries of
     /// known keys go one batch at a time with all their lines prefetched.
@@ -94,7 +100,7 @@ impl RawFilter {
         }
         Ok(Self {
             modulo: FastMod::new(bits.bit_size()),
-            prefetch: bits.word_count() * 8 >= crate::batch::PREFETCH_MIN_BYTES,
+            prefetch: bits.word_count() * 8 >= PREFETCH_MIN_BYTES,
             fits_in_cache: bits.word_count() * 8 <= crate::words::last_level_cache_bytes(),
             bits,
             num_hashes,

@@ -11,11 +11,12 @@ use frontier::{Admission, Canonicalizer, HostControls, HostInfo, HostPage, HostQ
 use tokio::sync::broadcast;
 use url::Url;
 
-use crate::leases::{self, Completed, Completion, Leased};
+use crate::leases::{Completed, Completion, ExternalLeases, Leased};
 use crate::metrics::HistogramSnapshot;
 use crate::output::Status;
-use crate::report::{frontier_stats, live_status};
-use crate::worker::{lock, Ctx};
+use crate::record::Recorder;
+use crate::report::{live_status, Report};
+use crate::sync::lock;
 
 /// What became of one seed given to a running crawl.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +44,8 @@ pub enum ForgetResult {
     Invalid(String),
 }
 
-/// One host as the service shows it: the frontier's view and the robots.txt verdict.
+/// One host as the service shows it: the frontier's view (its `errors` counting failed
+/// robots.txt fetches of this process too) and the robots.txt verdict.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostView {
     /// The frontier's figures.
@@ -80,20 +82,33 @@ pub struct MetricsSnapshot {
     pub leases_expired: u64,
     /// Records written.
     pub pages: u64,
+    /// Frontier calls that failed, by kind (`unavailable`, `full`, `failed`).
+    pub frontier_failures: Vec<(&'static str, u64)>,
+    /// Seconds the frontier has been failing now (0: it answers).
+    pub frontier_unavailable_secs: f64,
+    /// The frontier's lost leases: expired before this process wrote their records.
+    pub leases_lost: u64,
 }
 
-/// The handle a service holds on a running crawl.
+/// The handle a service holds on a running crawl: the reports' sources (counters, frontier,
+/// run, state), the external leases, the recorder's event stream and robots.txt verdicts.
 #[derive(Debug, Clone)]
 pub struct Control {
-    pub(crate) ctx: Arc<Ctx>,
+    pub(crate) report: Arc<Report>,
+    pub(crate) leases: ExternalLeases,
+    pub(crate) recorder: Recorder,
     pub(crate) canon: Arc<Canonicalizer>,
+    /// `service.allow_private_seeds`: an API seed's addresses pass the SSRF guard.
+    pub(crate) allow_private_seeds: bool,
+    /// `service.lease_secs`: an external lease's default length.
+    pub(crate) lease_secs: u64,
 }
 
 impl Control {
     /// `status.json`'s content, now.
     pub async fn status(&self) -> Status {
-        let stats = frontier_stats(&self.ctx).await;
-        live_status(&self.ctx, &stats)
+        let stats = self.report.frontier.stats().await;
+        live_status(&self.report, &stats)
     }
 
     /// Offers seeds as the command line's are (canonicalised, widening the scope); says
@@ -104,9 +119,13 @@ impl Control {
         for raw in urls {
             match self.check_seed(raw) {
                 Ok(url) => {
-                    if self.ctx.cfg.service.allow_private_seeds {
-                        if let Some(host) = url.host_str() {
-                            self.ctx.fetcher.guard().allow_host(host);
+                    if self.allow_private_seeds {
+                        // Names are resolved when the client connects to them.
+                        let guard = self.leases.fetching.fetcher.guard();
+                        for origin in
+                            crate::operator_origins(std::slice::from_ref(&url), &self.canon)
+                        {
+                            guard.allow_origin(&origin);
                         }
                     }
                     links.push(Link::new(url, 0));
@@ -118,7 +137,8 @@ impl Control {
         let admissions = if links.is_empty() {
             Vec::new()
         } else {
-            self.ctx
+            self.report
+                .frontier
                 .with_frontier("seed", |f| f.seed(links.clone()))
                 .await
                 .unwrap_or_default()
@@ -155,7 +175,7 @@ impl Control {
     /// rules) that was done is queued again. Needs the crawl state (`crawl.persist`), which
     /// knows what is done; `Err` says why when there is none or it cannot be read.
     pub async fn forget(&self, urls: &[String]) -> Result<Vec<ForgetResult>, String> {
-        let Some(store) = self.ctx.store.clone() else {
+        let Some(store) = self.report.store.clone() else {
             return Err("forgetting needs the crawl state (crawl.persist = true)".into());
         };
         let mut results: Vec<Option<ForgetResult>> = Vec::with_capacity(urls.len());
@@ -199,7 +219,8 @@ impl Control {
         }
         if !again.is_empty()
             && self
-                .ctx
+                .report
+                .frontier
                 .with_frontier("requeue", |f| f.requeue(again.clone()))
                 .await
                 .is_none()
@@ -215,26 +236,32 @@ impl Control {
 
     /// No new fetch starts until [`resume`](Self::resume); fetches in flight finish.
     pub fn pause(&self) {
-        self.ctx.held.send_replace(true);
+        self.report.run.hold(true);
         tracing::info!("paused by the operator");
     }
 
     /// Fetching starts again.
     pub fn resume(&self) {
-        self.ctx.held.send_replace(false);
+        self.report.run.hold(false);
         tracing::info!("resumed by the operator");
     }
 
     /// A page of hosts with their robots.txt state.
     pub async fn hosts(&self, query: HostQuery) -> Option<(Vec<HostView>, HostPage)> {
         let mut page = self
-            .ctx
-            .with_frontier("hosts", |f| f.hosts(query.clone()))
+            .report
+            .frontier
+            .read_frontier("hosts", |f| f.hosts(query.clone()))
             .await?;
         let views = std::mem::take(&mut page.hosts)
             .into_iter()
-            .map(|info| {
-                let (robots, _) = self.ctx.robots.state_of(&info.host);
+            .map(|mut info| {
+                let (robots, _) = self.leases.fetching.robots.state_of(&info.host);
+                // A robots.txt that could not be had is an error of its host too.
+                info.errors += lock(&self.report.counters.robots_failures)
+                    .get(&info.host)
+                    .copied()
+                    .unwrap_or(0);
                 HostView { info, robots }
             })
             .collect();
@@ -243,7 +270,8 @@ impl Control {
 
     /// Changes a host's limits; `false` if the crawl knows no such host.
     pub async fn set_host(&self, host: &str, controls: HostControls) -> bool {
-        self.ctx
+        self.report
+            .frontier
             .with_frontier("set_host", |f| f.set_host(host, controls.clone()))
             .await
             .unwrap_or(false)
@@ -252,32 +280,39 @@ impl Control {
     /// Leases up to `max` due URLs to an external fetcher for `lease_secs` (the service's
     /// default when `None`).
     pub async fn lease(&self, max: usize, lease_secs: Option<u64>) -> Vec<Leased> {
-        let secs = lease_secs.unwrap_or(self.ctx.cfg.service.lease_secs);
-        leases::lease(&self.ctx, max, secs.clamp(1, 86_400)).await
+        let secs = lease_secs.unwrap_or(self.lease_secs);
+        self.leases.lease(max, secs.clamp(1, 86_400)).await
     }
 
     /// Takes an external fetcher's results.
     pub async fn complete(&self, completions: Vec<Completion>) -> Vec<Completed> {
         let mut out = Vec::with_capacity(completions.len());
         for c in completions {
-            out.push(leases::complete(&self.ctx, c).await);
+            out.push(self.leases.complete(c).await);
         }
         out
     }
 
+    /// The newest `n` error records (no response, or a status of 400 or more), newest
+    /// first; at most [`crate::recent::RECENT_ERRORS`] are kept.
+    pub fn recent_errors(&self, n: usize) -> Vec<Arc<crate::output::PageRecord>> {
+        self.report.counters.recent_errors.newest(n)
+    }
+
     /// Every record written from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<crate::output::PageRecord>> {
-        self.ctx.events.subscribe()
+        self.recorder.events.subscribe()
     }
 
     /// Whether the crawl is stopping (the service should stop too).
     pub fn stopping(&self) -> bool {
-        self.ctx.stopped()
+        self.report.run.stopped()
     }
 
     /// The figures `/metrics` shows; no per-host work.
     pub async fn metrics(&self) -> MetricsSnapshot {
-        let c = &self.ctx.counters;
+        let r = &self.report;
+        let c = &r.counters;
         let mut fetches_by_class: BTreeMap<String, u64> = BTreeMap::new();
         for (status, n) in lock(&c.by_status).iter() {
             let class = match status.as_bytes().first() {
@@ -286,15 +321,17 @@ impl Control {
             };
             *fetches_by_class.entry(class).or_default() += n;
         }
-        let store = self.ctx.store.as_ref().map(|s| s.stats());
+        let store = r.store.as_ref().map(|s| s.stats());
+        let frontier = r.frontier.stats().await;
+        let leases_lost = frontier.extra("leases_lost_here");
         MetricsSnapshot {
             fetches_by_class,
             latency: c.latency.snapshot(),
             bytes: c.bytes.load(Ordering::Relaxed),
             retries: c.retries.load(Ordering::Relaxed),
             robots_disallowed: c.robots_disallowed.load(Ordering::Relaxed),
-            frontier: frontier_stats(&self.ctx).await,
-            state_backlog: self.ctx.store.as_ref().map_or(0, |s| s.backlog()),
+            frontier,
+            state_backlog: r.store.as_ref().map_or(0, |s| s.backlog()),
             checkpoints: store.as_ref().map_or(0, |s| s.checkpoints),
             checkpoint_seconds: store
                 .as_ref()
@@ -302,9 +339,12 @@ impl Control {
             last_checkpoint_seconds: store
                 .as_ref()
                 .map_or(0.0, |s| s.last_checkpoint_micros as f64 / 1e6),
-            leases_out: self.ctx.leases.out(),
-            leases_expired: self.ctx.leases.expired.load(Ordering::Relaxed),
+            leases_out: r.leases.out(),
+            leases_expired: r.leases.expired.load(Ordering::Relaxed),
             pages: c.pages.load(Ordering::Relaxed),
+            frontier_failures: r.frontier.health().failures().to_vec(),
+            frontier_unavailable_secs: r.frontier.health().unavailable_secs().unwrap_or(0.0),
+            leases_lost,
         }
     }
 }

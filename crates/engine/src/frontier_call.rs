@@ -1,53 +1,122 @@
-//! Calling the frontier from the workers: a failed call (a remote frontier out of reach) is
-//! retried with back-off until it succeeds or the crawl stops, and what a call is handed is
-//! copied for the next attempt only when a call can fail.
+//! [`FrontierClient`]: the frontier as the crawl's tasks call it. A failed call (a remote
+//! frontier out of reach, or full) is retried with back-off until it succeeds or the crawl
+//! stops; one that retrying cannot fix stops the crawl. What a call is handed is copied for
+//! the next attempt only when a call can fail.
+//!
+//! Each kind of failure is its own episode, logged once when it begins and once when it
+//! ends, and shown while it lasts (`status.json`'s `frontier_error` and
+//! `frontier_unavailable_secs`, `/metrics`, the dashboard). A cheap-clone handle.
 
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use frontier::{Frontier, FrontierError};
 
-use crate::output;
-use crate::worker::Ctx;
+use crate::frontier_health::FrontierHealth;
+use crate::run::Run;
+use crate::stop::StopReason;
 
-impl Ctx {
+/// The frontier, its health and the run it stops (see the module header).
+#[derive(Debug, Clone)]
+pub(crate) struct FrontierClient {
+    frontier: Arc<dyn Frontier>,
+    health: Arc<FrontierHealth>,
+    run: Run,
+}
+
+impl FrontierClient {
+    pub(crate) fn new(frontier: Arc<dyn Frontier>, run: Run) -> Self {
+        Self {
+            frontier,
+            health: Arc::default(),
+            run,
+        }
+    }
+
+    /// Whether a call can fail (a frontier across a network): callers keep what they hand
+    /// it for a retry, and records are fenced.
+    pub(crate) fn calls_can_fail(&self) -> bool {
+        self.frontier.calls_can_fail()
+    }
+
+    /// How the frontier has been answering.
+    pub(crate) fn health(&self) -> &FrontierHealth {
+        &self.health
+    }
+
+    /// The frontier's counters; empty ones (and a warning) when the frontier cannot answer.
+    pub(crate) async fn stats(&self) -> frontier::Stats {
+        self.frontier.stats().await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "frontier statistics unavailable");
+            frontier::Stats::default()
+        })
+    }
+
     /// Runs a frontier call until it succeeds, waiting with back-off (50 ms doubling to 5 s)
-    /// between failures; `None` once the crawl is stopping and the call still fails. The
-    /// first failure after a success and the recovery are logged once for the process (a
-    /// remote frontier out of reach fails every worker's calls at once), and `status.json`
-    /// says how long the frontier has been unreachable.
+    /// between retryable failures; `None` once the crawl is stopping and the call still
+    /// fails, or when the failure cannot be retried (the crawl then stops, with
+    /// [`StopReason::FrontierError`]).
     pub(crate) async fn with_frontier<'a, T>(
         &'a self,
         what: &str,
+        call: impl FnMut(&'a dyn Frontier) -> frontier::BoxFuture<'a, Result<T, FrontierError>>,
+    ) -> Option<T> {
+        self.call_frontier(what, true, call).await
+    }
+
+    /// As [`with_frontier`](Self::with_frontier), for a call that only reads (the hosts
+    /// listing): its success does not end an episode of failures — a full Redis still
+    /// answers reads, and refuses every change.
+    pub(crate) async fn read_frontier<'a, T>(
+        &'a self,
+        what: &str,
+        call: impl FnMut(&'a dyn Frontier) -> frontier::BoxFuture<'a, Result<T, FrontierError>>,
+    ) -> Option<T> {
+        self.call_frontier(what, false, call).await
+    }
+
+    async fn call_frontier<'a, T>(
+        &'a self,
+        what: &str,
+        changes: bool,
         mut call: impl FnMut(&'a dyn Frontier) -> frontier::BoxFuture<'a, Result<T, FrontierError>>,
     ) -> Option<T> {
         let mut wait = Duration::from_millis(50);
         loop {
             match call(&*self.frontier).await {
                 Ok(v) => {
-                    let since = self.frontier_down.swap(0, Ordering::Relaxed);
-                    if since > 0 {
-                        let secs = output::now_unix_ms().saturating_sub(since) as f64 / 1000.0;
-                        tracing::warn!(after_secs = secs, "frontier reachable again; crawling on");
+                    if changes {
+                        self.health.answered();
                     }
                     return Some(v);
                 }
-                Err(e) if self.stopped() => {
-                    tracing::warn!(error = %e, call = what, "frontier call failed while stopping");
-                    return None;
-                }
                 Err(e) => {
-                    let now = output::now_unix_ms().max(1);
-                    let first = self
-                        .frontier_down
-                        .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_ok();
+                    let first = self.health.failed(&e);
+                    if !e.is_retryable() {
+                        if first {
+                            tracing::error!(error = %e, call = what, "the frontier refused a call that retrying cannot fix; stopping the crawl");
+                        }
+                        self.run.stop(StopReason::FrontierError);
+                        return None;
+                    }
+                    if self.run.stopped() {
+                        tracing::warn!(error = %e, call = what, "frontier call failed while stopping");
+                        return None;
+                    }
                     if first {
-                        tracing::warn!(
-                            error = %e,
-                            call = what,
-                            "frontier unavailable; the workers wait and retry with back-off"
-                        );
+                        match e {
+                            FrontierError::Full(_) => tracing::error!(
+                                error = %e,
+                                call = what,
+                                "the shared frontier is full: admission and fetching wait until \
+                                 it has room (raise Redis' maxmemory); nothing is lost meanwhile"
+                            ),
+                            _ => tracing::warn!(
+                                error = %e,
+                                call = what,
+                                "frontier unavailable; the workers wait and retry with back-off"
+                            ),
+                        }
                     } else {
                         tracing::debug!(error = %e, call = what, retry_in = ?wait, "frontier call failed");
                     }

@@ -7,9 +7,11 @@
 //! producers of new links; a page's links are offered (one call per page) *before* its lease
 //! is completed, so the crawl ends exactly when nothing is queued and nothing is in flight.
 //!
-//! The workers see the frontier only through the [`Frontier`] trait (an `Arc<dyn Frontier>`):
-//! the lifecycle of a URL (done once its record is written) and the page budget are the
-//! frontier's; the engine reports outcomes. A frontier call that fails (a remote frontier out
+//! The engine is handed its frontier ([`CrawlFrontier`], built by the `launch` crate) and sees
+//! it only through the frontier traits: [`Frontier`] while crawling, [`Resumable`] while a
+//! durable crawl is restored, [`RobotsShare`] for a shared crawl's robots.txt verdicts. It names
+//! no implementation. The lifecycle of a URL (done once its record is written) and the page
+//! budget are the frontier's; the engine reports outcomes. A frontier call that fails (a remote frontier out
 //! of reach) is retried with back-off until it succeeds or the crawl stops.
 //!
 //! Retries (connection errors, timeouts, 5xx, 429) are not loops inside a worker: the URL goes
@@ -19,33 +21,41 @@
 
 #![forbid(unsafe_code)]
 
-pub mod archive;
-pub mod config;
+pub use ::config;
+pub use output::{archive, clock};
 pub mod control;
-pub mod extract;
-pub mod fetch;
-pub mod guard;
-pub mod output;
+pub use ::fetch;
+pub use ::output;
 pub mod parse_pool;
 pub mod robots;
-pub mod sitemap;
-pub mod state;
+mod sitemap;
+pub use ::resume;
+mod sync;
 
+mod counters;
 mod frontier_call;
+mod frontier_health;
+mod handles;
+mod lease_table;
 mod leases;
 mod metrics;
-pub mod reconcile;
-pub mod replay;
+mod pause;
+mod recent;
+mod record;
 mod report;
+mod run;
+mod sitemap_budget;
+mod stop;
+mod tail;
 mod worker;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use frontier::{
-    CanonConfig, Frontier, FrontierConfig, FrontierError, HostScope, Link, LocalFrontier, Order,
-    Politeness, ScopeConfig,
+    CanonConfig, Frontier, FrontierConfig, FrontierError, HostScope, Link, Order, Politeness,
+    Resumable, RobotsShare, ScopeConfig,
 };
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -56,15 +66,15 @@ pub use config::{
 };
 pub use control::{Control, ForgetResult, HostView, MetricsSnapshot, SeedResult};
 use fetch::Fetcher;
+use handles::{Handles, Parts};
 pub use leases::{Completed, Completion, Leased};
 pub use metrics::{HistogramSnapshot, LATENCY_BUCKETS};
 use output::Output;
-use report::{
-    frontier_stats, spawn_bar, spawn_progress, spawn_status, state_name, status, summarize,
-};
-pub use report::{FrontierSummary, StopReason, Summary};
+use report::{spawn_bar, spawn_progress, spawn_status, state_name, status, summarize, Report};
+pub use report::{FrontierSummary, Summary};
 use robots::RobotsCache;
-use worker::{worker, Counters, Ctx};
+pub use stop::StopReason;
+use worker::worker;
 
 /// Why a crawl could not start.
 #[derive(Debug, thiserror::Error)]
@@ -76,9 +86,6 @@ pub enum EngineError {
     /// A seed is not an http(s) URL.
     #[error("seed `{0}` is not an http(s) URL: {1}")]
     BadSeed(String, String),
-    /// The frontier could not be built (scope patterns, filter, spill directory).
-    #[error("frontier: {0}")]
-    Frontier(#[from] frontier::BuildError),
     /// The HTTP client could not be built.
     #[error("HTTP client: {0}")]
     Client(#[from] fetch::ClientError),
@@ -94,20 +101,6 @@ pub enum EngineError {
     /// The seeds could not be offered to the frontier.
     #[error("cannot offer the seeds: {0}")]
     SeedOffer(FrontierError),
-    /// The shared frontier's Redis could not be reached or used (`frontier.backend = "redis"`).
-    #[error("frontier in Redis at {url}: {error}")]
-    Redis {
-        /// `frontier.redis_url`, its password hidden.
-        url: String,
-        /// What failed.
-        error: redis_frontier::RedisFrontierError,
-    },
-    /// `--fresh` with a shared frontier: the crawl lives in Redis, for every process of it.
-    #[error(
-        "--fresh would not start the shared crawl over: it lives in Redis for every process \
-         of it; give a new frontier.crawl_id instead"
-    )]
-    FreshShared,
     /// `crawl.workers = 0` outside `crawler serve`: nothing would fetch.
     #[error("crawl.workers = 0 leaves the crawling to external fetchers: use `crawler serve`")]
     NoWorkers,
@@ -173,16 +166,13 @@ pub enum ProgressMode {
 
 /// How to run a crawl, besides its configuration.
 impl EngineError {
-    /// Whether something outside the crawl is unreachable (the shared frontier's Redis),
-    /// rather than the crawl's settings or files being wrong.
+    /// Whether something outside the crawl is unreachable (a shared frontier), rather than
+    /// the crawl's settings or files being wrong.
     pub fn is_unavailable(&self) -> bool {
-        matches!(
-            self,
-            EngineError::Redis {
-                error: redis_frontier::RedisFrontierError::Redis(_),
-                ..
-            }
-        )
+        match self {
+            EngineError::SeedOffer(e) => e.is_retryable(),
+            _ => false,
+        }
     }
 }
 
@@ -197,21 +187,47 @@ pub struct RunOptions {
     pub serve: bool,
 }
 
-/// Runs a crawl to its end (or until `shutdown` is cancelled), writing `pages.jsonl` and
-/// `stats.json` into `crawl.out_dir`. With `crawl.persist`, an existing state resumes.
+/// The frontier a crawl runs on. The caller builds it (the `launch` crate: in memory, durable
+/// or shared in Redis) from [`frontier_config`] and the [`check`]ed seeds; the engine names no
+/// implementation.
+#[derive(Debug)]
+pub enum CrawlFrontier {
+    /// A frontier in this process. With `crawl.persist` the engine restores it from the
+    /// crawl state and has it journal there from then on.
+    Local(Box<dyn Resumable>),
+    /// A frontier the crawl's processes share: the crawl's state is the frontier's (nothing
+    /// of it is kept here), and robots.txt verdicts are shared through `robots`.
+    Shared {
+        /// The frontier.
+        frontier: Arc<dyn Frontier>,
+        /// Where the processes share robots.txt verdicts.
+        robots: Arc<dyn RobotsShare>,
+    },
+}
+
+/// Runs a crawl on `frontier` to its end (or until `shutdown` is cancelled), writing
+/// `pages.jsonl` and `stats.json` into `crawl.out_dir`. With `crawl.persist`, an existing
+/// state resumes.
 pub async fn run(
     cfg: CrawlConfig,
+    frontier: CrawlFrontier,
     shutdown: CancellationToken,
     opts: RunOptions,
 ) -> Result<Summary, EngineError> {
-    start(cfg, opts).await?.finish(shutdown).await
+    start(cfg, frontier, opts).await?.finish(shutdown).await
 }
 
 /// A crawl that has started: its workers run; [`control`](Running::control) is the handle
 /// a service uses, [`finish`](Running::finish) waits for the end and writes the output.
 #[derive(Debug)]
 pub struct Running {
-    ctx: Arc<Ctx>,
+    report: Arc<Report>,
+    output: Output,
+    /// The settings the end of a crawl applies.
+    max_duration_secs: u64,
+    drain_secs: u64,
+    exact: bool,
+    serving: bool,
     control: Control,
     workers: tokio::task::JoinSet<()>,
     progress: tokio::task::JoinHandle<()>,
@@ -220,8 +236,21 @@ pub struct Running {
     reaper_stop: CancellationToken,
     writer: tokio::task::JoinHandle<std::io::Result<u64>>,
     store: Option<Arc<store::Store>>,
-    state_summary: Option<state::StateSummary>,
+    state_summary: Option<resume::StateSummary>,
     out_dir: PathBuf,
+}
+
+/// The crawl's seeds, after the checks a crawl must pass before anything is built for it:
+/// every seed an http(s) URL, at least one outside a service, and workers to fetch them.
+pub fn check(cfg: &CrawlConfig, opts: RunOptions) -> Result<Vec<Url>, EngineError> {
+    let seeds = parse_seeds(cfg)?;
+    if seeds.is_empty() && !opts.serve {
+        return Err(EngineError::NoSeeds);
+    }
+    if cfg.crawl.workers.count(cfg.crawl.concurrency) == 0 && !opts.serve {
+        return Err(EngineError::NoWorkers);
+    }
+    Ok(seeds)
 }
 
 fn parse_seeds(cfg: &CrawlConfig) -> Result<Vec<Url>, EngineError> {
@@ -243,6 +272,17 @@ fn parse_seeds(cfg: &CrawlConfig) -> Result<Vec<Url>, EngineError> {
         .collect()
 }
 
+/// The seeds as given and as canonicalised (`strip_www` may change the host).
+pub(crate) fn operator_origins(seeds: &[Url], canon: &frontier::Canonicalizer) -> Vec<Url> {
+    let mut origins = seeds.to_vec();
+    origins.extend(
+        seeds
+            .iter()
+            .filter_map(|s| canon.canonicalize(s.as_str(), None).ok()),
+    );
+    origins
+}
+
 /// The seeds as links.
 fn seed_links(seeds: &[Url]) -> Vec<Link> {
     seeds
@@ -254,34 +294,24 @@ fn seed_links(seeds: &[Url]) -> Vec<Link> {
         .collect()
 }
 
-/// Opens the state and the output, offers the seeds and starts the workers.
-pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, EngineError> {
+/// Opens the state and the output, offers the seeds and starts the workers on `frontier`.
+pub async fn start(
+    cfg: CrawlConfig,
+    frontier: CrawlFrontier,
+    opts: RunOptions,
+) -> Result<Running, EngineError> {
     let started = Instant::now();
-    let seeds = parse_seeds(&cfg)?;
-    if seeds.is_empty() && !opts.serve {
-        return Err(EngineError::NoSeeds);
-    }
+    let seeds = check(&cfg, opts)?;
     let workers_wanted = cfg.crawl.workers.count(cfg.crawl.concurrency);
-    if workers_wanted == 0 && !opts.serve {
-        return Err(EngineError::NoWorkers);
-    }
-    if opts.fresh && cfg.frontier.backend == FrontierBackend::Redis {
-        return Err(EngineError::FreshShared);
-    }
-    let seed_strs: Vec<&str> = seeds.iter().map(Url::as_str).collect();
-    let fcfg = FrontierConfig {
-        keep_open: opts.serve,
-        ..frontier_config(&cfg)
-    };
-    let canon = Arc::new(frontier::Canonicalizer::new(fcfg.canon.clone()));
-    // The operator's seeds may be private addresses (the SSRF guard allows their hosts).
-    let seed_hosts = seeds.iter().filter_map(|u| u.host_str().map(str::to_owned));
+    let canon = Arc::new(frontier::Canonicalizer::new(frontier_config(&cfg).canon));
     let mut fetcher = Fetcher::new(
         &cfg.fetch,
         &cfg.crawl.user_agent,
         cfg.politeness.max_per_host,
-        seed_hosts,
     )?;
+    // The operator's seeds may be private addresses: the SSRF guard allows the socket
+    // addresses they resolve to (as written, and as the crawl will fetch them).
+    fetcher.allow_seeds(&operator_origins(&seeds, &canon)).await;
     let out_dir = cfg.crawl.out_dir.clone();
     let mut warc = if cfg.output.warc {
         let dir = archive::dir(&cfg);
@@ -295,45 +325,54 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
     } else {
         None
     };
-    let redis = cfg.frontier.backend == FrontierBackend::Redis;
-    if redis && cfg.crawl.persist {
-        tracing::info!("crawl.persist: the local crawl state is not used with the shared frontier");
-    }
-    let (frontier, store, mut state_summary): (Arc<dyn Frontier>, _, _) = if redis {
-        // The shared frontier is the crawl's state: nothing of it is kept here.
-        (
-            Arc::new(redis_frontier(&cfg, fcfg, &seed_strs).await?),
-            None,
-            None,
-        )
-    } else if cfg.crawl.persist {
-        let local = LocalFrontier::new(fcfg, &seed_strs)?;
-        let (f, s, mut summary, mut tail) = state::open(&cfg, local, opts.fresh)?;
-        // Before anything is appended: the output after the last checkpoint made to agree
-        // with the state (exactly one record per fetched URL). Pages fetched since then are
-        // read back from the archive rather than fetched again.
-        let replayed = match &warc {
-            Some(w) => tail.replay(&f, &replay::Rules::of(&cfg), w, seed_links(&seeds)),
-            None => reconcile::Replayed::default(),
-        };
-        let reconciled = tail
-            .apply(&out_dir, warc.as_mut())
-            .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
-        for entry in replayed.requeue {
-            f.restore_entry(entry);
+    // Records of earlier runs of this crawl (a resumed one): pages_total counts them.
+    let mut earlier_pages = 0;
+    let mut robots_share = None;
+    let (frontier, store, mut state_summary): (Arc<dyn Frontier>, _, _) = match frontier {
+        CrawlFrontier::Shared { frontier, robots } => {
+            if cfg.crawl.persist {
+                tracing::info!(
+                    "crawl.persist: the local crawl state is not used with the shared frontier"
+                );
+            }
+            robots_share = Some(robots);
+            (frontier, None, None)
         }
-        // Their lines are kept (and synced): now they may be done. No output mark is
-        // committed before the hook below, so none covers them before these are journaled.
-        for &id in &replayed.done {
-            s.done(id, true);
+        CrawlFrontier::Local(local) if cfg.crawl.persist => {
+            let (f, s, mut summary, mut tail) = resume::open(&cfg, local, opts.fresh)?;
+            // Before anything is appended: the output after the last checkpoint made to agree
+            // with the state (exactly one record per fetched URL). Pages fetched since then
+            // are read back from the archive rather than fetched again.
+            let replayed = match &warc {
+                Some(w) => {
+                    tail.replay(&*f, &resume::replay::Rules::of(&cfg), w, seed_links(&seeds))
+                }
+                None => resume::reconcile::Replayed::default(),
+            };
+            let reconciled = tail
+                .apply(&out_dir, warc.as_mut())
+                .map_err(|e| EngineError::Output(out_dir.clone(), e))?;
+            for entry in replayed.requeue {
+                f.restore_entry(entry);
+            }
+            // Their lines are kept (and synced): now they may be done. No output mark is
+            // committed before the hook below, so none covers them before these are
+            // journaled.
+            for &id in &replayed.done {
+                s.done(id, true);
+            }
+            f.restore_pages(replayed.done.len() as u64);
+            earlier_pages = summary.pages_before + replayed.done.len() as u64;
+            if s.resumed() {
+                summary.output_tail = Some(reconciled);
+            }
+            (
+                Arc::from(f as Box<dyn Frontier>),
+                Some(Arc::new(s)),
+                Some(summary),
+            )
         }
-        f.restore_pages(replayed.done.len() as u64);
-        if s.resumed() {
-            summary.output_tail = Some(reconciled);
-        }
-        (Arc::new(f), Some(Arc::new(s)), Some(summary))
-    } else {
-        (Arc::new(LocalFrontier::new(fcfg, &seed_strs)?), None, None)
+        CrawlFrontier::Local(local) => (Arc::from(local as Box<dyn Frontier>), None, None),
     };
     // A URL is done in the state only once its line is written (workers complete a lease
     // after `Output::record` returns); the state writes out what is buffered and syncs the
@@ -358,7 +397,7 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
             .map_err(EngineError::SeedOffer)?;
     }
     let robots = match (&store, state_summary.as_mut()) {
-        (Some(store), Some(summary)) => state::robots_cache(&cfg.crawl.user_agent, store, summary)?,
+        (Some(store), Some(summary)) => robots::restored(&cfg.crawl.user_agent, store, summary)?,
         _ => RobotsCache::new(&cfg.crawl.user_agent),
     };
     let robots = if cfg.output.warc {
@@ -366,55 +405,62 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
     } else {
         robots
     };
-    let robots = if redis {
-        robots.with_shared(Arc::clone(&frontier))
-    } else {
-        robots
+    let robots = match robots_share {
+        Some(share) => robots.with_shared(share),
+        None => robots,
     };
     let threads = std::thread::available_parallelism().map_or(2, usize::from);
     let parse = parse_pool::ParsePool::new(threads).map_err(EngineError::Threads)?;
-    let ctx = Arc::new(Ctx {
-        robots,
-        parse,
-        cfg,
+    let Handles {
+        worker: crew,
+        external,
+        recorder,
+        report,
+    } = handles::wire(
+        &cfg,
+        opts.serve,
         frontier,
-        fetcher,
-        output,
-        counters: Counters::default(),
-        stop: Mutex::new(None),
-        store: store.clone(),
-        pause: state::Pause::default(),
-        held: tokio::sync::watch::Sender::new(false),
-        events: tokio::sync::broadcast::channel(1024).0,
-        leases: leases::Leases::default(),
-        sitemap_files: Default::default(),
-        started_at: output::now_rfc3339(),
-        started,
-        serving: opts.serve,
-        frontier_down: Default::default(),
-    });
-
+        Parts {
+            fetcher,
+            robots,
+            parse,
+            output: output.clone(),
+            store: store.clone(),
+            earlier_pages,
+            started,
+        },
+    );
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..workers_wanted {
-        workers.spawn(worker(Arc::clone(&ctx)));
+        workers.spawn(worker(crew.clone()));
     }
+    drop(crew);
     let progress = match opts.progress {
-        ProgressMode::Bar => spawn_bar(Arc::clone(&ctx), started),
-        ProgressMode::Log => spawn_progress(Arc::clone(&ctx), started),
+        ProgressMode::Bar => spawn_bar(Arc::clone(&report), started),
+        ProgressMode::Log => spawn_progress(Arc::clone(&report), started),
     };
-    let heartbeat = spawn_status(Arc::clone(&ctx), started);
+    let heartbeat = spawn_status(Arc::clone(&report), started);
     let reaper_stop = CancellationToken::new();
-    let reaper = tokio::spawn(leases::reap(
-        Arc::clone(&ctx),
-        Duration::from_millis(250),
-        reaper_stop.clone(),
-    ));
+    let reaper = tokio::spawn(
+        external
+            .clone()
+            .reap(Duration::from_millis(250), reaper_stop.clone()),
+    );
     Ok(Running {
         control: Control {
-            ctx: Arc::clone(&ctx),
+            report: Arc::clone(&report),
+            leases: external,
+            recorder,
             canon,
+            allow_private_seeds: cfg.service.allow_private_seeds,
+            lease_secs: cfg.service.lease_secs,
         },
-        ctx,
+        report,
+        output,
+        max_duration_secs: cfg.crawl.max_duration_secs,
+        drain_secs: cfg.crawl.drain_secs,
+        exact: cfg.frontier.dedup == DedupMode::Exact,
+        serving: opts.serve,
         workers,
         progress,
         heartbeat,
@@ -427,45 +473,6 @@ pub async fn start(cfg: CrawlConfig, opts: RunOptions) -> Result<Running, Engine
     })
 }
 
-/// Connects to the shared frontier `frontier.redis_url` names.
-async fn redis_frontier(
-    cfg: &CrawlConfig,
-    fcfg: FrontierConfig,
-    seeds: &[&str],
-) -> Result<redis_frontier::RedisFrontier, EngineError> {
-    let f = &cfg.frontier;
-    let settings = redis_frontier::RedisConfig {
-        url: f.redis_url.trim().to_owned(),
-        crawl_id: f.crawl_id.clone(),
-        lease: Duration::from_secs(f.lease_secs),
-        holder: None,
-    };
-    let frontier = redis_frontier::RedisFrontier::connect(fcfg, settings, seeds)
-        .await
-        .map_err(|error| EngineError::Redis {
-            url: redact(&f.redis_url),
-            error,
-        })?;
-    tracing::info!(
-        url = %redact(&f.redis_url),
-        crawl_id = %f.crawl_id,
-        holder = frontier.holder(),
-        "frontier shared in Redis"
-    );
-    Ok(frontier)
-}
-
-/// A URL with its password hidden.
-fn redact(url: &str) -> String {
-    match Url::parse(url.trim()) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        _ => url.trim().to_owned(),
-    }
-}
-
 impl Running {
     /// The handle a service uses on this crawl.
     pub fn control(&self) -> Control {
@@ -476,7 +483,12 @@ impl Running {
     /// `shutdown`; a service ends only on the last two), drains, and writes the output.
     pub async fn finish(self, shutdown: CancellationToken) -> Result<Summary, EngineError> {
         let Running {
-            ctx,
+            report,
+            output,
+            max_duration_secs,
+            drain_secs,
+            exact,
+            serving,
             control,
             mut workers,
             progress,
@@ -489,12 +501,10 @@ impl Running {
             out_dir,
         } = self;
         drop(control);
-        let started = ctx.started;
-        let serving = ctx.serving;
+        let started = report.started;
         // Stop conditions other than "finished": the duration limit and the shutdown signal.
-        let deadline = (ctx.cfg.crawl.max_duration_secs > 0).then(|| {
-            tokio::time::Instant::now() + Duration::from_secs(ctx.cfg.crawl.max_duration_secs)
-        });
+        let deadline = (max_duration_secs > 0)
+            .then(|| tokio::time::Instant::now() + Duration::from_secs(max_duration_secs));
         let stop_signal = async {
             tokio::select! {
                 _ = shutdown.cancelled() => StopReason::Shutdown,
@@ -509,10 +519,10 @@ impl Running {
         tokio::select! {
             // A service's workers may end (a budget) while the service goes on.
             _ = join_all(&mut workers), if !serving => {}
-            reason = stop_signal => ctx.stop(reason),
+            reason = stop_signal => report.run.stop(reason),
         }
         // Let in-flight fetches finish (their records are written), but not forever.
-        let drain = Duration::from_secs(ctx.cfg.crawl.drain_secs);
+        let drain = Duration::from_secs(drain_secs);
         if tokio::time::timeout(drain, join_all(&mut workers))
             .await
             .is_err()
@@ -532,14 +542,13 @@ impl Running {
         heartbeat.abort();
         let _ = heartbeat.await;
 
-        let stats = frontier_stats(&ctx).await;
-        let mut summary = summarize(&ctx, &stats, started);
-        let final_status = status(&ctx, &stats, started, state_name(summary.stopped_by));
-        let exact = ctx.cfg.frontier.dedup == DedupMode::Exact;
+        let stats = report.frontier.stats().await;
+        let mut summary = summarize(&report, &stats, started);
+        let final_status = status(&report, &stats, started, state_name(summary.stopped_by));
         // Every worker is gone: the writer writes every record sent and ends (a service's
         // handles may still be alive; their records are refused from now on).
-        ctx.output.close().await;
-        drop(ctx);
+        output.close().await;
+        drop((report, output));
         let written = match tokio::time::timeout(Duration::from_secs(30), writer).await {
             Ok(Ok(Ok(_))) => Ok(()),
             Ok(Ok(Err(e))) => Err(e),
@@ -561,7 +570,7 @@ impl Running {
                 let stats = store.stats();
                 s.checkpoints = stats.checkpoints;
                 if exact {
-                    s.exact_index = Some(state::ExactIndexSummary {
+                    s.exact_index = Some(resume::ExactIndexSummary {
                         fingerprints: stats.indexed,
                         bytes: stats.index_bytes,
                         complete: stats.index_complete,

@@ -8,7 +8,6 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use crate::extract;
 use crate::fetch::Pieces;
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -103,18 +102,18 @@ impl Drop for ParsePool {
 pub(crate) struct ExtractPieces<'a> {
     pub(crate) pool: &'a ParsePool,
     pub(crate) respect: bool,
-    pub(crate) extractor: Option<extract::Extractor>,
+    pub(crate) extractor: Option<link_extract::Extractor>,
     pub(crate) failed: Option<Dropped>,
 }
 
 impl ExtractPieces<'_> {
     /// The page's extractor so far, or a new one for its first piece.
     pub(crate) fn resume(
-        extractor: Option<extract::Extractor>,
+        extractor: Option<link_extract::Extractor>,
         content_type: Option<&str>,
         respect: bool,
-    ) -> extract::Extractor {
-        extractor.unwrap_or_else(|| extract::Extractor::new(content_type, respect))
+    ) -> link_extract::Extractor {
+        extractor.unwrap_or_else(|| link_extract::Extractor::new(content_type, respect))
     }
 }
 

@@ -11,26 +11,31 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::counters::Counters;
+use crate::frontier_call::FrontierClient;
+use crate::lease_table::Leases;
 use crate::output;
-use crate::state;
-use crate::worker::Ctx;
+use crate::pause::Pause;
+use crate::resume as state;
+use crate::run::Run;
+use crate::stop::StopReason;
 
-/// How the crawl ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// Nothing queued, nothing in flight.
-    Finished,
-    /// `max_pages` fetches made.
-    MaxPages,
-    /// `max_duration_secs` passed.
-    MaxDuration,
-    /// SIGINT/SIGTERM (or the caller's cancellation).
-    Shutdown,
-    /// The crawl state could not be written (several checkpoints failed in a row).
-    StateError,
-    /// `pages.jsonl` could not be written.
-    OutputError,
+/// What the reports read: the counters, the frontier, the run, the external leases, the
+/// state and its pause, and when the crawl started.
+#[derive(Debug)]
+pub(crate) struct Report {
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) frontier: FrontierClient,
+    pub(crate) run: Run,
+    pub(crate) leases: Arc<Leases>,
+    pub(crate) store: Option<Arc<store::Store>>,
+    pub(crate) pause: Arc<Pause>,
+    /// When the crawl started (RFC 3339) and its clock.
+    pub(crate) started_at: String,
+    pub(crate) started: Instant,
+    pub(crate) status_secs: u64,
+    pub(crate) progress_secs: u64,
+    pub(crate) out_dir: std::path::PathBuf,
 }
 
 /// What `stats.json` holds.
@@ -38,8 +43,10 @@ pub enum StopReason {
 pub struct Summary {
     /// How the crawl ended.
     pub stopped_by: StopReason,
-    /// Lines written to `pages.jsonl`.
+    /// Lines written to `pages.jsonl` by this run.
     pub pages: u64,
+    /// Lines of this crawl in all: earlier runs of a resumed crawl, and this one.
+    pub pages_total: u64,
     /// Pages by final status (`"200"`, `"301"`, …, `"error"` when no response).
     pub by_status: BTreeMap<String, u64>,
     /// URLs not fetched because robots.txt disallows them.
@@ -57,8 +64,10 @@ pub struct Summary {
     pub bytes: u64,
     /// Wall time of the crawl.
     pub duration_secs: f64,
-    /// `pages / duration_secs`.
+    /// Pages per second over the last 10 seconds or so before the end.
     pub pages_per_sec: f64,
+    /// `pages / duration_secs`: the average of this run.
+    pub pages_per_sec_avg: f64,
     /// The process's peak resident memory (Linux `VmHWM`; absent elsewhere).
     pub peak_rss_bytes: Option<u64>,
     /// The frontier's counters.
@@ -110,24 +119,17 @@ pub(crate) fn state_name(reason: StopReason) -> &'static str {
         StopReason::Shutdown => "shutdown",
         StopReason::StateError => "state_error",
         StopReason::OutputError => "output_error",
+        StopReason::FrontierError => "frontier_error",
     }
-}
-
-/// The frontier's counters; empty ones (and a warning) when the frontier cannot answer.
-pub(crate) async fn frontier_stats(ctx: &Ctx) -> frontier::Stats {
-    ctx.frontier.stats().await.unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "frontier statistics unavailable");
-        frontier::Stats::default()
-    })
 }
 
 /// The state of a crawl still running: `draining` once it stops, `paused` by an operator,
 /// `idle` with nothing queued and nothing in flight (a service waiting for seeds), else
 /// `running`.
-pub(crate) fn live_state(ctx: &Ctx, s: &frontier::Stats) -> &'static str {
-    if ctx.stopped() {
+pub(crate) fn live_state(report: &Report, s: &frontier::Stats) -> &'static str {
+    if report.run.stopped() {
         "draining"
-    } else if ctx.held() {
+    } else if report.run.held() {
         "paused"
     } else if s.queued == 0 && s.in_flight == 0 {
         "idle"
@@ -137,40 +139,44 @@ pub(crate) fn live_state(ctx: &Ctx, s: &frontier::Stats) -> &'static str {
 }
 
 /// `status.json` of a running crawl.
-pub(crate) fn live_status(ctx: &Ctx, s: &frontier::Stats) -> output::Status {
-    status(ctx, s, ctx.started, live_state(ctx, s))
+pub(crate) fn live_status(report: &Report, s: &frontier::Stats) -> output::Status {
+    status(report, s, report.started, live_state(report, s))
 }
 
 pub(crate) fn status(
-    ctx: &Ctx,
+    report: &Report,
     s: &frontier::Stats,
     started: Instant,
     state: &str,
 ) -> output::Status {
-    let pages = ctx.counters.pages.load(Ordering::Relaxed);
+    let pages = report.counters.pages.load(Ordering::Relaxed);
+    let average = pages as f64 / started.elapsed().as_secs_f64().max(1e-9);
     output::Status {
         state: state.to_owned(),
-        started_at: ctx.started_at.clone(),
+        started_at: report.started_at.clone(),
         queued_memory: s.extra("queued_memory"),
         queued_disk: s.extra("queued_disk"),
-        by_status: crate::worker::lock(&ctx.counters.by_status).clone(),
-        bytes: ctx.counters.bytes.load(Ordering::Relaxed),
-        leases_out: ctx.leases.out(),
+        by_status: crate::sync::lock(&report.counters.by_status).clone(),
+        bytes: report.counters.bytes.load(Ordering::Relaxed),
+        leases_out: report.leases.out(),
         pid: std::process::id(),
-        updated_at: output::now_rfc3339(),
-        updated_unix_ms: output::now_unix_ms(),
-        every_secs: ctx.cfg.crawl.status_secs,
+        updated_at: crate::clock::now_rfc3339(),
+        updated_unix_ms: crate::clock::now_unix_ms(),
+        every_secs: report.status_secs,
         pages,
-        pages_per_sec: pages as f64 / started.elapsed().as_secs_f64().max(1e-9),
+        pages_total: pages + report.counters.pages_before.load(Ordering::Relaxed),
+        pages_per_sec: report.counters.rate.rate(Instant::now(), pages, average),
+        pages_per_sec_avg: average,
         queued: s.queued,
         in_flight: s.in_flight,
         hosts: s.hosts,
         filter_fill: s.filter_fill(),
         filter_fpp: s.filter_fpp,
-        state_backlog: ctx.store.as_ref().map_or(0, |st| st.backlog()),
-        frontier_unavailable_secs: ctx.frontier_unavailable_secs(),
-        paused: ctx.pause.active(),
-        paused_secs: ctx.pause.secs(),
+        state_backlog: report.store.as_ref().map_or(0, |st| st.backlog()),
+        frontier_unavailable_secs: report.frontier.health().unavailable_secs(),
+        frontier_error: report.frontier.health().problem(),
+        paused: report.pause.active(),
+        paused_secs: report.pause.secs(),
     }
 }
 
@@ -179,12 +185,12 @@ const STATE_FAILURES_TO_STOP: u64 = 3;
 
 /// Rewrites `status.json` every `crawl.status_secs`: a heartbeat that stops when the runtime
 /// stops making progress, which is what `crawler health` checks.
-pub(crate) fn spawn_status(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()> {
+pub(crate) fn spawn_status(report: Arc<Report>, started: Instant) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(ctx.cfg.crawl.status_secs.max(1)));
+        let mut tick = tokio::time::interval(Duration::from_secs(report.status_secs.max(1)));
         loop {
             tick.tick().await;
-            if let Some(store) = &ctx.store {
+            if let Some(store) = &report.store {
                 let s = store.stats();
                 if s.consecutive_failures >= STATE_FAILURES_TO_STOP {
                     tracing::error!(
@@ -192,13 +198,13 @@ pub(crate) fn spawn_status(ctx: Arc<Ctx>, started: Instant) -> tokio::task::Join
                         error = s.last_error.as_deref().unwrap_or(""),
                         "the crawl state cannot be written; stopping (nothing new would be durable)"
                     );
-                    ctx.stop(StopReason::StateError);
+                    report.run.stop(StopReason::StateError);
                 }
             }
-            let stats = frontier_stats(&ctx).await;
+            let stats = report.frontier.stats().await;
             let _ = started;
-            let st = live_status(&ctx, &stats);
-            let dir = ctx.cfg.crawl.out_dir.clone();
+            let st = live_status(&report, &stats);
+            let dir = report.out_dir.clone();
             match tokio::task::spawn_blocking(move || output::write_status(&dir, &st)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::warn!(error = %e, "cannot write status.json"),
@@ -210,7 +216,7 @@ pub(crate) fn spawn_status(ctx: Arc<Ctx>, started: Instant) -> tokio::task::Join
 
 /// A one-line live status on a terminal: pages, rate, queue (memory + disk), in flight,
 /// hosts, filter fill and estimated FPP.
-pub(crate) fn spawn_bar(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()> {
+pub(crate) fn spawn_bar(report: Arc<Report>, started: Instant) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_style(
@@ -228,9 +234,10 @@ pub(crate) fn spawn_bar(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHan
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         loop {
             tick.tick().await;
-            let s = frontier_stats(&ctx).await;
-            let pages = ctx.counters.pages.load(Ordering::Relaxed);
-            let rate = pages as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            let s = report.frontier.stats().await;
+            let pages = report.counters.pages.load(Ordering::Relaxed);
+            let average = pages as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            let rate = report.counters.rate.rate(Instant::now(), pages, average);
             bar.0.set_message(format!(
                 "{pages} pages, {rate:.0}/s | queue {} mem + {} disk | {} in flight | {} hosts | filter {:.2}% full, fpp {:.1e}",
                 s.extra("queued_memory"),
@@ -245,19 +252,23 @@ pub(crate) fn spawn_bar(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHan
     })
 }
 
-pub(crate) fn spawn_progress(ctx: Arc<Ctx>, started: Instant) -> tokio::task::JoinHandle<()> {
+pub(crate) fn spawn_progress(report: Arc<Report>, started: Instant) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let every = Duration::from_secs(ctx.cfg.crawl.progress_secs.max(1));
+        let every = Duration::from_secs(report.progress_secs.max(1));
         let mut tick = tokio::time::interval(every);
         tick.tick().await;
         loop {
             tick.tick().await;
-            let s = frontier_stats(&ctx).await;
-            let pages = ctx.counters.pages.load(Ordering::Relaxed);
-            let secs = started.elapsed().as_secs_f64();
+            let s = report.frontier.stats().await;
+            let pages = report.counters.pages.load(Ordering::Relaxed);
+            let average = pages as f64 / started.elapsed().as_secs_f64().max(1e-9);
             tracing::info!(
                 pages,
-                pages_per_sec = format_args!("{:.0}", pages as f64 / secs.max(1e-9)),
+                pages_per_sec = format_args!(
+                    "{:.0}",
+                    report.counters.rate.rate(Instant::now(), pages, average)
+                ),
+                pages_per_sec_avg = format_args!("{average:.0}"),
                 queued_memory = s.extra("queued_memory"),
                 queued_disk = s.extra("queued_disk"),
                 in_flight = s.in_flight,
@@ -270,17 +281,14 @@ pub(crate) fn spawn_progress(ctx: Arc<Ctx>, started: Instant) -> tokio::task::Jo
     })
 }
 
-pub(crate) fn summarize(ctx: &Ctx, s: &frontier::Stats, started: Instant) -> Summary {
-    let c = &ctx.counters;
+pub(crate) fn summarize(report: &Report, s: &frontier::Stats, started: Instant) -> Summary {
+    let c = &report.counters;
     let pages = c.pages.load(Ordering::Relaxed);
     let secs = started.elapsed().as_secs_f64();
     Summary {
-        stopped_by: ctx
-            .stop
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .unwrap_or(StopReason::Finished),
+        stopped_by: report.run.reason().unwrap_or(StopReason::Finished),
         pages,
+        pages_total: pages + c.pages_before.load(Ordering::Relaxed),
         by_status: c
             .by_status
             .lock()
@@ -301,7 +309,10 @@ pub(crate) fn summarize(ctx: &Ctx, s: &frontier::Stats, started: Instant) -> Sum
         retries: c.retries.load(Ordering::Relaxed),
         bytes: c.bytes.load(Ordering::Relaxed),
         duration_secs: secs,
-        pages_per_sec: pages as f64 / secs.max(1e-9),
+        pages_per_sec: c
+            .rate
+            .rate(Instant::now(), pages, pages as f64 / secs.max(1e-9)),
+        pages_per_sec_avg: pages as f64 / secs.max(1e-9),
         peak_rss_bytes: peak_rss_bytes(),
         frontier: FrontierSummary {
             offered: s.offered,

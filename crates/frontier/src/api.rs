@@ -36,17 +36,45 @@ use crate::scope::OutOfScope;
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A frontier call that failed: the backend could not be reached or refused the call. The
-/// local frontier never fails; a remote one may, and callers retry with back-off.
+/// local frontier never fails; a remote one may. A refused call changed nothing, so callers
+/// retry the first two kinds with back-off; the third stops the crawl.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FrontierError {
-    /// The backend cannot be reached now (connection lost, timeout): retrying may succeed.
+    /// The backend cannot be reached or serve now (connection lost, timeout, loading its
+    /// data, read-only during a failover): retrying may succeed.
     #[error("frontier unavailable: {0}")]
     Unavailable(String),
-    /// The backend answered with an error that retrying will not fix.
+    /// The backend is out of memory and refuses every change: the crawl waits until it has
+    /// room (an operator raises its limit), losing and repeating nothing.
+    #[error("frontier full: {0}")]
+    Full(String),
+    /// The backend answered with an error that retrying will not fix (refused credentials,
+    /// keys of another type, a bug).
     #[error("frontier: {0}")]
     Failed(String),
 }
+
+impl FrontierError {
+    /// Whether retrying the call may succeed ([`Unavailable`](Self::Unavailable) or
+    /// [`Full`](Self::Full)).
+    pub fn is_retryable(&self) -> bool {
+        !matches!(self, FrontierError::Failed(_))
+    }
+
+    /// A short name of the kind: `unavailable`, `full` or `failed` (status and metrics).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FrontierError::Unavailable(_) => "unavailable",
+            FrontierError::Full(_) => "full",
+            FrontierError::Failed(_) => "failed",
+        }
+    }
+}
+
+/// What [`Frontier::offer_and_hold`] answers: each link's admission, and whether the lease is
+/// still held (`None`: not asked in that call).
+pub type Fenced = (Vec<Admission>, Option<bool>);
 
 /// What `offer` did with a URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +106,20 @@ pub struct Link {
 }
 
 impl Link {
+    /// The target of `entry`'s 3xx answer from `page`, as a link one hop further at the same
+    /// depth; `Err` says why there is none (no or a bad `Location`).
+    pub fn redirect(entry: &Entry, page: &Url, location: Option<&str>) -> Result<Link, String> {
+        match location.map(|l| page.join(l.trim())) {
+            Some(Ok(target)) => Ok(Link {
+                hops: entry.hops.saturating_add(1),
+                via: Via::Redirect,
+                ..Link::new(target, entry.depth)
+            }),
+            Some(Err(e)) => Err(format!("bad Location header: {e}")),
+            None => Err("redirect without a Location header".into()),
+        }
+    }
+
     /// A link at `depth` reached without redirects.
     pub fn new(url: Url, depth: u32) -> Self {
         Self {
@@ -267,14 +309,12 @@ impl Stats {
     }
 }
 
-/// What [`Frontier::robots_shared`] found for an origin.
+/// What [`RobotsShare::robots_shared`] found for an origin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SharedRobots {
-    /// This frontier shares nothing between processes: fetch robots.txt yourself.
-    NotShared,
     /// The verdict another process stored (the engine's record, opaque here).
     Record(Vec<u8>),
-    /// Nobody has it and this process is to fetch it (then [`Frontier::share_robots`]).
+    /// Nobody has it and this process is to fetch it (then [`RobotsShare::share_robots`]).
     Fetch,
     /// Another process is fetching it now: ask again shortly.
     Wait,
@@ -282,7 +322,7 @@ pub enum SharedRobots {
 
 /// The frontier the fetch workers use.
 ///
-/// Contract (checked by `frontier::contract` against every implementation):
+/// Contract (checked by `test_support::contract` against every implementation):
 /// - `offer` admits each canonical URL at most once, whatever the concurrency;
 /// - `next` hands out a URL only when its host's delay has passed and the host has fewer than
 ///   `max_per_host` leases out; it waits while URLs may still come, and ends with
@@ -316,6 +356,42 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
     /// done mark follow from it).
     fn complete(&self, lease: Lease, outcome: Outcome) -> BoxFuture<'_, Result<(), FrontierError>>;
 
+    /// [`complete`](Self::complete), then [`next`](Self::next): one round trip where the
+    /// frontier can (a remote one completes and leases in one call). Safe to call again
+    /// after an error: a completion made twice changes nothing the second time.
+    fn complete_and_next(
+        &self,
+        lease: Lease,
+        outcome: Outcome,
+    ) -> BoxFuture<'_, Result<Next, FrontierError>> {
+        Box::pin(async move {
+            self.complete(lease, outcome).await?;
+            self.next().await
+        })
+    }
+
+    /// Whether this process still holds `lease` — it did not expire and go to another
+    /// fetcher — keeping it for another lease period: the fence a page's record passes
+    /// before it is written, so that a fetcher paused past its lease writes nothing for a
+    /// URL another one now holds. The default (leases that never expire) says yes.
+    fn hold<'a>(&'a self, _lease: &'a Lease) -> BoxFuture<'a, Result<bool, FrontierError>> {
+        Box::pin(std::future::ready(Ok(true)))
+    }
+
+    /// Offers the links of `lease`'s page and, where the frontier can in the same call,
+    /// answers [`hold`](Self::hold) for it: `(admissions, Some(held))`, or `None` when it did
+    /// not (the default: an `offer`, and the caller asks `hold` if it needs to).
+    fn offer_and_hold<'a>(
+        &'a self,
+        lease: &'a Lease,
+        links: Vec<Link>,
+    ) -> BoxFuture<'a, Result<Fenced, FrontierError>> {
+        Box::pin(async move {
+            let admissions = self.offer(Some(&lease.entry().url), links).await?;
+            Ok((admissions, None))
+        })
+    }
+
     /// Applies a host's robots.txt `Crawl-delay`. It also applies to a fetch of the host
     /// already handed out: the next one waits for it from that fetch's start.
     fn set_crawl_delay<'a>(
@@ -343,26 +419,6 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
         controls: HostControls,
     ) -> BoxFuture<'a, Result<bool, FrontierError>>;
 
-    /// The robots.txt verdict of `origin` as the processes of a shared crawl know it, so that
-    /// N processes fetch a host's robots.txt once; the default (one process) shares nothing.
-    fn robots_shared<'a>(
-        &'a self,
-        _origin: &'a str,
-    ) -> BoxFuture<'a, Result<SharedRobots, FrontierError>> {
-        Box::pin(std::future::ready(Ok(SharedRobots::NotShared)))
-    }
-
-    /// Stores the verdict this process fetched for `origin` (after
-    /// [`SharedRobots::Fetch`]), for `ttl`.
-    fn share_robots<'a>(
-        &'a self,
-        _origin: &'a str,
-        _record: Vec<u8>,
-        _ttl: Duration,
-    ) -> BoxFuture<'a, Result<(), FrontierError>> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-
     /// Whether a call can fail with a [`FrontierError`]. A caller that retries keeps a copy
     /// of what it hands over (a failed remote call took it) only when this is `true`, the
     /// default; a frontier in this process never fails and says `false`, so a page's links
@@ -376,4 +432,24 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
 
     /// Current counters.
     fn stats(&self) -> BoxFuture<'_, Result<Stats, FrontierError>>;
+}
+
+/// robots.txt verdicts shared by the processes of one crawl, so that N processes fetch a
+/// host's robots.txt once. A frontier shared between processes implements it; a crawl in one
+/// process has none.
+pub trait RobotsShare: Send + Sync + std::fmt::Debug {
+    /// The verdict of `origin` as the crawl's processes know it.
+    fn robots_shared<'a>(
+        &'a self,
+        origin: &'a str,
+    ) -> BoxFuture<'a, Result<SharedRobots, FrontierError>>;
+
+    /// Stores the verdict this process fetched for `origin` (after [`SharedRobots::Fetch`]),
+    /// for `ttl`.
+    fn share_robots<'a>(
+        &'a self,
+        origin: &'a str,
+        record: Vec<u8>,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), FrontierError>>;
 }

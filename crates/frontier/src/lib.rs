@@ -10,8 +10,8 @@
 //!
 //! The interface is the [`Frontier`] trait (see its module for the design): the engine holds
 //! an `Arc<dyn Frontier>`, so a Redis-backed frontier for several machines can replace
-//! [`LocalFrontier`] without touching the fetchers, and [`contract`] is the one test suite
-//! every implementation passes. `LocalFrontier` keeps:
+//! [`LocalFrontier`] without touching the fetchers, and `test_support::contract` is the one
+//! test suite every implementation passes. `LocalFrontier` keeps:
 //! - a **bounded** in-memory queue: at most `memory_capacity` entries; beyond that, admitted
 //!   URLs wait in append-only spill files and come back in order (per host) as room frees,
 //!   so memory is flat whatever the number of admitted URLs;
@@ -30,25 +30,27 @@
 
 mod api;
 mod canon;
-pub mod contract;
+pub mod credentials;
 mod entry;
 mod hosts;
 mod local;
+mod resume;
 mod scheduler;
 mod scope;
 mod spill;
 
 pub use api::{
-    prepare_seeds, Admission, BoxFuture, End, Frontier, FrontierError, Lease, Link, Next, Outcome,
-    SharedRobots, Stats,
+    prepare_seeds, Admission, BoxFuture, End, Fenced, Frontier, FrontierError, Lease, Link, Next,
+    Outcome, RobotsShare, SharedRobots, Stats,
 };
 pub use canon::{CanonConfig, Canonicalizer, Invalid, DEFAULT_MAX_URL_LEN};
 pub use entry::{Entry, Via};
 pub use hosts::{paginate, HostControls, HostInfo, HostPage, HostQuery, HostSort};
 pub use local::{
-    fingerprint, host_key, BuildError, Dedup, FrontierConfig, Journal, LocalFrontier,
-    DEFAULT_EXPECTED_URLS, DEFAULT_FPP, DEFAULT_MAX_REDIRECTS, DEFAULT_MEMORY_CAPACITY,
+    fingerprint, host_key, BuildError, Dedup, FrontierConfig, LocalFrontier, DEFAULT_EXPECTED_URLS,
+    DEFAULT_FPP, DEFAULT_MAX_REDIRECTS, DEFAULT_MEMORY_CAPACITY,
 };
+pub use resume::{Journal, Resumable};
 pub use scheduler::{HostBackoff, Order, Politeness, DEFAULT_DELAY, DEFAULT_MAX_PER_HOST};
 pub use scope::{
     registrable_domain, HostScope, OutOfScope, PatternError, Scope, ScopeConfig,

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use frontier::contract::{self, Harness};
 use frontier::{Frontier, FrontierConfig, LocalFrontier};
+use test_support::contract::{self, Harness};
 
 struct Local;
 

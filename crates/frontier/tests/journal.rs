@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use frontier::{Admission, FrontierConfig, LocalFrontier, Order, Outcome, Politeness};
+use frontier::{Admission, FrontierConfig, LocalFrontier, Order, Outcome, Politeness, Resumable};
 use tokio::time::Instant;
 
 mod common;

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use frontier::{Frontier, FrontierConfig, HostScope, Link, Politeness, ScopeConfig};
-use redis_frontier::server::RedisServer;
 use redis_frontier::{RedisConfig, RedisFrontier};
 use sha1::{Digest, Sha1};
+use test_support::redis_server::RedisServer;
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();

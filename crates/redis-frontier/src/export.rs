@@ -19,6 +19,43 @@ if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SETBIT', KEYS[1], ARGV[1]
 return 1
 ";
 
+/// Refuses a crawl whose visited set would not fit: when the bitmap does not exist yet and
+/// Redis has a `maxmemory`, the bitmap's bytes must fit in what is left under it (with a
+/// tenth of it to spare for the first queues). Checked before the crawl writes anything.
+pub(crate) async fn check_room<C: ConnectionLike + Send>(
+    conn: &mut C,
+    visited: &Visited,
+) -> Result<(), RedisFrontierError> {
+    let exists: bool = redis::cmd("EXISTS")
+        .arg(visited.bits_key())
+        .query_async(conn)
+        .await?;
+    if exists {
+        return Ok(());
+    }
+    let info: String = redis::cmd("INFO").arg("memory").query_async(conn).await?;
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let (used, max) = (field("used_memory"), field("maxmemory"));
+    let needed = visited.bit_size().div_ceil(8);
+    if max == 0 || used.saturating_add(needed + needed / 10) <= max {
+        return Ok(());
+    }
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    Err(RedisFrontierError::Full(format!(
+        "its maxmemory is {:.1} MiB with {:.1} MiB in use, and the crawl's visited set needs \
+         {:.1} MiB (and a tenth more to start queueing) before any URL is queued: raise \
+         maxmemory, or lower frontier.expected_urls or raise frontier.fpp",
+        mib(max),
+        mib(used),
+        mib(needed)
+    )))
+}
+
 /// Records `visited`'s shape for its crawl if none is, checks it against the one that is, and
 /// creates the bitmap at its full size.
 pub(crate) async fn check_shape<C: ConnectionLike + Send>(

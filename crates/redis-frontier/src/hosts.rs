@@ -7,7 +7,7 @@ use std::time::Duration;
 use frontier::{paginate, FrontierConfig, FrontierError, HostInfo, HostPage, HostQuery};
 use redis::aio::ConnectionManager;
 
-use crate::frontier::frontier_error;
+use crate::errors::frontier_error;
 
 /// The fields of a host's hash this reads, in order.
 const FIELDS: [&str; 12] = [

@@ -7,6 +7,13 @@
 //!   named by its holder, renewed by a heartbeat); an expired lease goes back to the front
 //!   of its host's queue, and a completion is idempotent — a late one after the URL was
 //!   handed to another process changes nothing.
+//! - **No record twice from a paused process**: a page's record is written only after the
+//!   frontier confirms its lease is still held (the fence, answered with the page's offer),
+//!   and the lease is then pinned until it is completed.
+//! - **Faults that change nothing**: leases expire by the crawl's clock, which stands still
+//!   while no process reaches Redis (an outage takes no live lease); a full Redis refuses
+//!   each script whole (each script's first write is one Redis refuses when out of memory),
+//!   and the crawl waits for room.
 //! - **Compact, atomic visited set**: the local filter's Guava-layout Bloom filter — the same
 //!   bit indices for the same URL — as a Redis bitmap (≈1.2 bytes per URL at 1%, against
 //!   ~100 for a SET of SHA1 hex strings); a page's links are tested, set and queued by one
@@ -22,15 +29,17 @@
 //! run again after such an error: an admission that did run finds its URLs seen, a lease
 //! whose reply was lost expires and is served again, a completion is idempotent.
 
+mod errors;
 mod export;
 mod frontier;
 mod hosts;
+mod rules;
 mod scripts;
-pub mod server;
 mod visited;
 
 pub use crate::frontier::{RedisConfig, RedisFrontier};
 pub use export::export_guava;
+pub use rules::agree_rules;
 pub use visited::Visited;
 
 /// What can go wrong opening a shared frontier.
@@ -72,4 +81,19 @@ pub enum RedisFrontierError {
     /// A Redis older than the scripts need.
     #[error("Redis {0} is too old: the shared frontier needs Redis 6.2 or later")]
     Version(String),
+    /// Redis has no room for the crawl: its `maxmemory` is reached, or would be by the
+    /// visited set the crawl needs before it queues a URL.
+    #[error("Redis has no room for this crawl: {0}")]
+    Full(String),
+}
+
+impl RedisFrontierError {
+    /// Whether Redis could not be reached, refused this process or has no room: something
+    /// outside the crawl's settings (exit 69), rather than the settings (exit 64).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            RedisFrontierError::Redis(_) | RedisFrontierError::Full(_)
+        )
+    }
 }

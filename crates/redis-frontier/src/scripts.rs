@@ -3,6 +3,21 @@
 //! trip. Times come from the server's clock (`TIME`), never a client's, so processes on
 //! machines whose clocks differ still agree on delays and lease expiry.
 //!
+//! Two rules every script that changes the crawl keeps:
+//! - **Its first write is one Redis refuses when out of memory** (the crawl clock's `HSET`,
+//!   an admission's counters): under `maxmemory` Redis refuses a script's writes only until
+//!   the script has written once, so a script whose first write is a deletion (`LPOP`,
+//!   `HDEL`) would hand out or finish leases while every admission and renewal is refused.
+//!   With the refusal first, a full Redis refuses each call whole — nothing is lost or
+//!   half-done, and the crawl waits for room.
+//! - **Time is the crawl's clock** (`now_ms`): the server's time less the time no script of
+//!   the crawl ran for longer than `clock.step` (a quarter of a lease). While Redis is down or
+//!   stopped, and every process is cut off, the clock stands still, so leases expire by the
+//!   time the crawl could renew them: an outage longer than a lease does not hand live
+//!   holders' leases to others. After an outage no lease expires for one lease (`grace`), so
+//!   a process that reconnects later than the others keeps its leases too. A process paused
+//!   alone while others run does lose its leases.
+//!
 //! Keys (all under the crawl's prefix `crawl:{ID}:`, one hash slot):
 //! - `visited` — the Bloom bitmap; `exact` — binary fingerprints (`dedup = "exact"`);
 //! - `q:HOST` — a host's queue of encoded entries; `h:HOST` — a hash of its state (`queued`,
@@ -14,7 +29,10 @@
 //!   fetched next (ms);
 //! - `leases` — lease ids scored by expiry (ms); `leased` — id → `HOLDER\nHOST\nENTRY`;
 //! - `stats` — crawl-wide counters (`queued`, `pages`, `offered`, `admitted`, `duplicates`,
-//!   `oos:REASON`, `expired`, `lease_seq`); `seeds` — seed URLs (they widen the scope).
+//!   `oos:REASON`, `expired`, `lease_seq`); `seeds` — seed URLs (they widen the scope);
+//! - `clock` — the crawl clock (`last`: server ms of the last script, `off`: ms not counted,
+//!   `step`: the longest gap counted whole, a quarter of a lease; `grace`: the crawl time
+//!   before which no lease expires, one lease after the last outage).
 //!
 //! Every script takes `ARGV[1..5]` = prefix, default delay (ms), default `max_per_host`,
 //! back-off base (ms), most back-off (ms); its own arguments follow.
@@ -26,11 +44,27 @@ local D_DELAY = tonumber(ARGV[2])
 local D_MAX = tonumber(ARGV[3])
 local B_BASE = tonumber(ARGV[4])
 local B_MAX = tonumber(ARGV[5])
+local function I(x) return string.format('%d', x) end
+-- The crawl's clock (see the module header); its write comes first in every script that
+-- changes the crawl.
 local function now_ms()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local server = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local c = redis.call('HMGET', P .. 'clock', 'last', 'off', 'step')
+  local last, off, step = tonumber(c[1] or server), tonumber(c[2] or 0), tonumber(c[3] or 10000)
+  local gap = server - last
+  -- A silence longer than a step is an outage: only a step of it counts, and no lease
+  -- expires for a whole lease (four steps) after it, so a process that reconnects later
+  -- than another still renews in time. A server clock set back does not take the crawl's back.
+  if gap > step then
+    off = off + gap - step
+    redis.call('HSET', P .. 'clock', 'last', I(server), 'off', I(off), 'grace', I(server - off + 4 * step))
+  else
+    if gap < 0 then off = off + gap end
+    redis.call('HSET', P .. 'clock', 'last', I(server), 'off', I(off))
+  end
+  return server - off
 end
-local function I(x) return string.format('%d', x) end
 local function hkey(host) return P .. 'h:' .. host end
 local function hnum(hk, f, d)
   local v = redis.call('HGET', hk, f)
@@ -138,13 +172,20 @@ end
 /// requeue), duplicates the client's near cache answered (counted as offered and seen), m,
 /// then m pairs (out-of-scope reason, count) counted as offered, then every URL's k bit
 /// offsets, then per host: the host, its number of URLs, and per URL its 16-byte fingerprint
-/// (only with exact) and its entry. The URLs come grouped by host (the client keeps their
-/// order within a host). Returns per URL, in that order, 1 (admitted), 0 (seen) or 2 (over
-/// its host's budget).
+/// (only with exact) and its entry; last, optionally, a fence: holder, lease (ms), lease id.
+/// The URLs come grouped by host (the client keeps their order within a host). Returns per
+/// URL, in that order, 1 (admitted), 0 (seen) or 2 (over its host's budget); with a fence,
+/// one more: 1 if the lease is still the holder's (then pinned as `HOLD` pins it), else 0.
+///
+/// A URL refused for its host's budget stays unseen, so a raised budget admits it later:
+/// where the budget could refuse a URL its bits are read first and set only when it is
+/// admitted; where it cannot (no budget, or room for every URL left), they are tested and set
+/// in one call. The first write is the `offered` counter, refused whole by a full Redis.
 ///
 /// The cost is per argument and per call, not in the work, so both are few: k offsets and
-/// one entry a URL, `SETBIT`s in order (a URL twice in a page is new once), and per host one
-/// push, one counter update and, if its queue was empty, one reschedule.
+/// one entry a URL, a `BITFIELD_RO` of its bits and, when new, a `BITFIELD` setting them (a
+/// URL twice in a page is new once), and per host one push, one counter update and, if its
+/// queue was empty, one reschedule.
 const ADMIT: &str = r"
 local k, n, nh = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local exact, dbudget, order, force = ARGV[9] == '1', tonumber(ARGV[10]), ARGV[11], ARGV[12] == '1'
@@ -152,23 +193,18 @@ local near = tonumber(ARGV[13])
 local m = tonumber(ARGV[14])
 local a = 15
 local offered = n + near
+local oos = {}
 for _ = 1, m do
-  redis.call('HINCRBY', P .. 'stats', 'oos:' .. ARGV[a], ARGV[a + 1])
+  oos[#oos + 1] = {ARGV[a], ARGV[a + 1]}
   offered = offered + tonumber(ARGV[a + 1])
   a = a + 2
 end
+if not force then redis.call('HINCRBY', P .. 'stats', 'offered', offered) end
+for _, o in ipairs(oos) do redis.call('HINCRBY', P .. 'stats', 'oos:' .. o[1], o[2]) end
 local visited = P .. 'visited'
-local new = {}
-for u = 1, n do
-  -- One BITFIELD of the URL's k bits, its arguments written out (see `Scripts::new`).
-  local old = redis.call('BITFIELD', visited, SETS)
-  local fresh = false
-  for b = 1, k do
-    if old[b] == 0 then fresh = true end
-  end
-  new[u] = fresh
-  a = a + k
-end
+-- The URLs' bit offsets start at `bits`: URL u's are ARGV[bits + (u - 1) * k ...].
+local bits = a
+a = a + n * k
 local out = {}
 local dups, admitted, queued = 0, 0, 0
 local u = 0
@@ -185,14 +221,29 @@ for _ = 1, nh do
   end
   local entries = {P .. 'q:' .. host}
   local refused = 0
+  local first = u + 1
   for _ = 1, count do
     u = u + 1
-    local fresh = new[u]
+    local b = bits + (u - 1) * k
+    -- The URL's k bits in one BITFIELD, its arguments written out (see `Scripts::new`): set
+    -- at once (the old bits say whether it is new) when the host's budget cannot refuse it,
+    -- else read, and set below only if it is admitted.
+    local sure = #entries - 1 + (count - (u - first)) <= room
+    local old
+    if sure then
+      old = redis.call('BITFIELD', visited, SETS)
+    else
+      old = redis.call('BITFIELD_RO', visited, GETS)
+    end
+    local fresh = false
+    for i = 1, k do
+      if old[i] == 0 then fresh = true end
+    end
+    local fp
     if exact then
-      local fp = ARGV[a]
+      fp = ARGV[a]
       a = a + 1
       if not fresh then fresh = redis.call('SISMEMBER', P .. 'exact', fp) == 0 end
-      if fresh then redis.call('SADD', P .. 'exact', fp) end
     end
     if not (fresh or force) then
       dups = dups + 1
@@ -201,6 +252,8 @@ for _ = 1, nh do
       refused = refused + 1
       out[u] = 2
     else
+      if not sure then redis.call('BITFIELD', visited, SETS) end
+      if exact then redis.call('SADD', P .. 'exact', fp) end
       entries[#entries + 1] = ARGV[a]
       out[u] = 1
     end
@@ -229,21 +282,36 @@ for _ = 1, nh do
 end
 if queued > 0 then redis.call('HINCRBY', P .. 'stats', 'queued', queued) end
 if not force then
-  redis.call('HINCRBY', P .. 'stats', 'offered', offered)
   if admitted > 0 then redis.call('HINCRBY', P .. 'stats', 'admitted', admitted) end
   if dups + near > 0 then redis.call('HINCRBY', P .. 'stats', 'duplicates', dups + near) end
+end
+if #ARGV >= a + 2 then
+  local holder, lease_ms, id = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]
+  local blob = redis.call('HGET', P .. 'leased', id)
+  if blob and string.sub(blob, 1, #holder + 1) == holder .. '\n' then
+    redis.call('ZADD', P .. 'leases', 'XX', 'GT', I(now_ms() + lease_ms * WRITE_PIN), id)
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
 end
 return out
 ";
 
-/// Hands out a URL whose host is ready. ARGV: holder, lease (ms), most pages (0: none).
-/// Expired leases go back to the front of their hosts' queues first. Returns
+/// Hands out a URL whose host is ready. ARGV: holder, lease (ms), most pages (0: none), and
+/// optionally a completion of this holder's to make first (as `COMPLETE`'s: id, kind, hint,
+/// retry entry) — a worker's completion and its next lease in one call. Expired leases go
+/// back to the front of their hosts' queues first. Returns
 /// `{'lease', id, host, entry, last_of_host}`, `{'budget'}` or
 /// `{'wait', next due (ms, -1: none), queued, leases out, now}`.
 const LEASE: &str = r"
 local holder, lease_ms, max_pages = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local now = now_ms()
-local expired = redis.call('ZRANGE', P .. 'leases', '-inf', I(now), 'BYSCORE', 'LIMIT', 0, 64)
+if #ARGV >= 12 then finish(ARGV[9], ARGV[10], tonumber(ARGV[11]), ARGV[12], now, holder) end
+local expired = {}
+if now >= tonumber(redis.call('HGET', P .. 'clock', 'grace') or 0) then
+  expired = redis.call('ZRANGE', P .. 'leases', '-inf', I(now), 'BYSCORE', 'LIMIT', 0, 64)
+end
 for _, id in ipairs(expired) do
   if finish(id, 'release', 0, '', now) then redis.call('HINCRBY', P .. 'stats', 'expired', 1) end
 end
@@ -293,7 +361,8 @@ return 0
 ";
 
 /// Renews this holder's leases. ARGV: holder, lease (ms), then lease ids. Returns the ids
-/// no longer held (expired and handed to someone else, or completed).
+/// no longer held (expired and handed to someone else, or completed). A renewal never
+/// shortens a lease (`GT`): one pinned for its record's write (`HOLD`) keeps its pin.
 const RENEW: &str = r"
 local holder, lease_ms = ARGV[6], tonumber(ARGV[7])
 local now = now_ms()
@@ -301,7 +370,7 @@ local lost = {}
 for i = 8, #ARGV do
   local blob = redis.call('HGET', P .. 'leased', ARGV[i])
   if blob and string.sub(blob, 1, #holder + 1) == holder .. '\n' then
-    redis.call('ZADD', P .. 'leases', 'XX', I(now + lease_ms), ARGV[i])
+    redis.call('ZADD', P .. 'leases', 'XX', 'GT', I(now + lease_ms), ARGV[i])
   else
     lost[#lost + 1] = ARGV[i]
   end
@@ -309,9 +378,30 @@ end
 return lost
 ";
 
+/// Whether this holder still holds lease `id` — the fence before its record is written —,
+/// pinning it for [`WRITE_PIN`] leases: between this answer and the completion, the holder
+/// writes the record, and a pause there (shorter than the pin) must not hand the URL to
+/// another fetcher, which would record it too. ARGV: holder, lease (ms), id. Returns 1, or 0
+/// (it expired and went to another fetcher, or was completed).
+const HOLD: &str = r"
+local holder, lease_ms, id = ARGV[6], tonumber(ARGV[7]), ARGV[8]
+local now = now_ms()
+local blob = redis.call('HGET', P .. 'leased', id)
+if blob and string.sub(blob, 1, #holder + 1) == holder .. '\n' then
+  redis.call('ZADD', P .. 'leases', 'XX', 'GT', I(now + lease_ms * WRITE_PIN), id)
+  return 1
+end
+return 0
+";
+
+/// Leases a lease is pinned for once its holder writes its record (see `HOLD`): a holder
+/// that dies there loses its URL to the others after this many leases instead of one.
+pub(crate) const WRITE_PIN: u64 = 10;
+
 /// A host's robots.txt `Crawl-delay` (ARGV: host, delay ms): the next fetch waits it from
 /// the last fetch's start.
 const CRAWL_DELAY: &str = r"
+now_ms()
 local hk = hkey(ARGV[6])
 redis.call('HSET', hk, 'crawl_delay', I(math.min(tonumber(ARGV[7]), B_MAX)))
 local last = hnum(hk, 'last_start', -1)
@@ -337,12 +427,13 @@ return 1
 const SET_HOST: &str = r"
 local host = ARGV[6]
 if redis.call('SISMEMBER', P .. 'hosts', host) == 0 then return 0 end
+local now = now_ms()
 local hk = hkey(host)
 if ARGV[7] ~= '' then redis.call('HSET', hk, 'delay', ARGV[7]) end
 if ARGV[8] ~= '' then redis.call('HSET', hk, 'max_inflight', ARGV[8]) end
 if ARGV[9] ~= '' then
   local block = tonumber(ARGV[9])
-  if block > 0 then block = now_ms() + block end
+  if block > 0 then block = now + block end
   redis.call('HSET', hk, 'blocked_until', I(block))
 end
 if ARGV[10] ~= '' then redis.call('HSET', hk, 'budget', ARGV[10]) end
@@ -356,6 +447,7 @@ return 1
 const ROBOTS_GET: &str = r"
 local r = redis.call('GET', P .. 'robots:' .. ARGV[6])
 if r then return r end
+now_ms()
 if redis.call('SET', P .. 'robots-claim:' .. ARGV[6], ARGV[7], 'NX', 'PX', ARGV[8]) then return 1 end
 if redis.call('GET', P .. 'robots-claim:' .. ARGV[6]) == ARGV[7] then return 1 end
 return 0
@@ -363,6 +455,7 @@ return 0
 
 /// Stores a verdict (ARGV: origin, record, ttl ms) and drops the claim.
 const ROBOTS_PUT: &str = r"
+now_ms()
 redis.call('SET', P .. 'robots:' .. ARGV[6], ARGV[7], 'PX', ARGV[8])
 redis.call('DEL', P .. 'robots-claim:' .. ARGV[6])
 return 1
@@ -375,6 +468,7 @@ pub(crate) struct Scripts {
     pub lease: redis::Script,
     pub complete: redis::Script,
     pub renew: redis::Script,
+    pub hold: redis::Script,
     pub crawl_delay: redis::Script,
     pub contacted: redis::Script,
     pub set_host: redis::Script,
@@ -383,20 +477,27 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
-    /// The scripts for a visited set of `k` hash functions: the admission's `BITFIELD` call
-    /// is written out for k bits (`SET u1 ARGV[a] 1 SET u1 ARGV[a + 1] 1 …`), so its
+    /// The scripts for a visited set of `k` hash functions: the admission's `BITFIELD` calls
+    /// are written out for k bits (`SET u1 ARGV[b] 1 SET u1 ARGV[b + 1] 1 …`), so their
     /// arguments go straight from the script's arguments to the command, with no table built
     /// per URL.
     pub(crate) fn new(k: u32) -> Self {
         let s = |body: &str| redis::Script::new(&format!("{HELPERS}{body}"));
         let sets: Vec<String> = (0..k)
-            .map(|b| format!("'SET', 'u1', ARGV[a + {b}], 1"))
+            .map(|i| format!("'SET', 'u1', ARGV[b + {i}], 1"))
+            .collect();
+        let gets: Vec<String> = (0..k)
+            .map(|i| format!("'GET', 'u1', ARGV[b + {i}]"))
             .collect();
         Self {
-            admit: s(&ADMIT.replace("SETS", &sets.join(", "))),
+            admit: s(&ADMIT
+                .replace("SETS", &sets.join(", "))
+                .replace("GETS", &gets.join(", "))
+                .replace("WRITE_PIN", &WRITE_PIN.to_string())),
             lease: s(LEASE),
             complete: s(COMPLETE),
             renew: s(RENEW),
+            hold: s(&HOLD.replace("WRITE_PIN", &WRITE_PIN.to_string())),
             crawl_delay: s(CRAWL_DELAY),
             contacted: s(CONTACTED),
             set_host: s(SET_HOST),

@@ -52,9 +52,10 @@ impl Visited {
         self.hashes
     }
 
-    /// The bit indices of `url`: the ones a local filter of the same shape sets.
+    /// The bit indices of `url` (as the visited set knows it: its credentials masked): the
+    /// ones a local filter of the same shape sets.
     pub fn indices(&self, url: &str) -> impl Iterator<Item = u64> {
-        let hash = StringFunnel.hash(url);
+        let hash = StringFunnel.hash(&frontier::credentials::mask(url));
         self.strategy.indices(hash, self.hashes, self.bit_size)
     }
 }

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use frontier::contract::{self, Harness};
 use frontier::{Frontier, FrontierConfig};
-use redis_frontier::server::RedisServer;
 use redis_frontier::RedisFrontier;
+use test_support::contract::{self, Harness};
+use test_support::redis_server::RedisServer;
 
 struct OnRedis {
     server: RedisServer,

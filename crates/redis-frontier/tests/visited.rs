@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bloom::{BloomFilter, StringFunnel};
-use frontier::contract::base_config;
 use frontier::{Admission, Frontier, FrontierConfig, Link};
+use test_support::contract::base_config;
 use url::Url;
 
 fn url(i: u64) -> String {

@@ -4,90 +4,30 @@
 use std::convert::Infallible;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
 use axum::Json;
 use engine::{Completed, Completion, ForgetResult, SeedResult};
 use frontier::{HostControls, HostQuery, HostSort};
 use futures_util::Stream;
 use serde::Deserialize;
 
+use crate::body::JsonObject;
+use crate::error::ApiError;
+use crate::protect::StateChange;
 use crate::types::*;
 use crate::AppState;
 
-/// An API error: a status and a JSON body naming the reason (and the field).
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    body: ErrorBody,
-}
-
-impl ApiError {
-    pub(crate) fn new(status: StatusCode, error: impl Into<String>) -> Self {
-        Self {
-            status,
-            body: ErrorBody {
-                error: error.into(),
-                field: None,
-            },
-        }
-    }
-
-    fn field(mut self, field: &str) -> Self {
-        self.body.field = Some(field.to_owned());
-        self
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.status, Json(self.body)).into_response()
-    }
-}
-
-impl From<JsonRejection> for ApiError {
-    fn from(r: JsonRejection) -> Self {
-        // 413 for a body over the limit, 415 without a JSON content type, 400 otherwise.
-        let status = match r.status() {
-            StatusCode::PAYLOAD_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
-            StatusCode::UNSUPPORTED_MEDIA_TYPE => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            _ => StatusCode::BAD_REQUEST,
-        };
-        let field = (status == StatusCode::PAYLOAD_TOO_LARGE).then_some("body");
-        let e = ApiError::new(status, r.body_text());
-        match field {
-            Some(f) => e.field(f),
-            None => e,
-        }
-    }
-}
-
-impl From<QueryRejection> for ApiError {
-    fn from(r: QueryRejection) -> Self {
-        ApiError::new(StatusCode::BAD_REQUEST, r.body_text())
-    }
-}
-
 type ApiResult<T> = Result<Json<T>, ApiError>;
 
-fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    b.map(|Json(t)| t).map_err(ApiError::from)
-}
-
+/// More items than one call may carry is a 400 naming the field (413 is for a body over
+/// `service.max_body_bytes`).
 fn check_count(n: usize, max: u64, field: &str) -> Result<(), ApiError> {
-    if n as u64 > MAX_PER_CALL {
+    if n as u64 > max.min(MAX_PER_CALL) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
-            format!("{n} items in one call; the API takes at most {MAX_PER_CALL}"),
-        )
-        .field(field));
-    }
-    if n as u64 > max {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
             format!("{n} items in one call; at most {max} (service.max_urls_per_call)"),
         )
         .field(field));
@@ -107,7 +47,9 @@ pub(crate) async fn status_body(state: &AppState) -> StatusBody {
         state: s.state,
         started_at: s.started_at,
         pages: s.pages,
+        pages_total: s.pages_total,
         pages_per_sec: s.pages_per_sec,
+        pages_per_sec_avg: s.pages_per_sec_avg,
         queued: s.queued,
         queued_memory: s.queued_memory,
         queued_disk: s.queued_disk,
@@ -121,6 +63,7 @@ pub(crate) async fn status_body(state: &AppState) -> StatusBody {
         state_backlog: s.state_backlog,
         state_paused: s.paused,
         frontier_unavailable_secs: s.frontier_unavailable_secs,
+        frontier_error: s.frontier_error,
     }
 }
 
@@ -137,9 +80,9 @@ pub(crate) async fn status(State(state): State<AppState>) -> Json<StatusBody> {
               (status = 415, body = ErrorBody)))]
 pub(crate) async fn seeds(
     State(state): State<AppState>,
-    req: Result<Json<UrlsRequest>, JsonRejection>,
+    _: StateChange,
+    JsonObject(req): JsonObject<UrlsRequest>,
 ) -> ApiResult<UrlsResponse> {
-    let req = body(req)?;
     check_count(req.urls.len(), state.limits.max_urls, "urls")?;
     let results = state.control.add_seeds(&req.urls).await;
     Ok(Json(outcomes(req.urls, results, |r| match r {
@@ -178,9 +121,9 @@ fn outcomes<T>(
               (status = 413, body = ErrorBody), (status = 415, body = ErrorBody)))]
 pub(crate) async fn forget(
     State(state): State<AppState>,
-    req: Result<Json<UrlsRequest>, JsonRejection>,
+    _: StateChange,
+    JsonObject(req): JsonObject<UrlsRequest>,
 ) -> ApiResult<UrlsResponse> {
-    let req = body(req)?;
     check_count(req.urls.len(), state.limits.max_urls, "urls")?;
     let results = state
         .control
@@ -195,22 +138,47 @@ pub(crate) async fn forget(
     })))
 }
 
+/// An empty body, or `{}`: what pause and resume take (their `Content-Type` must still be
+/// JSON, so that no HTML form can send them).
+fn no_fields(bytes: &[u8]) -> Result<(), ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    crate::body::parse::<Empty>(bytes).map(|_| ())
+}
+
 /// Pauses the crawl: no new fetch starts; fetches in flight finish.
-#[utoipa::path(post, path = "/api/v1/pause", responses((status = 200, body = StateResponse), (status = 401, body = ErrorBody)))]
-pub(crate) async fn pause(State(state): State<AppState>) -> Json<StateResponse> {
+#[utoipa::path(post, path = "/api/v1/pause", request_body = Empty,
+    responses((status = 200, body = StateResponse), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+              (status = 415, body = ErrorBody)))]
+pub(crate) async fn pause(
+    State(state): State<AppState>,
+    _: StateChange,
+    body: axum::body::Bytes,
+) -> ApiResult<StateResponse> {
+    no_fields(&body)?;
     state.control.pause();
-    Json(StateResponse {
+    Ok(Json(StateResponse {
         state: state.control.status().await.state,
-    })
+    }))
 }
 
 /// Resumes a paused crawl.
-#[utoipa::path(post, path = "/api/v1/resume", responses((status = 200, body = StateResponse), (status = 401, body = ErrorBody)))]
-pub(crate) async fn resume(State(state): State<AppState>) -> Json<StateResponse> {
+#[utoipa::path(post, path = "/api/v1/resume", request_body = Empty,
+    responses((status = 200, body = StateResponse), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+              (status = 415, body = ErrorBody)))]
+pub(crate) async fn resume(
+    State(state): State<AppState>,
+    _: StateChange,
+    body: axum::body::Bytes,
+) -> ApiResult<StateResponse> {
+    no_fields(&body)?;
     state.control.resume();
-    Json(StateResponse {
+    Ok(Json(StateResponse {
         state: state.control.status().await.state,
-    })
+    }))
 }
 
 /// `GET /api/v1/hosts` query.
@@ -303,10 +271,10 @@ pub(crate) async fn hosts(
               (status = 413, body = ErrorBody), (status = 415, body = ErrorBody)))]
 pub(crate) async fn put_host(
     State(state): State<AppState>,
+    _: StateChange,
     Path(host): Path<String>,
-    req: Result<Json<HostUpdate>, JsonRejection>,
+    JsonObject(u): JsonObject<HostUpdate>,
 ) -> Result<Json<StateResponse>, ApiError> {
-    let u = body(req)?;
     if u.max_in_flight.is_some_and(|n| !(1..=100_000).contains(&n)) {
         return Err(
             ApiError::new(StatusCode::BAD_REQUEST, "max_in_flight must be 1..=100000")
@@ -318,6 +286,13 @@ pub(crate) async fn put_host(
             ApiError::new(StatusCode::BAD_REQUEST, "delay_ms must be at most a year")
                 .field("delay_ms"),
         );
+    }
+    if u.blocked_until.is_some_and(|t| t > MAX_BLOCKED_UNTIL) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("blocked_until must be at most {MAX_BLOCKED_UNTIL} (2100-01-01, in Unix ms)"),
+        )
+        .field("blocked_until"));
     }
     let now_ms = unix_ms_in(Duration::ZERO);
     let controls = HostControls {
@@ -346,9 +321,9 @@ pub(crate) async fn put_host(
               (status = 415, body = ErrorBody)))]
 pub(crate) async fn leases(
     State(state): State<AppState>,
-    req: Result<Json<LeaseRequest>, JsonRejection>,
+    _: StateChange,
+    JsonObject(req): JsonObject<LeaseRequest>,
 ) -> ApiResult<LeasesResponse> {
-    let req = body(req)?;
     if req.max > MAX_PER_CALL {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -389,19 +364,20 @@ pub(crate) async fn leases(
               (status = 415, body = ErrorBody)))]
 pub(crate) async fn complete(
     State(state): State<AppState>,
-    req: Result<Json<CompleteRequest>, JsonRejection>,
+    _: StateChange,
+    JsonObject(req): JsonObject<CompleteRequest>,
 ) -> ApiResult<CompleteResponse> {
-    let req = body(req)?;
     check_count(req.results.len(), state.limits.max_urls, "results")?;
     let links: usize = req.results.iter().map(|r| r.links.len()).sum();
     // A page's links are bounded by the body limit already; this bounds a whole call.
     check_count(links, state.limits.max_urls.saturating_mul(100), "links")?;
     let mut ids = Vec::with_capacity(req.results.len());
     let mut completions = Vec::with_capacity(req.results.len());
-    for r in &req.results {
+    for (i, r) in req.results.iter().enumerate() {
         if r.status.is_some_and(|s| !(100..=599).contains(&s)) {
             return Err(
-                ApiError::new(StatusCode::BAD_REQUEST, "status must be 100..=599").field("status"),
+                ApiError::new(StatusCode::BAD_REQUEST, "status must be 100..=599")
+                    .field(&format!("results[{i}].status")),
             );
         }
     }
@@ -450,16 +426,50 @@ pub(crate) struct EventsParams {
     records: Option<String>,
 }
 
+/// One open event stream, counted against `service.max_event_streams` until dropped.
+#[derive(Debug)]
+struct StreamSlot(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl StreamSlot {
+    fn take(state: &AppState) -> Option<Self> {
+        use std::sync::atomic::Ordering;
+        let open = &state.event_streams;
+        let max = state.limits.max_event_streams;
+        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| StreamSlot(std::sync::Arc::clone(open)))
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 /// Server-sent events: `page` (a `pages.jsonl` record, as written), `status` (every
-/// second), and `lagged` (this reader missed that many records).
+/// second), and `lagged` (this reader missed that many records). A reader that stops
+/// reading is dropped after `service.write_timeout_secs`.
 #[utoipa::path(get, path = "/api/v1/events", params(EventsParams),
     responses((status = 200, description = "text/event-stream of `page` and `status` events"),
-              (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
+              (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+              (status = 503, body = ErrorBody)))]
 pub(crate) async fn events(
     State(state): State<AppState>,
     params: Result<Query<EventsParams>, QueryRejection>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let Query(p) = params?;
+    let Some(slot) = StreamSlot::take(&state) else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "{} event streams are open already (service.max_event_streams)",
+                state.limits.max_event_streams
+            ),
+        ));
+    };
     let filter: fn(&engine::output::PageRecord) -> bool = match p.records.as_deref() {
         None | Some("all") => |_| true,
         Some("errors") => |r| r.error.is_some() || r.status.is_none_or(|s| s >= 400),
@@ -475,8 +485,8 @@ pub(crate) async fn events(
     let rx = state.control.subscribe();
     let tick = tokio::time::interval(Duration::from_secs(1));
     let stream = futures_util::stream::unfold(
-        (rx, tick, state),
-        move |(mut rx, mut tick, state)| async move {
+        (rx, tick, state, slot),
+        move |(mut rx, mut tick, state, slot)| async move {
             let event = loop {
                 tokio::select! {
                     _ = state.shutdown.cancelled() => return None,
@@ -497,10 +507,43 @@ pub(crate) async fn events(
                     },
                 }
             };
-            Some((Ok(event), (rx, tick, state)))
+            Some((Ok(event), (rx, tick, state, slot)))
         },
     );
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// `GET /api/v1/errors` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ErrorsParams {
+    /// Most records (default and at most 100), newest first.
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<u64>,
+}
+
+/// The last error records (no response, or a status of 400 or more), newest first: what
+/// the dashboard shows when it opens.
+#[utoipa::path(get, path = "/api/v1/errors", params(ErrorsParams),
+    responses((status = 200, body = ErrorsResponse), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody)))]
+pub(crate) async fn errors(
+    State(state): State<AppState>,
+    params: Result<Query<ErrorsParams>, QueryRejection>,
+) -> ApiResult<ErrorsResponse> {
+    let Query(p) = params?;
+    let limit = p.limit.unwrap_or(100);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "limit must be 1..=100").field("limit"));
+    }
+    let records = state
+        .control
+        .recent_errors(limit as usize)
+        .into_iter()
+        .map(|r| serde_json::to_value(&*r).unwrap_or_default())
+        .collect();
+    Ok(Json(ErrorsResponse { records }))
 }
 
 /// A route that does not exist.

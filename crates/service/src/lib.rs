@@ -4,29 +4,37 @@
 //!
 //! Design choices:
 //! - **[`serve`]`(listener, control, settings, shutdown)`**: the caller binds the listener and
-//!   owns the shutdown, so tests run a real server on `127.0.0.1:0` and stop it.
+//!   owns the shutdown, so tests run a real server on `127.0.0.1:0` and stop it. The exposure
+//!   rule ([`check_exposure`]) is checked by `serve` itself, so no listener can skip it.
 //! - **A thin layer**: each handler makes one [`engine::Control`] call; the rules (scope,
 //!   politeness, robots.txt, leases) live in the engine and the frontier, so a call over HTTP
 //!   does exactly what a worker or the command line would.
 //! - **The OpenAPI document is generated** from the handlers' annotations and the body types
 //!   (utoipa), so it cannot drift from what the handlers take and give.
-//! - **Security**: a token (when set) is compared in constant time on every `/api` route
-//!   (and `/metrics` when `protect_metrics`); bodies are limited in bytes and in URLs per
-//!   call, and every error is JSON naming the reason and the field.
+//! - **Safe to leave running**: the accept loop caps connections and times slow clients out
+//!   ([`listener`]), every request names this service and state changes come from its own
+//!   origin ([`protect`]; the handlers that change state take a [`protect::StateChange`]), a token (when set) is compared in constant time, bodies are limited
+//!   in bytes and in URLs per call, and every error is JSON naming the reason and the field.
 //! - **The dashboard is one embedded HTML file** with its script inline: no build step, no
 //!   CDN; it polls the API every second and reads the event stream.
 
 #![forbid(unsafe_code)]
 
 mod api;
+mod body;
+mod error;
+mod listener;
 pub mod metrics;
+mod protect;
 mod types;
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{header, StatusCode};
-use axum::middleware::{self, Next};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::header;
+use axum::middleware;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::Router;
@@ -35,7 +43,10 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use utoipa::OpenApi;
 
-pub use api::ApiError;
+pub use error::ApiError;
+
+/// Shortest API token accepted.
+pub const MIN_TOKEN_LEN: usize = 16;
 
 /// What the server needs besides the crawl: `[service]` of the configuration.
 #[derive(Debug, Clone)]
@@ -48,6 +59,19 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// Most URLs in one call.
     pub max_urls_per_call: u64,
+    /// Host names (or `host:port`) the service answers to besides IP addresses and
+    /// `localhost`.
+    pub allowed_hosts: Vec<String>,
+    /// Most API connections open at once.
+    pub max_connections: usize,
+    /// Most event streams open at once.
+    pub max_event_streams: usize,
+    /// Longest wait for a request head (and longest idle keep-alive).
+    pub header_timeout: Duration,
+    /// Longest time of one request, body included (not of an event stream once open).
+    pub request_timeout: Duration,
+    /// Longest time a response write may make no progress (a client that stopped reading).
+    pub write_timeout: Duration,
 }
 
 impl Settings {
@@ -59,25 +83,54 @@ impl Settings {
             protect_metrics: s.protect_metrics,
             max_body_bytes: usize::try_from(s.max_body_bytes).unwrap_or(usize::MAX),
             max_urls_per_call: s.max_urls_per_call,
+            allowed_hosts: s
+                .allowed_hosts
+                .iter()
+                .map(|h| h.trim().to_ascii_lowercase())
+                .collect(),
+            max_connections: usize::try_from(s.max_connections).unwrap_or(usize::MAX),
+            max_event_streams: usize::try_from(s.max_event_streams).unwrap_or(usize::MAX),
+            header_timeout: Duration::from_secs(s.header_timeout_secs),
+            request_timeout: Duration::from_secs(s.request_timeout_secs),
+            write_timeout: Duration::from_secs(s.write_timeout_secs),
         }
     }
 }
 
-/// Why `crawler serve` refuses to start.
+/// Why `crawler serve` refuses to start or stops.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
     /// A non-loopback address without a token.
     #[error(
-        "service.listen = {0} is not a loopback address and service.api_token is empty: anyone \
-         who reaches it could steer the crawl; set a token (CRAWLER_SERVICE_API_TOKEN) or \
-         listen on 127.0.0.1"
+        "{0} is not a loopback address and service.api_token is empty: anyone who reaches it \
+         could steer the crawl; set a token of at least {MIN_TOKEN_LEN} characters \
+         (CRAWLER_SERVICE_API_TOKEN) or listen on 127.0.0.1"
     )]
     OpenWithoutToken(std::net::SocketAddr),
+    /// A token that cannot serve as one.
+    #[error(
+        "service.api_token must be at least {MIN_TOKEN_LEN} characters without spaces or \
+         control characters"
+    )]
+    WeakToken,
+    /// The listener failed.
+    #[error("the API listener: {0}")]
+    Io(#[from] std::io::Error),
 }
 
-/// Refuses to serve a non-loopback address without a token.
+/// Whether `token` can be a bearer token: at least [`MIN_TOKEN_LEN`] visible ASCII
+/// characters (no spaces: one could never be sent back whole).
+pub fn token_is_strong(token: &str) -> bool {
+    token.len() >= MIN_TOKEN_LEN && token.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// The one exposure rule of every listener: a non-loopback address needs a token, and a
+/// token must be one.
 pub fn check_exposure(addr: std::net::SocketAddr, settings: &Settings) -> Result<(), ServeError> {
+    if !settings.api_token.is_empty() && !token_is_strong(&settings.api_token) {
+        return Err(ServeError::WeakToken);
+    }
     if !addr.ip().is_loopback() && settings.api_token.is_empty() {
         return Err(ServeError::OpenWithoutToken(addr));
     }
@@ -87,14 +140,20 @@ pub fn check_exposure(addr: std::net::SocketAddr, settings: &Settings) -> Result
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     pub(crate) max_urls: u64,
+    pub(crate) max_event_streams: usize,
 }
 
 #[derive(Debug, Clone)]
 pub(crate) struct AppState {
     pub(crate) control: Control,
     pub(crate) limits: Limits,
-    token: Arc<str>,
+    /// Event streams open now.
+    pub(crate) event_streams: Arc<AtomicUsize>,
     pub(crate) shutdown: CancellationToken,
+    /// Whether the OpenAPI document declares the bearer requirement.
+    token_set: bool,
+    /// The request checks ([`protect`]).
+    pub(crate) rules: Arc<protect::Rules>,
 }
 
 #[derive(OpenApi)]
@@ -105,6 +164,7 @@ pub(crate) struct AppState {
     ),
     paths(
         api::status,
+        api::errors,
         api::seeds,
         api::forget,
         api::pause,
@@ -133,43 +193,19 @@ impl utoipa::Modify for BearerAuth {
     }
 }
 
-/// The OpenAPI 3 document of the API, as JSON.
-pub fn openapi_json() -> String {
-    ApiDoc::openapi()
-        .to_pretty_json()
+/// The OpenAPI 3 document of the API, as JSON; with `token_set`, every operation declares
+/// that it needs the bearer token (and answers 401 without it).
+pub fn openapi_json(token_set: bool) -> String {
+    let mut doc = ApiDoc::openapi();
+    if token_set {
+        use utoipa::openapi::security::SecurityRequirement;
+        doc.security = Some(vec![SecurityRequirement::new(
+            "bearer",
+            Vec::<String>::new(),
+        )]);
+    }
+    doc.to_pretty_json()
         .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-}
-
-/// Constant-time comparison of the presented token with ours.
-fn token_ok(presented: &[u8], ours: &[u8]) -> bool {
-    use subtle::ConstantTimeEq;
-    presented.len() == ours.len() && bool::from(presented.ct_eq(ours))
-}
-
-async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if state.token.is_empty() {
-        return next.run(req).await;
-    }
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    if token_ok(presented.as_bytes(), state.token.as_bytes()) {
-        next.run(req).await
-    } else {
-        let mut r = ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "missing or wrong token (Authorization: Bearer …)",
-        )
-        .into_response();
-        r.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            header::HeaderValue::from_static("Bearer"),
-        );
-        r
-    }
 }
 
 async fn metrics_handler(State(state): State<AppState>) -> Response {
@@ -177,27 +213,37 @@ async fn metrics_handler(State(state): State<AppState>) -> Response {
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
 }
 
-async fn openapi_handler() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], openapi_json()).into_response()
+async fn openapi_handler(State(state): State<AppState>) -> Response {
+    let doc = openapi_json(state.token_set);
+    ([(header::CONTENT_TYPE, "application/json")], doc).into_response()
 }
 
 async fn dashboard() -> Html<&'static str> {
     Html(include_str!("../assets/index.html"))
 }
 
-/// The application: every route, its limits and its authentication.
+/// The application: every route, its limits, its checks and its authentication.
 pub fn app(control: Control, settings: &Settings, shutdown: CancellationToken) -> Router {
+    let rules = Arc::new(protect::Rules {
+        token: settings.api_token.clone(),
+        allowed_hosts: settings.allowed_hosts.clone(),
+        request_timeout: settings.request_timeout,
+    });
     let state = AppState {
         control,
         limits: Limits {
             max_urls: settings.max_urls_per_call,
+            max_event_streams: settings.max_event_streams,
         },
-        token: Arc::from(settings.api_token.as_str()),
+        event_streams: Arc::default(),
         shutdown,
+        token_set: !settings.api_token.is_empty(),
+        rules: Arc::clone(&rules),
     };
-    let auth = middleware::from_fn_with_state(state.clone(), require_token);
+    let auth = middleware::from_fn_with_state(Arc::clone(&rules), protect::require_token);
     let api = Router::new()
         .route("/status", get(api::status))
+        .route("/errors", get(api::errors))
         .route("/seeds", post(api::seeds))
         .route("/forget", post(api::forget))
         .route("/pause", post(api::pause))
@@ -220,55 +266,80 @@ pub fn app(control: Control, settings: &Settings, shutdown: CancellationToken) -
         .route("/", get(dashboard))
         .layer(DefaultBodyLimit::max(settings.max_body_bytes))
         .with_state(state)
+        .layer(middleware::from_fn_with_state(
+            rules,
+            protect::check_request,
+        ))
+        .layer(middleware::from_fn(protect::json_errors))
 }
 
-/// Serves the API on `listener` until `shutdown` (open event streams end with it).
+/// Serves the API on `listener` until `shutdown` (open event streams end with it), under
+/// the exposure rule ([`check_exposure`]) and the connection limits of `settings`.
 pub async fn serve(
     listener: TcpListener,
     control: Control,
     settings: Settings,
     shutdown: CancellationToken,
-) -> std::io::Result<()> {
+) -> Result<(), ServeError> {
+    check_exposure(listener.local_addr()?, &settings)?;
     let app = app(control, &settings, shutdown.clone());
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-        .await
+    let limits = listener::ConnLimits {
+        max_connections: settings.max_connections.max(1),
+        header_timeout: settings.header_timeout,
+        write_timeout: settings.write_timeout,
+    };
+    listener::accept_loop(listener, app, limits, Arc::default(), shutdown).await;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(token_ok(b"s3cret", b"s3cret"));
-        assert!(!token_ok(b"s3cre", b"s3cret"));
-        assert!(!token_ok(b"s3cretX", b"s3cret"));
-        assert!(!token_ok(b"", b"s3cret"));
-    }
-
-    #[test]
-    fn a_public_address_needs_a_token() {
-        let mut s = Settings {
-            api_token: String::new(),
+    fn settings(token: &str) -> Settings {
+        Settings {
+            api_token: token.into(),
             protect_metrics: true,
             max_body_bytes: 1 << 20,
             max_urls_per_call: 10,
-        };
-        assert!(check_exposure("127.0.0.1:8700".parse().unwrap(), &s).is_ok());
-        assert!(check_exposure("[::1]:8700".parse().unwrap(), &s).is_ok());
-        let open = check_exposure("0.0.0.0:8700".parse().unwrap(), &s).unwrap_err();
-        assert!(open.to_string().contains("api_token"), "{open}");
-        s.api_token = "t".into();
-        assert!(check_exposure("0.0.0.0:8700".parse().unwrap(), &s).is_ok());
+            allowed_hosts: Vec::new(),
+            max_connections: 8,
+            max_event_streams: 2,
+            header_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
+        }
     }
 
     #[test]
-    fn the_openapi_document_lists_every_route() {
-        let doc: serde_json::Value = serde_json::from_str(&openapi_json()).unwrap();
+    fn a_public_address_needs_a_token_and_a_token_must_be_one() {
+        let open = settings("");
+        assert!(check_exposure("127.0.0.1:8700".parse().unwrap(), &open).is_ok());
+        assert!(check_exposure("[::1]:8700".parse().unwrap(), &open).is_ok());
+        let e = check_exposure("0.0.0.0:8700".parse().unwrap(), &open).unwrap_err();
+        assert!(e.to_string().contains("api_token"), "{e}");
+        let strong = settings("0123456789abcdef");
+        assert!(check_exposure("0.0.0.0:8700".parse().unwrap(), &strong).is_ok());
+        for weak in [
+            "t",
+            " ",
+            "                ",
+            "0123456789abcde",
+            "0123456789 abcdef",
+        ] {
+            let s = settings(weak);
+            let e = check_exposure("127.0.0.1:8700".parse().unwrap(), &s).unwrap_err();
+            assert!(matches!(e, ServeError::WeakToken), "{weak:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_openapi_document_lists_every_route_and_the_token_when_set() {
+        let doc: serde_json::Value = serde_json::from_str(&openapi_json(false)).unwrap();
         assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
         for path in [
             "/api/v1/status",
+            "/api/v1/errors",
             "/api/v1/seeds",
             "/api/v1/forget",
             "/api/v1/pause",
@@ -282,5 +353,9 @@ mod tests {
             assert!(doc["paths"].get(path).is_some(), "{path} missing");
         }
         assert!(doc["components"]["schemas"]["UrlsResponse"].is_object());
+        assert!(doc.get("security").is_none_or(|s| s.is_null()));
+        let with_token: serde_json::Value = serde_json::from_str(&openapi_json(true)).unwrap();
+        assert_eq!(with_token["security"][0]["bearer"], serde_json::json!([]));
+        assert!(with_token["components"]["securitySchemes"]["bearer"].is_object());
     }
 }

@@ -191,6 +191,29 @@ pub fn encode(m: MetricsSnapshot) -> String {
         "External leases that expired and were served again",
         counter(m.leases_expired),
     );
+    r.register(
+        "frontier_failures",
+        "Frontier calls that failed, by kind: unavailable (unreachable, loading, a failover; \
+         retried), full (Redis out of memory; retried once it has room), failed (refused for \
+         good; the crawl stops)",
+        family(
+            m.frontier_failures
+                .iter()
+                .map(|(kind, n)| ("kind", (*kind).to_owned(), *n)),
+        ),
+    );
+    r.register_with_unit(
+        "frontier_unavailable",
+        "How long the frontier has been failing now (0: it answers)",
+        Unit::Seconds,
+        gauge_f(m.frontier_unavailable_secs),
+    );
+    r.register(
+        "leases_lost",
+        "Leases of this process that expired before their records were written (another \
+         process fetched those URLs; nothing was written for them here)",
+        counter(m.leases_lost),
+    );
     let mut text = String::new();
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut text, &r);

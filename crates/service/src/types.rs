@@ -40,6 +40,8 @@ pub(crate) mod int {
 
 /// Most URLs (or leases) one call may name, whatever `service.max_urls_per_call` says.
 pub const MAX_PER_CALL: u64 = 1_000_000;
+/// Latest `blocked_until` taken: 2100-01-01T00:00:00Z, in Unix milliseconds.
+pub const MAX_BLOCKED_UNTIL: u64 = 4_102_444_800_000;
 /// Longest lease, delay or block, in seconds.
 pub const MAX_SECS: u64 = 86_400 * 365;
 
@@ -60,10 +62,14 @@ pub struct StatusBody {
     pub state: String,
     /// When the crawl started (RFC 3339).
     pub started_at: String,
-    /// Records written.
+    /// Records written by this run.
     pub pages: u64,
-    /// Records per second since the start.
+    /// Records of this crawl in all, earlier runs of a resumed crawl included.
+    pub pages_total: u64,
+    /// Records per second over the last 10 seconds or so.
     pub pages_per_sec: f64,
+    /// Records per second since this run started.
+    pub pages_per_sec_avg: f64,
     /// URLs queued in all (a frontier shared in Redis queues there, in neither of the next two).
     pub queued: u64,
     /// URLs queued in memory.
@@ -92,6 +98,23 @@ pub struct StatusBody {
     /// workers wait and retry); absent while it answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frontier_unavailable_secs: Option<f64>,
+    /// Why the frontier is failing, while it is: `unavailable: …`, `full: …` (Redis out of
+    /// memory: fetching waits for room) or `failed: …` (the crawl stops).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frontier_error: Option<String>,
+}
+
+/// An object with no fields (`POST /api/v1/pause` and `/resume`; an empty body is taken too).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Empty {}
+
+/// `GET /api/v1/errors`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorsResponse {
+    /// `pages.jsonl` records, newest first.
+    #[schema(value_type = Vec<Object>)]
+    pub records: Vec<serde_json::Value>,
 }
 
 /// A list of URLs (`POST /api/v1/seeds`, `POST /api/v1/forget`).
@@ -188,9 +211,9 @@ pub struct HostUpdate {
     #[schema(minimum = 1, maximum = 100_000)]
     pub max_in_flight: Option<u64>,
     /// Unix time in milliseconds until which nothing of the host is fetched (0 or a past
-    /// time: unblock; at most a year ahead is kept).
+    /// time: unblock; at most 2100-01-01).
     #[serde(default, deserialize_with = "int::opt_u64")]
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 4_102_444_800_000_u64)]
     pub blocked_until: Option<u64>,
     /// Most URLs admitted for the host.
     #[serde(default, deserialize_with = "int::opt_u64")]

@@ -17,7 +17,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::writer::lock;
+use crate::sync::lock;
 
 const SHARDS: usize = 256;
 /// Slots of a shard's first table.

@@ -9,7 +9,8 @@ use frontier::{Entry, Journal};
 use crate::batch::{Admit, FLUSH_AT};
 use crate::index::Lookup;
 use crate::queue_record;
-use crate::writer::{lock, unix_ms, Shared};
+use crate::sync::lock;
+use crate::writer::{unix_ms, Shared};
 
 impl Journal for Shared {
     fn admitted(&self, fp: u128, host: &str, entry: &mut Entry) {

@@ -49,7 +49,9 @@ mod forget;
 mod index;
 mod journal;
 mod queue_record;
+mod recent_seen;
 mod schema;
+mod sync;
 #[cfg(test)]
 mod tests;
 mod writer;
@@ -68,13 +70,14 @@ use frontier::{Entry, Journal};
 use index::ExactIndex;
 
 use batch::Pending;
-use exact::RecentSeen;
+use recent_seen::RecentSeen;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use schema::{
     diff, migrate_queue, open_db, read_u64, OrDb, ADMITTED, BACKOFF, HOSTS, META, QUEUE, ROBOTS,
     SEEN, SETTING_PREFIX,
 };
-use writer::{lock, writer_loop, Shared};
+use sync::lock;
+use writer::{writer_loop, Shared};
 
 /// The database file inside the state directory.
 pub const FILE_NAME: &str = "state.redb";

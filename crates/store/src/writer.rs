@@ -6,15 +6,16 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use redb::{Database, ReadOnlyTable, ReadableTable};
 
 use crate::batch::{Batch, Pending, FLUSH_AT};
-use crate::exact::RecentSeen;
 use crate::index::ExactIndex;
+use crate::recent_seen::RecentSeen;
 use crate::schema::{read_u64, OrDb, ADMITTED, BACKOFF, HOSTS, META, QUEUE, ROBOTS, SEEN};
+use crate::sync::lock;
 use crate::StoreError;
 
 /// Milliseconds since the Unix epoch.
@@ -71,10 +72,6 @@ impl fmt::Debug for Shared {
             .field("next_id", &self.next_id)
             .finish_non_exhaustive()
     }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {

@@ -20,10 +20,12 @@ use url::Url;
 use crate::api::{Admission, End, Lease, Link, Next, Outcome, Stats};
 use crate::canon::{CanonConfig, Canonicalizer, Invalid};
 use crate::entry::{Entry, Via};
-use crate::scheduler::{HostBackoff, Order, Politeness, Scheduler, Wait};
+use crate::resume::{Journal, Resumable};
+use crate::scheduler::{Order, Politeness, Scheduler, Wait};
 use crate::scope::{OutOfScope, PatternError, Scope, ScopeConfig};
 use crate::spill::Spill;
 
+mod resume;
 mod service;
 
 /// Default number of URLs the visited-set filter is sized for before it grows.
@@ -46,27 +48,13 @@ pub enum Dedup {
     Exact,
 }
 
-/// Where admissions are recorded durably (an embedded store), and the exact visited set of
-/// [`Dedup::Exact`]. Both calls are made under the URL's admission lock, so for one URL they
-/// never interleave.
-pub trait Journal: Send + Sync + std::fmt::Debug {
-    /// Records an admission of the URL with fingerprint `fp` (politeness key `host`, as
-    /// [`host_key`] gives it) and sets `entry.id`, before the entry is queued.
-    fn admitted(&self, fp: u128, host: &str, entry: &mut Entry);
-    /// Whether the exact visited set holds `fp` (recorded, durable or not yet).
-    fn contains(&self, fp: u128) -> bool;
-    /// A host's backoff changed (made under the scheduler lock, so calls for one host arrive
-    /// in order). Restore it with [`LocalFrontier::restore_backoff`].
-    fn host_backoff(&self, _change: &HostBackoff) {}
-    /// Admission `id` is finished (`recorded`: its record was written before this call), so a
-    /// resumed crawl must not fetch it again.
-    fn done(&self, _id: u64, _recorded: bool) {}
-}
-
 /// The 128-bit fingerprint of a canonical URL: the Murmur3 hash the visited-set filter uses
-/// (Guava's `stringFunnel(UTF_8)`), so a filter can be rebuilt from fingerprints alone.
+/// (Guava's `stringFunnel(UTF_8)`) of the URL as the visited set knows it — its credentials
+/// masked ([`crate::credentials`]) —, so a filter can be rebuilt from fingerprints alone.
 pub fn fingerprint(canonical_url: &str) -> u128 {
-    hash_fp(Hash128::of_bytes(canonical_url.as_bytes()))
+    hash_fp(Hash128::of_bytes(
+        crate::credentials::mask(canonical_url).as_bytes(),
+    ))
 }
 
 fn hash_fp(h: Hash128) -> u128 {
@@ -225,45 +213,8 @@ impl LocalFrontier {
     /// Records every admission in `journal` (and, with [`Dedup::Exact`], confirms "maybe
     /// seen" answers against it). Set it before the first offer.
     pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
-        self.journal = Some(journal);
+        self.set_journal(journal);
         self
-    }
-
-    /// Resuming: marks a fingerprint of an earlier run as seen (rebuilds the filter).
-    pub fn restore_seen(&self, fp: u128) {
-        self.filter.put_hash(fp_hash(fp));
-    }
-
-    /// Resuming: queues an entry admitted (and journaled) by an earlier run, without
-    /// offering it again. Its fingerprint must have been restored with `restore_seen`.
-    /// Returns `false` (and queues nothing) if the stored URL does not parse.
-    pub fn restore_entry(&self, entry: Entry) -> bool {
-        let host = match Url::parse(&entry.url) {
-            Ok(u) => host_key(&u).to_owned(),
-            Err(_) => return false,
-        };
-        let wake = self.sched().push(&host, entry);
-        if wake {
-            self.notify.notify_waiters();
-        }
-        true
-    }
-
-    /// Resuming: `n` URLs of `host` were admitted by earlier runs (per-host and total
-    /// budgets count them).
-    pub fn restore_admitted(&self, host: &str, n: u64) {
-        *self.per_host.entry(Arc::from(host)).or_insert(0) += n;
-    }
-
-    /// Resuming: `host` was backing off (`backoff`) and may not be fetched for `wait` more.
-    pub fn restore_backoff(&self, host: &str, backoff: Duration, wait: Duration) {
-        self.sched()
-            .restore_backoff(host, backoff, wait, Instant::now());
-    }
-
-    /// Resuming: `n` pages were recorded by earlier runs (the page budget counts them).
-    pub fn restore_pages(&self, n: u64) {
-        self.pages.fetch_add(n, Ordering::Relaxed);
     }
 
     fn sched(&self) -> MutexGuard<'_, Scheduler> {
@@ -301,13 +252,12 @@ impl LocalFrontier {
 
     /// Offers the links of one page (the batch form of [`offer_url`](Self::offer_url)).
     pub fn offer_links(&self, parent: Option<&str>, links: Vec<Link>) -> Vec<Admission> {
-        self.offer_links_holding(parent, links, &mut |_| false)
+        self.offer_holding(parent, links, &mut |_| false)
     }
 
-    /// Resuming: [`offer_links`](Self::offer_links), except that an admitted entry for which
-    /// `hold` returns `true` is journaled but not queued — the caller settles it (a page
-    /// whose fetch the output already holds, see the engine's `reconcile`).
-    pub fn offer_links_holding(
+    /// [`offer_links`](Self::offer_links), except that an admitted entry for which `hold`
+    /// returns `true` is journaled but not queued ([`Resumable::offer_links_holding`]).
+    fn offer_holding(
         &self,
         parent: Option<&str>,
         links: Vec<Link>,
@@ -369,8 +319,8 @@ impl LocalFrontier {
         // both report "new". Admission must be exactly once, so a URL that looks new is put
         // under one of a few striped locks chosen by its hash: a concurrent offer of the same
         // URL waits, then finds it present. Duplicates — the common case — take no lock.
-        let hash = self.filter.hash(canonical.as_str());
-        let fp = hash_fp(hash);
+        let fp = fingerprint(canonical.as_str());
+        let hash = fp_hash(fp);
         let exact = self.cfg.dedup == Dedup::Exact && self.journal.is_some();
         let seen_exactly = |fp| self.journal.as_ref().is_some_and(|j| j.contains(fp));
         if self.filter.might_contain_hash(hash) && (!exact || seen_exactly(fp)) {
@@ -381,13 +331,13 @@ impl LocalFrontier {
         // Held until the admission is journaled: with exact dedup, a concurrent offer of the
         // same URL must find it in the journal.
         let _guard = stripe.lock().unwrap_or_else(|e| e.into_inner());
-        let flipped = self.filter.put_hash(hash);
-        if !flipped && (!exact || seen_exactly(fp)) {
+        if self.filter.might_contain_hash(hash) && (!exact || seen_exactly(fp)) {
             self.counters.duplicate.add(1);
             return Admission::Duplicate;
         }
-        // Budgets count admissions, so they are checked after the filter: a duplicate never
-        // uses budget. A URL refused for budget stays in the filter (it stays refused).
+        // Budgets count admissions, so they are checked after the filter's test: a duplicate
+        // never uses budget. But before its bits are set: a URL refused for its host's
+        // budget stays unseen, and is admitted if the budget is raised and it comes again.
         let host = host_key(&canonical).to_owned();
         {
             let budget = match self.host_budgets.get(host.as_str()) {
@@ -400,6 +350,7 @@ impl LocalFrontier {
             }
             *n += 1;
         }
+        self.filter.put_hash(hash);
         let mut entry = Entry::new(canonical.into(), depth, parent.map(str::to_owned));
         entry.hops = hops;
         entry.via = via;

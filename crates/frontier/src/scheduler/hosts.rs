@@ -12,6 +12,9 @@ use crate::hosts::{HostControls, HostInfo};
 /// The longest an operator may block a host or set its delay: a year (an `Instant` far in
 /// the future may overflow).
 const MAX_CONTROL: Duration = Duration::from_secs(365 * 24 * 3600);
+/// Longest block: past the service's latest `blocked_until` (2100), so a block it takes is
+/// kept as given, never shortened.
+const MAX_BLOCK: Duration = Duration::from_secs(100 * 366 * 24 * 3600);
 
 impl Scheduler {
     /// Every host's queue and limits at `now` (`admitted` and `max_pages` are the
@@ -61,7 +64,7 @@ impl Scheduler {
             q.max_in_flight = Some(n.max(1));
         }
         if let Some(block) = c.block_for {
-            q.blocked_until = (!block.is_zero()).then(|| now + block.min(MAX_CONTROL));
+            q.blocked_until = (!block.is_zero()).then(|| now + block.min(MAX_BLOCK));
         }
         // The host's place in the ready heap may be earlier now: put it in again (its older
         // entry becomes stale and is dropped).

@@ -8,7 +8,8 @@ use frontier::{
     host_key, Admission, Entry, FrontierConfig, FrontierError, Link, Order, OutOfScope,
 };
 
-use super::{frontier_error, Shared};
+use super::Shared;
+use crate::errors::frontier_error;
 
 pub(super) type Near = bloom::ScalableBloomFilter<str, bloom::StringFunnel>;
 
@@ -31,6 +32,20 @@ impl Shared {
         links: Vec<Link>,
         requeue: bool,
     ) -> Result<Vec<Admission>, FrontierError> {
+        Ok(self.admit_fenced(parent, links, requeue, None).await?.0)
+    }
+
+    /// As [`admit`](Self::admit), and with `fence` (a lease id of this process) the same
+    /// script answers whether the lease is still held, pinning it as [`Shared::hold`] does:
+    /// one call for a page's links and its record's fence. The script runs even when the
+    /// near cache answered every link, so the fence is always answered.
+    pub(super) async fn admit_fenced(
+        &self,
+        parent: Option<&str>,
+        links: Vec<Link>,
+        requeue: bool,
+        fence: Option<u64>,
+    ) -> Result<frontier::Fenced, FrontierError> {
         let near = match (&self.near, requeue) {
             (Some(n), false) => Some(Arc::clone(&n.read().unwrap_or_else(|e| e.into_inner()))),
             _ => None,
@@ -60,10 +75,9 @@ impl Shared {
                         continue;
                     }
                 }
-                if near
-                    .as_ref()
-                    .is_some_and(|n| n.might_contain(canonical.as_str()))
-                {
+                if near.as_ref().is_some_and(|n| {
+                    n.might_contain(&frontier::credentials::mask(canonical.as_str()))
+                }) {
                     near_dups += 1;
                     out[i] = Some(Admission::Duplicate);
                     continue;
@@ -95,10 +109,11 @@ impl Shared {
         if !requeue {
             near_dups += self.near_dups.swap(0, Ordering::Relaxed);
         }
-        if batch.is_empty() && near_dups > 0 && counted.is_empty() {
+        let mut held = None;
+        if fence.is_none() && batch.is_empty() && near_dups > 0 && counted.is_empty() {
             // Nothing for Redis: count the answers with the next call.
             self.near_dups.fetch_add(near_dups, Ordering::Relaxed);
-        } else if !batch.is_empty() || (!requeue && !counted.is_empty()) {
+        } else if fence.is_some() || !batch.is_empty() || (!requeue && !counted.is_empty()) {
             // Grouped by host (stable: a host's URLs keep their order), as the script takes them.
             batch.sort_by(|a, b| a.2.cmp(&b.2));
             let hosts = 1 + batch.windows(2).filter(|w| w[0].2 != w[1].2).count();
@@ -139,16 +154,31 @@ impl Shared {
                     call.arg(entry.as_slice());
                 }
             }
-            let codes: Vec<u8> = match call.invoke_async(&mut self.conn.clone()).await {
+            if let Some(id) = fence {
+                call.arg(self.holder.as_str())
+                    .arg(super::ms(self.lease))
+                    .arg(id);
+            }
+            let mut codes: Vec<u8> = match call.invoke_async(&mut self.conn.clone()).await {
                 Ok(c) => c,
                 Err(e) => {
                     self.near_dups.fetch_add(near_dups, Ordering::Relaxed);
                     return Err(self.failed(e));
                 }
             };
+            if let Some(id) = fence {
+                let answer = codes.pop() == Some(1);
+                if !answer {
+                    self.lost_lease(id);
+                }
+                held = Some(answer);
+            }
             if let Some(n) = &near {
-                for (_, url, ..) in &batch {
-                    n.put(url.as_str());
+                // Not one refused for its host's budget: Redis left it unseen.
+                for ((_, url, ..), code) in batch.iter().zip(&codes) {
+                    if *code != 2 {
+                        n.put(&frontier::credentials::mask(url.as_str()));
+                    }
                 }
             }
             for ((i, ..), code) in batch.iter().zip(codes) {
@@ -162,10 +192,11 @@ impl Shared {
                 self.wake.notify_one();
             }
         }
-        Ok(out
+        let out = out
             .into_iter()
             .map(|a| a.unwrap_or(Admission::Duplicate))
-            .collect())
+            .collect();
+        Ok((out, held))
     }
 
     /// A failed call: the near cache is dropped (Redis may have restarted without its last

@@ -22,14 +22,18 @@ pub(super) enum Leased {
     },
 }
 
-/// Renews this process' leases every third of a lease, until the frontier is dropped.
+/// Renews this process' leases every third of a lease, until the frontier is dropped; after
+/// a failed renewal, every quarter of that (at most 250 ms) until one goes through, so that
+/// leases are renewed at once when Redis answers again after an outage.
 pub(super) async fn heartbeat(shared: std::sync::Weak<Shared>) {
     let period = match shared.upgrade() {
         Some(s) => s.lease / 3,
         None => return,
     };
+    let mut wait = period;
     loop {
-        tokio::time::sleep(period).await;
+        tokio::time::sleep(wait).await;
+        wait = period;
         let Some(s) = shared.upgrade() else { return };
         let ids: Vec<u64> = s
             .held
@@ -61,18 +65,68 @@ pub(super) async fn heartbeat(shared: std::sync::Weak<Shared>) {
                 }
             }
             Ok(_) => {}
-            Err(e) => tracing::debug!(error = %e, "lease heartbeat failed; retrying"),
+            Err(e) => {
+                // Under the crawl clock, leases do not expire while Redis is unreachable or
+                // full (no script runs); a renewal soon after it answers again keeps them.
+                tracing::debug!(error = %e, "lease heartbeat failed; retrying");
+                wait = (period / 4).min(Duration::from_millis(250));
+            }
+        }
+    }
+}
+
+/// A completion as the scripts take it: lease id, kind, the server's wait hint and the entry
+/// to queue for a retry (encoded; empty for none).
+pub(super) struct Completion {
+    id: u64,
+    kind: &'static str,
+    hint: Option<Duration>,
+    retry: Vec<u8>,
+}
+
+impl Completion {
+    fn of(lease: Lease, outcome: Outcome) -> Self {
+        let id = lease.token();
+        let (kind, hint, retry) = match outcome {
+            Outcome::Done => ("done", None, None),
+            Outcome::Skipped => ("skip", None, None),
+            Outcome::HostError { retry_after } => ("error", retry_after, None),
+            Outcome::Retry { after } => {
+                let mut e = lease.into_entry();
+                e.attempt = e.attempt.saturating_add(1);
+                ("retry", after, Some(e))
+            }
+            Outcome::Released => ("release", None, None),
+        };
+        let mut bytes = Vec::new();
+        if let Some(e) = retry {
+            e.encode(&mut bytes);
+        }
+        Self {
+            id,
+            kind,
+            hint,
+            retry: bytes,
         }
     }
 }
 
 impl Shared {
-    /// One call of the lease script.
-    pub(super) async fn lease_once(&self) -> Result<Leased, FrontierError> {
+    /// One call of the lease script, making `completion` first if given.
+    pub(super) async fn lease_once(
+        &self,
+        completion: Option<&Completion>,
+    ) -> Result<Leased, FrontierError> {
         let mut call = self.invoke(&self.scripts.lease);
         call.arg(self.holder.as_str())
             .arg(ms(self.lease))
             .arg(self.cfg.max_pages.unwrap_or(0));
+        if let Some(c) = completion {
+            call.arg(c.id)
+                .arg(c.kind)
+                .arg(c.hint.map_or(0, ms))
+                .arg(c.retry.as_slice());
+        }
         let reply: Vec<Value> = call
             .invoke_async(&mut self.conn.clone())
             .await
@@ -138,11 +192,21 @@ impl Shared {
         if let Some(e) = retry {
             e.encode(&mut bytes);
         }
+        self.finish_encoded(id, kind, hint, &bytes).await
+    }
+
+    async fn finish_encoded(
+        &self,
+        id: u64,
+        kind: &str,
+        hint: Option<Duration>,
+        retry: &[u8],
+    ) -> Result<bool, FrontierError> {
         let mut call = self.invoke(&self.scripts.complete);
         call.arg(id)
             .arg(kind)
             .arg(hint.map_or(0, ms))
-            .arg(bytes.as_slice())
+            .arg(retry)
             .arg(self.holder.as_str());
         let done: u8 = call
             .invoke_async(&mut self.conn.clone())
@@ -152,15 +216,70 @@ impl Shared {
     }
 
     pub(super) async fn next(&self) -> Result<Next, FrontierError> {
+        self.next_after(None).await.map_err(|(e, _)| e)
+    }
+
+    /// Completes `lease` and waits for the next URL, the completion made by the first lease
+    /// call (one round trip where there were two).
+    pub(super) async fn complete_and_next(
+        &self,
+        lease: Lease,
+        outcome: Outcome,
+    ) -> Result<Next, FrontierError> {
+        let completion = Completion::of(lease, outcome);
+        let was_held = self.unhold(completion.id);
+        self.next_after(Some(&completion))
+            .await
+            .map_err(|(e, made)| {
+                if !made && was_held {
+                    // Not made: the heartbeat keeps it until the caller's retry makes it.
+                    self.rehold(completion.id);
+                }
+                e
+            })
+    }
+
+    /// Takes `id` out of the heartbeat's set before its completion is sent (a renewal
+    /// crossing it would report it lost); whether it was in.
+    fn unhold(&self, id: u64) -> bool {
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
+    }
+
+    fn rehold(&self, id: u64) {
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id);
+    }
+
+    /// Waits for a URL, the first call making `completion` if given; an error says whether
+    /// the completion was made before it.
+    async fn next_after(
+        &self,
+        completion: Option<&Completion>,
+    ) -> Result<Next, (FrontierError, bool)> {
+        let mut pending = completion;
         loop {
-            if self.closed.load(Ordering::Acquire) {
+            if self.closed.load(Ordering::Acquire) && pending.is_none() {
                 return Ok(Next::End(End::Closed));
             }
             // Registered before looking, so a wake-up while the script runs is not missed.
             let notified = self.wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            match self.lease_once().await? {
+            let leased = match self.lease_once(pending).await {
+                Ok(l) => {
+                    if pending.take().is_some() {
+                        self.wake.notify_one();
+                    }
+                    l
+                }
+                Err(e) => return Err((e, pending.is_none())),
+            };
+            match leased {
                 Leased::Lease(l) => {
                     // More may be ready: let the next waiting worker look.
                     self.wake.notify_one();
@@ -207,10 +326,43 @@ impl Shared {
         if self.closed.load(Ordering::Acquire) {
             return Ok(None);
         }
-        match self.lease_once().await? {
+        match self.lease_once(None).await? {
             Leased::Lease(l) => Ok(Some(l)),
             Leased::Budget | Leased::Wait { .. } => Ok(None),
         }
+    }
+
+    /// Whether this process still holds `lease` (renewing it); a lease found gone counts as
+    /// lost, as the heartbeat's do.
+    pub(super) async fn hold(&self, lease: &Lease) -> Result<bool, FrontierError> {
+        let id = lease.token();
+        let mut call = self.invoke(&self.scripts.hold);
+        call.arg(self.holder.as_str()).arg(ms(self.lease)).arg(id);
+        let held: u8 = call
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.failed(e))?;
+        if held == 1 {
+            return Ok(true);
+        }
+        self.lost_lease(id);
+        Ok(false)
+    }
+
+    /// Lease `id` was found gone at its fence: counted as lost, as the heartbeat's are.
+    pub(super) fn lost_lease(&self, id: u64) {
+        if self
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
+        {
+            self.lost.fetch_add(1, Ordering::Relaxed);
+        }
+        tracing::debug!(
+            lease = id,
+            "a lease expired before its record was written; another process fetches the URL"
+        );
     }
 
     pub(super) async fn complete(
@@ -218,25 +370,16 @@ impl Shared {
         lease: Lease,
         outcome: Outcome,
     ) -> Result<(), FrontierError> {
-        let id = lease.token();
-        let (kind, hint, retry) = match outcome {
-            Outcome::Done => ("done", None, None),
-            Outcome::Skipped => ("skip", None, None),
-            Outcome::HostError { retry_after } => ("error", retry_after, None),
-            Outcome::Retry { after } => {
-                let mut e = lease.into_entry();
-                e.attempt = e.attempt.saturating_add(1);
-                ("retry", after, Some(e))
-            }
-            Outcome::Released => ("release", None, None),
-        };
+        let c = Completion::of(lease, outcome);
+        let was_held = self.unhold(c.id);
         // A completion that comes back after the lease expired changes nothing (`false`):
         // the URL was handed to another process, which completes it.
-        self.finish(id, kind, hint, retry.as_ref()).await?;
-        self.held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
+        if let Err(e) = self.finish_encoded(c.id, c.kind, c.hint, &c.retry).await {
+            if was_held {
+                self.rehold(c.id);
+            }
+            return Err(e);
+        }
         self.wake.notify_one();
         Ok(())
     }

@@ -27,11 +27,11 @@ use std::time::Duration;
 
 use frontier::{
     prepare_seeds, Admission, BoxFuture, Canonicalizer, Frontier, FrontierConfig, FrontierError,
-    HostControls, HostPage, HostQuery, Lease, Link, Next, OutOfScope, Outcome, Scope, SharedRobots,
-    Stats,
+    HostControls, HostPage, HostQuery, Lease, Link, Next, OutOfScope, Outcome, RobotsShare, Scope,
+    SharedRobots, Stats,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{RetryMethod, Value};
+use redis::Value;
 use tokio::sync::Notify;
 use url::Url;
 
@@ -40,6 +40,7 @@ use crate::scripts::Scripts;
 mod admit;
 mod lease;
 
+use crate::errors::start_error;
 use crate::{hosts, RedisFrontierError, Visited};
 use admit::{near_cache, Near};
 use lease::heartbeat;
@@ -120,7 +121,25 @@ impl RedisFrontier {
             .set_max_delay(Duration::from_secs(1));
         let mut conn = ConnectionManager::new_with_config(client, manager).await?;
         check_version(&mut conn).await?;
-        crate::export::check_shape(&mut conn, &visited).await?;
+        let lease = redis.lease.max(Duration::from_millis(100));
+        crate::export::check_room(&mut conn, &visited).await?;
+        crate::export::check_shape(&mut conn, &visited)
+            .await
+            .map_err(|e| match e {
+                RedisFrontierError::Redis(e) => start_error(e),
+                e => e,
+            })?;
+        // The crawl clock counts a silence of up to a quarter of a lease whole (less than the
+        // heartbeat's period: a live holder renews with room to spare after an outage);
+        // longer, it is an outage (see `scripts`). Every process agrees on the lease (the
+        // engine's rules).
+        let _: () = redis::cmd("HSET")
+            .arg(format!("{}clock", visited.prefix()))
+            .arg("step")
+            .arg(ms(lease) / 4)
+            .query_async(&mut conn)
+            .await
+            .map_err(start_error)?;
         let canon = Canonicalizer::new(cfg.canon.clone());
         let stored: Vec<String> = redis::cmd("SMEMBERS")
             .arg(format!("{}seeds", visited.prefix()))
@@ -146,7 +165,7 @@ impl RedisFrontier {
             visited,
             canon,
             scope: RwLock::new(scope),
-            lease: redis.lease.max(Duration::from_millis(100)),
+            lease,
             cfg,
             holder,
             held: Mutex::default(),
@@ -222,15 +241,6 @@ fn default_holder() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     format!("{host}-{}-{nanos:08x}", std::process::id())
-}
-
-/// A Redis error as the engine sees it: worth retrying (connection, timeout, loading) or not.
-pub(crate) fn frontier_error(e: redis::RedisError) -> FrontierError {
-    if matches!(e.retry_method(), RetryMethod::NoRetry) && !e.is_timeout() {
-        FrontierError::Failed(e.to_string())
-    } else {
-        FrontierError::Unavailable(e.to_string())
-    }
 }
 
 fn ms(d: Duration) -> u64 {
@@ -368,6 +378,31 @@ impl Frontier for RedisFrontier {
         Box::pin(self.shared.complete(lease, outcome))
     }
 
+    fn complete_and_next(
+        &self,
+        lease: Lease,
+        outcome: Outcome,
+    ) -> BoxFuture<'_, Result<Next, FrontierError>> {
+        Box::pin(self.shared.complete_and_next(lease, outcome))
+    }
+
+    fn hold<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<bool, FrontierError>> {
+        Box::pin(self.shared.hold(lease))
+    }
+
+    fn offer_and_hold<'a>(
+        &'a self,
+        lease: &'a Lease,
+        links: Vec<Link>,
+    ) -> BoxFuture<'a, Result<frontier::Fenced, FrontierError>> {
+        Box::pin(self.shared.admit_fenced(
+            Some(&lease.entry().url),
+            links,
+            false,
+            Some(lease.token()),
+        ))
+    }
+
     fn set_crawl_delay<'a>(
         &'a self,
         host: &'a str,
@@ -422,6 +457,19 @@ impl Frontier for RedisFrontier {
         })
     }
 
+    fn close(&self) {
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.wake.notify_waiters();
+    }
+
+    fn stats(&self) -> BoxFuture<'_, Result<Stats, FrontierError>> {
+        Box::pin(self.shared.stats())
+    }
+}
+
+/// robots.txt verdicts through Redis: the first process to need an origin's claims and
+/// fetches it (the claim lapses after a minute, so a dead claimant does not block others).
+impl RobotsShare for RedisFrontier {
     fn robots_shared<'a>(
         &'a self,
         origin: &'a str,
@@ -459,14 +507,5 @@ impl Frontier for RedisFrontier {
                 .map_err(|e| s.failed(e))?;
             Ok(())
         })
-    }
-
-    fn close(&self) {
-        self.shared.closed.store(true, Ordering::Release);
-        self.shared.wake.notify_waiters();
-    }
-
-    fn stats(&self) -> BoxFuture<'_, Result<Stats, FrontierError>> {
-        Box::pin(self.shared.stats())
     }
 }

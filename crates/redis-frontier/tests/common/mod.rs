@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use frontier::FrontierConfig;
-use redis_frontier::server::RedisServer;
 use redis_frontier::{RedisConfig, RedisFrontier};
+use test_support::redis_server::RedisServer;
 
 /// A private Redis (see [`RedisServer::for_test`]).
 pub fn redis(extra: &[&str]) -> Option<RedisServer> {

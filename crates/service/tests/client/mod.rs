@@ -22,6 +22,8 @@ pub async fn http(
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
+    // A state change is JSON even without a body (pause, resume), as the API requires.
+    let body = body.or((method != "GET" && method != "HEAD").then_some(""));
     if let Some(b) = body {
         req.push_str(&format!(
             "Content-Type: application/json\r\nContent-Length: {}\r\n",

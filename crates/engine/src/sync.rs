@@ -1,0 +1,3 @@
+//! The lock idiom, from below everything that uses it.
+
+pub(crate) use output::sync::lock;

@@ -1,0 +1,228 @@
+//! Leases under faults, on a private Redis: the fence (a lease that expired and went to
+//! another process is no longer held), the crawl clock (an outage longer than a lease takes
+//! no live holder's lease), and a full Redis (every change refused whole, nothing half-done).
+
+mod common;
+
+use std::time::Duration;
+
+use frontier::{Frontier, FrontierConfig, FrontierError, Link, Next, Outcome};
+use redis_frontier::{RedisConfig, RedisFrontier};
+use url::Url;
+
+use common::redis;
+
+fn cfg() -> FrontierConfig {
+    FrontierConfig {
+        politeness: frontier::Politeness {
+            delay: Duration::ZERO,
+            ..frontier::Politeness::default()
+        },
+        keep_open: true,
+        ..test_support::contract::base_config()
+    }
+}
+
+fn settings(
+    server: &test_support::redis_server::RedisServer,
+    id: &str,
+    lease: Duration,
+) -> RedisConfig {
+    RedisConfig {
+        url: server.url(),
+        crawl_id: id.into(),
+        lease,
+        holder: None,
+    }
+}
+
+fn links(urls: &[&str]) -> Vec<Link> {
+    urls.iter()
+        .map(|u| Link::new(Url::parse(u).unwrap(), 1))
+        .collect()
+}
+
+/// A process paused past its lease (here: its own runtime not driven, so its heartbeat
+/// stands still) finds the lease gone to another process: `hold` says no, and its late
+/// completion changes nothing.
+#[test]
+fn a_lease_that_went_to_another_process_is_not_held() {
+    let Some(server) = redis(&[]) else { return };
+    let lease = Duration::from_millis(300);
+    let paused = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (a, mine) = paused.block_on(async {
+        let a = RedisFrontier::connect(cfg(), settings(&server, "fence", lease), &[])
+            .await
+            .unwrap();
+        a.offer(None, links(&["http://a.test/1"])).await.unwrap();
+        let Next::Lease(l) = a.next().await.unwrap() else {
+            panic!("no lease")
+        };
+        assert!(a.hold(&l).await.unwrap(), "just handed out: held");
+        (a, l)
+    });
+    // `paused` is not driven now: A's heartbeat cannot renew.
+    let others = tokio::runtime::Runtime::new().unwrap();
+    let theirs = others.block_on(async {
+        let b = RedisFrontier::connect(cfg(), settings(&server, "fence", lease), &[])
+            .await
+            .unwrap();
+        tokio::time::sleep(lease * 3).await;
+        let Next::Lease(l) = b.next().await.unwrap() else {
+            panic!("the expired lease was not served again")
+        };
+        assert_eq!(l.entry().url, mine.entry().url);
+        (b, l)
+    });
+    paused.block_on(async {
+        assert!(
+            !a.hold(&mine).await.unwrap(),
+            "gone to another process: not held"
+        );
+        // The fence answered with the page's offer says the same (its links still count).
+        let (admitted, held) = a
+            .offer_and_hold(&mine, links(&["http://a.test/2"]))
+            .await
+            .unwrap();
+        assert_eq!((admitted.len(), held), (1, Some(false)));
+        a.complete(mine, Outcome::Done).await.unwrap();
+    });
+    others.block_on(async {
+        let (b, l) = theirs;
+        assert!(b.hold(&l).await.unwrap(), "the new holder holds it");
+        let (_, held) = b
+            .offer_and_hold(&l, links(&["http://a.test/2"]))
+            .await
+            .unwrap();
+        assert_eq!(
+            held,
+            Some(true),
+            "the holder's fence, answered with its offer"
+        );
+        b.complete(l, Outcome::Done).await.unwrap();
+        let s = b.stats().await.unwrap();
+        assert_eq!(s.pages, 1, "one completion counted, the late one not");
+    });
+}
+
+/// Redis stopped for three leases: when it goes on, the leases live holders had are still
+/// theirs (the crawl clock did not count the outage), and no other process is handed them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_longer_than_a_lease_takes_no_live_lease() {
+    let Some(server) = redis(&[]) else { return };
+    let lease = Duration::from_millis(600);
+    let a = RedisFrontier::connect(cfg(), settings(&server, "outage", lease), &[])
+        .await
+        .unwrap();
+    let b = RedisFrontier::connect(cfg(), settings(&server, "outage", lease), &[])
+        .await
+        .unwrap();
+    a.offer(None, links(&["http://a.test/1", "http://b.test/1"]))
+        .await
+        .unwrap();
+    let Next::Lease(first) = a.next().await.unwrap() else {
+        panic!()
+    };
+    let Next::Lease(second) = a.next().await.unwrap() else {
+        panic!()
+    };
+    server.pause().unwrap();
+    tokio::time::sleep(lease * 3).await;
+    server.resume().unwrap();
+    assert_eq!(
+        b.try_next().await.unwrap(),
+        None,
+        "a live holder's lease was handed out again after the outage"
+    );
+    assert!(a.hold(&first).await.unwrap());
+    assert!(a.hold(&second).await.unwrap());
+    a.complete(first, Outcome::Done).await.unwrap();
+    a.complete(second, Outcome::Done).await.unwrap();
+    let s = b.stats().await.unwrap();
+    assert_eq!((s.pages, s.extra("leases_expired")), (2, 0));
+    // The clock stands still only while no script runs: a lease nobody renews still expires
+    // while the other processes go on (here B, waiting for a URL, polls).
+    a.offer(None, links(&["http://c.test/1"])).await.unwrap();
+    let Next::Lease(third) = a.next().await.unwrap() else {
+        panic!()
+    };
+    drop(a); // its heartbeat ends with it
+    let again = tokio::time::timeout(lease * 10, b.next())
+        .await
+        .expect("an abandoned lease is served again")
+        .unwrap();
+    let Next::Lease(again) = again else { panic!() };
+    assert_eq!(again.entry().url, third.entry().url);
+}
+
+/// A full Redis refuses every change whole: no lease handed out (nothing popped), no
+/// completion half-done, no renewal; with room again, the crawl is as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_redis_refuses_every_change_whole() {
+    let Some(server) = redis(&["--maxmemory-policy", "noeviction"]) else {
+        return;
+    };
+    let a = RedisFrontier::connect(
+        cfg(),
+        settings(&server, "full", Duration::from_secs(5)),
+        &[],
+    )
+    .await
+    .unwrap();
+    a.offer(
+        None,
+        links(&["http://a.test/1", "http://b.test/1", "http://c.test/1"]),
+    )
+    .await
+    .unwrap();
+    let Next::Lease(held) = a.next().await.unwrap() else {
+        panic!()
+    };
+    let before = a.stats().await.unwrap();
+    assert_eq!(
+        server
+            .command(&["CONFIG", "SET", "maxmemory", "1"])
+            .unwrap(),
+        "+OK"
+    );
+    let full = |r: Result<(), FrontierError>| match r {
+        Err(FrontierError::Full(why)) => assert!(why.contains("out of memory"), "{why}"),
+        other => panic!("not refused as full: {other:?}"),
+    };
+    full(a.offer(None, links(&["http://d.test/1"])).await.map(drop));
+    full(a.try_next().await.map(drop));
+    full(a.hold(&held).await.map(drop));
+    full(a.complete(held.clone(), Outcome::Done).await);
+    // Reads still answer, and nothing moved.
+    let during = a.stats().await.unwrap();
+    assert_eq!(
+        (
+            during.queued,
+            during.in_flight,
+            during.pages,
+            during.admitted
+        ),
+        (
+            before.queued,
+            before.in_flight,
+            before.pages,
+            before.admitted
+        )
+    );
+    assert_eq!(
+        server
+            .command(&["CONFIG", "SET", "maxmemory", "0"])
+            .unwrap(),
+        "+OK"
+    );
+    assert!(
+        a.hold(&held).await.unwrap(),
+        "the lease outlived the full spell"
+    );
+    a.complete(held, Outcome::Done).await.unwrap();
+    let after = a.stats().await.unwrap();
+    assert_eq!((after.queued, after.pages), (before.queued, 1));
+}

@@ -1,0 +1,130 @@
+//! The contract's checks of the host listing and an operator's per-host controls.
+
+use super::*;
+
+/// Hosts are listed in pages (descending by the figure, then by name) with their queues, and
+/// an operator's controls hold: a block hands out nothing, a delay spaces fetches, an
+/// in-flight limit and a page budget bound the host. An unknown host is said to be unknown.
+pub async fn host_listing_and_controls(h: &dyn Harness) {
+    let f = h.open(base_config(), &[]);
+    for (host, n) in [("x.test", 3), ("y.test", 1), ("z.test", 2)] {
+        let urls: Vec<String> = (0..n).map(|i| format!("http://{host}/{i}")).collect();
+        offer(&*f, None, &urls).await;
+    }
+    let query = |after| HostQuery {
+        sort: HostSort::Queued,
+        limit: 2,
+        after,
+    };
+    let first = f.hosts(query(None)).await.expect("hosts");
+    let names: Vec<&str> = first.hosts.iter().map(|h| h.host.as_str()).collect();
+    assert_eq!((names, first.total), (vec!["x.test", "z.test"], 3));
+    assert_eq!(first.hosts[0].queued, 3);
+    let second = f.hosts(query(first.next)).await.unwrap();
+    assert_eq!(second.hosts.len(), 1);
+    assert_eq!(
+        (second.hosts[0].host.as_str(), second.next),
+        ("y.test", None)
+    );
+
+    let set = |host: &'static str, c: HostControls| {
+        let f = Arc::clone(&f);
+        async move { f.set_host(host, c).await.expect("set_host") }
+    };
+    assert!(!set("nowhere.test", HostControls::default()).await);
+    // Block every host but x: only x is served.
+    for host in ["y.test", "z.test"] {
+        let block = HostControls {
+            block_for: Some(Duration::from_secs(3600)),
+            ..HostControls::default()
+        };
+        assert!(set(host, block).await);
+    }
+    let blocked = f.hosts(query(None)).await.unwrap();
+    assert!(blocked
+        .hosts
+        .iter()
+        .any(|h| h.host == "z.test" && h.blocked_for.is_some()));
+    // x: one at a time, 60 ms apart.
+    let gap = Duration::from_millis(60);
+    let limit = HostControls {
+        delay: Some(gap),
+        max_in_flight: Some(1),
+        max_pages: Some(4),
+        ..HostControls::default()
+    };
+    assert!(set("x.test", limit).await);
+    let a = lease(&*f).await;
+    assert_eq!(a.host(), "x.test");
+    assert_eq!(
+        f.try_next().await.unwrap(),
+        None,
+        "x at its limit, y and z blocked"
+    );
+    let t = Instant::now();
+    complete(&*f, a, Outcome::Done).await;
+    let b = lease(&*f).await;
+    assert_eq!(b.host(), "x.test");
+    assert!(t.elapsed() >= gap / 2, "the host's delay held");
+    complete(&*f, b, Outcome::Done).await;
+    let more: Vec<String> = (3..6).map(|i| format!("http://x.test/{i}")).collect();
+    assert_eq!(
+        offer(&*f, None, &more).await,
+        [
+            Admission::Admitted,
+            Admission::OutOfScope(OutOfScope::HostBudget),
+            Admission::OutOfScope(OutOfScope::HostBudget),
+        ],
+        "the host's budget of 4 admissions"
+    );
+    // Refused for its budget, a URL stays unseen: with the budget raised, it is admitted
+    // when it comes again.
+    let raised = HostControls {
+        max_pages: Some(6),
+        ..HostControls::default()
+    };
+    assert!(set("x.test", raised).await);
+    assert_eq!(
+        offer(&*f, None, &more[1..]).await,
+        [Admission::Admitted, Admission::Admitted],
+        "refused for the budget, not seen"
+    );
+    // Unblocked, the rest is served: x's four, y's one, z's two.
+    for host in ["y.test", "z.test"] {
+        let unblock = HostControls {
+            block_for: Some(Duration::ZERO),
+            ..HostControls::default()
+        };
+        assert!(set(host, unblock).await);
+    }
+    let mut served: BTreeMap<String, u32> = BTreeMap::new();
+    loop {
+        match next(&*f).await {
+            Next::Lease(l) => {
+                *served.entry(l.host().to_owned()).or_default() += 1;
+                complete(&*f, l, Outcome::Done).await;
+            }
+            Next::End(e) => {
+                assert_eq!(e, End::Finished);
+                break;
+            }
+        }
+    }
+    let want: BTreeMap<String, u32> = [("x.test", 4), ("y.test", 1), ("z.test", 2)]
+        .into_iter()
+        .map(|(h, n)| (h.to_owned(), n))
+        .collect();
+    assert_eq!(served, want);
+    let done = f
+        .hosts(HostQuery {
+            sort: HostSort::Done,
+            limit: 1,
+            after: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (done.hosts[0].host.as_str(), done.hosts[0].done),
+        ("x.test", 6)
+    );
+}
