@@ -32,14 +32,11 @@ pub(crate) async fn page(
     cfg: &FrontierConfig,
     query: &HostQuery,
 ) -> Result<HostPage, FrontierError> {
-    let (hosts, time): (Vec<String>, (u64, u64)) = redis::pipe()
-        .cmd("SMEMBERS")
+    let hosts: Vec<String> = redis::cmd("SMEMBERS")
         .arg(format!("{prefix}hosts"))
-        .cmd("TIME")
         .query_async(conn)
         .await
         .map_err(frontier_error)?;
-    let now = time.0 * 1000 + time.1 / 1000;
     let mut pipe = redis::pipe();
     for h in &hosts {
         pipe.cmd("HMGET")
@@ -51,12 +48,43 @@ pub(crate) async fn page(
     } else {
         pipe.query_async(conn).await.map_err(frontier_error)?
     };
+    // The clock is read after the rows: a fetch leased between the two reads cannot leave a
+    // host's `next_at` ahead of the `now` it is measured from.
+    type Clock = (Option<i64>, Option<i64>, Option<i64>);
+    let (time, clock): ((u64, u64), Clock) = redis::pipe()
+        .cmd("TIME")
+        .cmd("HMGET")
+        .arg(format!("{prefix}clock"))
+        .arg(&["last", "off", "step"])
+        .query_async(conn)
+        .await
+        .map_err(frontier_error)?;
+    let now = crawl_now(time.0 * 1000 + time.1 / 1000, clock);
     let all = hosts
         .into_iter()
         .zip(rows)
         .map(|(host, row)| info(host, &row, cfg, now))
         .collect();
     Ok(paginate(all, query))
+}
+
+/// The crawl's clock as the next script will read it (`now_ms` in the scripts): the server's
+/// time less the time not counted, and less the part of a silence longer than a step. Host
+/// times (`next_at`, `blocked_until`) are on this clock, not the server's.
+fn crawl_now(server: u64, (last, off, step): (Option<i64>, Option<i64>, Option<i64>)) -> u64 {
+    let server = i64::try_from(server).unwrap_or(i64::MAX);
+    let (last, off, step) = (
+        last.unwrap_or(server),
+        off.unwrap_or(0),
+        step.unwrap_or(10_000),
+    );
+    let gap = server.saturating_sub(last);
+    let uncounted = if gap > step {
+        off + gap - step
+    } else {
+        off + gap.min(0)
+    };
+    u64::try_from(server.saturating_sub(uncounted)).unwrap_or(0)
 }
 
 fn info(host: String, row: &[Option<i64>], cfg: &FrontierConfig, now: u64) -> HostInfo {
