@@ -407,3 +407,57 @@ fn a_seed_that_refuses_connections_exits_69_and_says_why() {
         }
     }
 }
+
+/// The README's offline example as written — flags only, no file of settings — crawls all
+/// five hosts of the test site to its ground truth, and the last line says how it ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_offline_example_crawls_all_five_hosts() {
+    let site = TestSite::start(SiteConfig::default()).await.unwrap();
+    assert_eq!(site.site().config().hosts, 5);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("crawl-test");
+    let example = |extra: &[&str]| {
+        let mut cmd = crawler();
+        // In an empty directory: no ./crawler.toml is read.
+        cmd.current_dir(dir.path())
+            .args(["crawl", "--seed", &site.site().seed_url()])
+            .args(["--resolve", "*.test=127.0.0.1"])
+            .args(["--scope", "domains", "--domain", "test", "--delay-ms", "0"])
+            .args(["--out", out.to_str().unwrap()])
+            .args(extra)
+            .env_remove("CRAWLER_CONFIG")
+            .env("RUST_LOG", "info");
+        cmd
+    };
+    let mut cmd = example(&[]);
+    let output = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    assert!(log.contains("crawl finished: "), "{log}");
+    let pages = read_pages(&out);
+    let hosts: std::collections::BTreeSet<String> = pages
+        .iter()
+        .filter_map(|p| url::Url::parse(p["url"].as_str()?).ok())
+        .filter_map(|u| u.host_str().map(str::to_owned))
+        .collect();
+    assert_eq!(hosts.len(), 5, "{hosts:?}");
+    if let Err(e) = site.site().ground_truth().check(pages.iter().map(recorded)) {
+        panic!("{e}");
+    }
+
+    // A budget stops it in the words the README gives.
+    let mut cmd = example(&["--fresh", "--max-pages", "10"]);
+    let output = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    assert!(
+        log.contains("crawl page budget reached (crawl.max_pages): 10 pages"),
+        "{log}"
+    );
+}

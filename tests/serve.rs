@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 use testsite::{SiteConfig, TestSite};
 
-use crate::util::{crawler, recorded, CrawlDir};
+use crate::util::{crawler, recorded, under_ulimit, CrawlDir};
 
 /// Starts `crawler serve` and returns it with the address it printed.
 fn start_serve(dir: &CrawlDir, workers: u32) -> (Child, String) {
@@ -218,6 +218,40 @@ fn a_token_too_short_or_with_spaces_is_refused() {
         assert_eq!(output.status.code(), Some(64), "{token:?}: {err}");
         assert!(err.contains("service.api_token"), "{err}");
     }
+}
+
+/// The soft and hard open-file limits of process `pid`, from `/proc/PID/limits`.
+fn open_file_limits(pid: u32) -> (String, String) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("a Max open files line");
+    let mut fields = line["Max open files".len()..].split_whitespace();
+    (
+        fields.next().unwrap().to_owned(),
+        fields.next().unwrap().to_owned(),
+    )
+}
+
+#[test]
+fn serve_raises_a_low_soft_open_file_limit_to_the_hard_one() {
+    let (_, hard) = open_file_limits(std::process::id());
+    if hard != "unlimited" && hard.parse::<u64>().unwrap_or(0) <= 512 {
+        eprintln!("skipped: the hard open-file limit here is {hard}, nothing to raise to");
+        return;
+    }
+    let dir = CrawlDir::new("");
+    // A shell lowers the soft limit to 512, then becomes `crawler serve`.
+    let mut child = under_ulimit("-Sn 512", &dir.serve())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_addr, log) = crate::util::watch_serve(&mut child);
+    let (soft, hard_of_serve) = open_file_limits(child.id());
+    assert_eq!(hard_of_serve, hard);
+    assert_eq!(soft, hard, "{}", log.lock().unwrap());
+    terminate(child);
 }
 
 /// `crawler demo` with `--listen`, until it prints where it listens: (child, the line, the

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use testsite::{SiteConfig, TestSite};
 
-use crate::util::crawler;
+use crate::util::{crawler, under_ulimit, CrawlDir};
 
 /// Held connections.
 const CLIENTS: usize = 1100;
@@ -73,29 +73,18 @@ async fn held_half_requests_do_not_starve_the_crawl() {
     })
     .await
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let config = dir.path().join("crawler.toml");
     // A crawl paced to last well past the test (5 hosts at one fetch per 40 ms each).
-    std::fs::write(
-        &config,
+    let dir = CrawlDir::new(
         "[crawl]\nstatus_secs = 1\nconcurrency = 16\n[politeness]\ndelay_ms = 40\n\
          max_per_host = 1\n[frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n",
-    )
-    .unwrap();
-    let mut child = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -n 1024 && exec \"$0\" \"$@\"")
-        .arg(crawler().get_program())
-        .args(["serve", "--config", config.to_str().unwrap(), "--out"])
-        .arg(&out)
-        .args(["--listen", "127.0.0.1:0", "--seed", &site.site().seed_url()])
-        .args(["--resolve", "*.test=127.0.0.1"])
-        .env(
-            "CRAWLER_SERVICE_HEADER_TIMEOUT_SECS",
-            HEADER_TIMEOUT_SECS.to_string(),
-        )
-        .env("RUST_LOG", "warn")
+    );
+    let out = dir.out.clone();
+    let mut serve = dir.serve();
+    serve.args(["--seed", &site.site().seed_url()]).env(
+        "CRAWLER_SERVICE_HEADER_TIMEOUT_SECS",
+        HEADER_TIMEOUT_SECS.to_string(),
+    );
+    let mut child = under_ulimit("-n 1024", &serve)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();

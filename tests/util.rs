@@ -37,6 +37,27 @@ pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// `cmd` run by a shell that first sets `ulimit FLAGS` (`-n 1024`, `-Sn 512`) and then
+/// becomes it (`exec`): the same program, arguments, environment and directory, under that
+/// open-file limit. Standard streams are the caller's to set on the result.
+pub fn under_ulimit(flags: &str, cmd: &Command) -> Command {
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(format!("ulimit {flags} && exec \"$0\" \"$@\""))
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => sh.env(key, v),
+            None => sh.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        sh.current_dir(dir);
+    }
+    sh
+}
+
 /// A `pages.jsonl` record as the test site's ground truth reads it.
 pub fn recorded(p: &serde_json::Value) -> testsite::Recorded {
     testsite::Recorded {

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use testsite::{SiteConfig, TestSite};
 
 use super::client::http;
-use super::start;
+use super::{start, start_with};
 
 async fn small_site() -> TestSite {
     TestSite::start(SiteConfig {
@@ -311,5 +311,50 @@ async fn the_bearer_scheme_is_taken_in_any_case() {
     // The OpenAPI document says so when a token is set.
     let (_, doc) = svc.api.call("GET", "/openapi.json", None).await;
     assert_eq!(doc["security"][0]["bearer"], json!([]));
+    svc.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_too_large_or_too_slow_is_refused_in_json() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let site = small_site().await;
+    let svc = start_with(&site, None, "", |cfg| {
+        cfg.service.max_body_bytes = 4096;
+        cfg.service.request_timeout_secs = 1;
+    })
+    .await;
+    let addr = svc.api.addr;
+    let own = format!("127.0.0.1:{}", addr.port());
+
+    // Over service.max_body_bytes: 413, as JSON, and no seed taken.
+    let big = format!(r#"{{"urls": ["http://h0.test/{}"]}}"#, "a".repeat(5000));
+    let (code, _, body) = raw_post(addr, &own, "/api/v1/seeds", "application/json", &big).await;
+    assert_eq!(code, 413, "{}", String::from_utf8_lossy(&body));
+    assert!(json_of(&body)["error"].is_string());
+
+    // A body that never finishes: the request ends at service.request_timeout_secs with 503,
+    // as JSON, and the connection is not held beyond it.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /api/v1/seeds HTTP/1.1\r\nHost: {own}\r\nContent-Type: application/json\r\n\
+         Content-Length: 100\r\n\r\n{{\"urls\": ["
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(30), s.read_to_end(&mut raw))
+        .await
+        .expect("the slow body is cut off, not held")
+        .unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a response");
+    assert!(head.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(
+        json_of(body.as_bytes())["error"]
+            .as_str()
+            .unwrap()
+            .contains("service.request_timeout_secs"),
+        "{text}"
+    );
+    assert_eq!(svc.api.status().await["state"], "idle", "no seed was taken");
     svc.stop().await;
 }
