@@ -9,7 +9,8 @@
 //!   after the other: no lease taken from a live holder — no URL twice;
 //! - settings that must agree: a given value that differs from the crawl's is refused (64),
 //!   naming it; a default one takes the crawl's;
-//! - no room at the start: one exit code (69), with what is needed.
+//! - no room at the start: one exit code (69), with what is needed, and nothing recorded;
+//! - Redis refusing for good (a password, a key of another type): the crawl stops with 69.
 
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -335,6 +336,22 @@ fn no_room_at_the_start_is_69_saying_what_is_needed() {
         err.contains("no room for this crawl") && err.contains("visited set needs"),
         "{err}"
     );
+    // Refused for want of room, the crawl recorded nothing: the retry the message suggests
+    // (a smaller expected_urls) is a new crawl, not a contradiction of recorded rules (64).
+    assert_eq!(
+        server.command(&["EXISTS", "crawl:{rules}:rules"]).unwrap(),
+        ":0"
+    );
+    let retry = config(dir.path(), "retry", &server.url(), "expected_urls = 1000");
+    let out = run(&retry, "http://h0.test:1/", &dir.path().join("r"));
+    let err = stderr(&out);
+    assert_ne!(out.status.code(), Some(64), "{err}");
+    assert!(!err.contains("no room for this crawl"), "{err}");
+    assert_eq!(
+        server.command(&["EXISTS", "crawl:{rules}:rules"]).unwrap(),
+        ":1",
+        "the retry recorded its rules"
+    );
     // Redis already over its limit: the first write is refused, the same code.
     assert_eq!(
         server
@@ -347,4 +364,71 @@ fn no_room_at_the_start_is_69_saying_what_is_needed() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(69), "{err}");
     assert!(err.contains("no room for this crawl"), "{err}");
+}
+
+/// Waits (off the runtime) for `child` to end, at most `limit`: its exit code and stderr.
+async fn ended(mut child: Child, limit: Duration) -> (Option<i32>, String) {
+    tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + limit;
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("the crawler did not stop in {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        (out.status.code(), stderr(&out))
+    })
+    .await
+    .unwrap()
+}
+
+/// A Redis that refuses the crawl for good — credentials it no longer takes, a key of the
+/// crawl holding another program's data — stops the crawl with 69, saying why; it is not
+/// retried for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_refusing_for_good_stops_the_crawl_with_69() {
+    let Some(server) = redis(&[]) else { return };
+    let site = testsite::TestSite::start(testsite::SiteConfig {
+        pages: 2_000,
+        hosts: 4,
+        latency_ms: 20,
+        ..testsite::SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let seed = site.site().seed_url();
+
+    // Mid-crawl, the crawl's counters become a string.
+    let p = Process::new(&server.url(), "delay_ms = 5\nmax_per_host = 2");
+    let child = p.spawn(&seed);
+    assert!(until(Duration::from_secs(60), || p.line_count() >= 50).await);
+    assert_eq!(
+        server.command(&["DEL", "crawl:{shared}:stats"]).unwrap(),
+        ":1"
+    );
+    assert_eq!(
+        server
+            .command(&["SET", "crawl:{shared}:stats", "not a hash"])
+            .unwrap(),
+        "+OK"
+    );
+    let (code, err) = ended(child, Duration::from_secs(60)).await;
+    assert_eq!(code, Some(69), "{err}");
+    assert!(err.contains("WRONGTYPE"), "{err}");
+    assert!(p.line_count() < 2_000, "the crawl stopped before the end");
+
+    // At the start, credentials Redis refuses.
+    assert_eq!(
+        server
+            .command(&["CONFIG", "SET", "requirepass", "a-password-of-ours"])
+            .unwrap(),
+        "+OK"
+    );
+    let q = Process::new(&server.url(), "delay_ms = 5");
+    let (code, err) = ended(q.spawn(&seed), Duration::from_secs(60)).await;
+    assert_eq!(code, Some(69), "{err}");
+    assert!(err.to_ascii_lowercase().contains("auth"), "{err}");
+    site.stop().await;
 }

@@ -145,7 +145,8 @@ pub fn reconcile(
 pub(crate) async fn agree(cfg: CrawlConfig) -> Result<CrawlConfig, LaunchError> {
     let url = cfg.frontier.redis_url.trim().to_owned();
     let crawl_id = cfg.frontier.crawl_id.clone();
-    let recorded = redis_frontier::agree_rules(&url, &crawl_id, &rules(&cfg))
+    let room = (cfg.frontier.expected_urls, cfg.frontier.fpp);
+    let recorded = redis_frontier::agree_rules(&url, &crawl_id, &rules(&cfg), room)
         .await
         .map_err(|error| LaunchError::Redis {
             url: engine::config::redact::redact(&url),

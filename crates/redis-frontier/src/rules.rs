@@ -6,11 +6,15 @@
 //! Here they are opaque `key → value` strings, recorded atomically (one script: the first
 //! process to run it records every key it brings, and a key a newer version adds is recorded
 //! by the first process that knows it).
+//!
+//! A new crawl is checked for room first ([`crate::export::check_room`]): a crawl refused
+//! for want of room records nothing, so the retry the refusal suggests (a smaller
+//! `expected_urls`) is a new crawl, not one whose recorded rules it contradicts.
 
 use std::collections::BTreeMap;
 
 use crate::frontier::check_crawl_id;
-use crate::RedisFrontierError;
+use crate::{RedisFrontierError, Visited};
 
 /// Records each of `ours` the crawl has no value for, and returns every value it has.
 const AGREE: &str = r"
@@ -19,13 +23,17 @@ return redis.call('HGETALL', KEYS[1])
 ";
 
 /// The crawl `crawl_id`'s rules at `url` after recording `ours` where it has none: the
-/// values every process of the crawl must use.
+/// values every process of the crawl must use. A crawl with no visited set yet must have
+/// room for one of `expected_urls` at `fpp`, or nothing is recorded
+/// ([`RedisFrontierError::Full`]).
 pub async fn agree_rules(
     url: &str,
     crawl_id: &str,
     ours: &BTreeMap<String, String>,
+    (expected_urls, fpp): (u64, f64),
 ) -> Result<BTreeMap<String, String>, RedisFrontierError> {
     check_crawl_id(crawl_id)?;
+    let visited = Visited::new(crawl_id, expected_urls, fpp)?;
     let client = redis::Client::open(url)?;
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(std::time::Duration::from_secs(5)))
@@ -33,6 +41,7 @@ pub async fn agree_rules(
     let mut conn = client
         .get_multiplexed_async_connection_with_config(&config)
         .await?;
+    crate::export::check_room(&mut conn, &visited).await?;
     let script = redis::Script::new(AGREE);
     let mut call = script.key(format!("crawl:{{{crawl_id}}}:rules"));
     for (k, v) in ours {
