@@ -136,6 +136,43 @@ impl Hostile {
     }
 }
 
+/// Pages that change over time, for measuring recrawls: every numeric page gets new versions
+/// at its own rate, as a Poisson process (the model of Cho & Garcia-Molina), with rates spread
+/// log-uniformly between the bounds so that they span orders of magnitude.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Changing {
+    /// Seconds of one simulated day (60: a month passes in half an hour).
+    pub day_secs: f64,
+    /// Changes a day of the slowest-changing pages.
+    pub min_per_day: f64,
+    /// Changes a day of the fastest-changing pages.
+    pub max_per_day: f64,
+}
+
+impl Changing {
+    /// `DAY_SECS,MIN_PER_DAY,MAX_PER_DAY` (the binary's `--changing`).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+        let [day, min, max] = parts[..] else {
+            return Err(format!(
+                "--changing takes DAY_SECS,MIN_PER_DAY,MAX_PER_DAY, not `{text}`"
+            ));
+        };
+        let num = |what: &str, v: &str| {
+            v.parse::<f64>()
+                .map_err(|_| format!("--changing: {what} `{v}` is not a number"))
+        };
+        Ok(Self {
+            day_secs: num("DAY_SECS", day)?,
+            min_per_day: num("MIN_PER_DAY", min)?,
+            max_per_day: num("MAX_PER_DAY", max)?,
+        })
+    }
+}
+
+/// Most changes a day a page may make (each request counts the page's versions so far).
+pub const MAX_CHANGES_PER_DAY: f64 = 10_000.0;
+
 /// Default number of numeric pages.
 pub const DEFAULT_PAGES: u64 = 1000;
 /// Default tree links per page.
@@ -187,6 +224,8 @@ pub struct SiteConfig {
     /// Milliseconds every HTML page waits before it is answered: a site far away (latency,
     /// not CPU — the server does nothing meanwhile), for measuring crawls bound by waiting.
     pub latency_ms: u64,
+    /// Pages that change over time (`None`: a page is the same for ever).
+    pub changing: Option<Changing>,
 }
 
 impl Default for SiteConfig {
@@ -206,6 +245,7 @@ impl Default for SiteConfig {
             plain_links: false,
             big_pages: 0,
             latency_ms: 0,
+            changing: None,
         }
     }
 }
@@ -275,6 +315,26 @@ impl SiteConfig {
                 self.big_pages, self.pages
             ));
         }
+        if let Some(c) = self.changing {
+            if !(c.day_secs.is_finite() && c.day_secs >= 1.0 && c.day_secs <= 86_400.0) {
+                problems.push(format!(
+                    "changing: a day must be 1 to 86400 seconds, got {}",
+                    c.day_secs
+                ));
+            }
+            let rates_ok = c.min_per_day.is_finite()
+                && c.max_per_day.is_finite()
+                && c.min_per_day > 0.0
+                && c.min_per_day <= c.max_per_day
+                && c.max_per_day <= MAX_CHANGES_PER_DAY;
+            if !rates_ok {
+                problems.push(format!(
+                    "changing: changes a day must satisfy 0 < min ({}) <= max ({}) <= \
+                     {MAX_CHANGES_PER_DAY}",
+                    c.min_per_day, c.max_per_day
+                ));
+            }
+        }
         if self.hostile.many_hosts && self.addressing == Addressing::Ips {
             problems.push(
                 "hostile mode many-hosts needs named hosts (10,000 addresses cannot be bound)"
@@ -312,6 +372,24 @@ mod tests {
         let h = Hostile::parse("drip, trap").unwrap();
         assert!(h.drip && h.trap && !h.huge);
         assert!(Hostile::parse("nope").is_err());
+    }
+
+    #[test]
+    fn changing_is_parsed_and_checked() {
+        let c = Changing::parse("60, 0.1, 10").unwrap();
+        assert_eq!(
+            (c.day_secs, c.min_per_day, c.max_per_day),
+            (60.0, 0.1, 10.0)
+        );
+        assert!(Changing::parse("60,1").is_err());
+        assert!(Changing::parse("60,x,1").is_err());
+        for bad in ["0,1,2", "60,0,1", "60,2,1", "60,1,100000", "NaN,1,2"] {
+            let cfg = SiteConfig {
+                changing: Some(Changing::parse(bad).unwrap()),
+                ..SiteConfig::default()
+            };
+            assert!(cfg.validate().is_err(), "{bad}");
+        }
         assert!(!Hostile::parse("").unwrap().any());
     }
 }

@@ -22,10 +22,13 @@
 //! - **Observability for politeness tests**: the [`Observer`] records, per host, the most
 //!   requests in flight at once and the shortest gap between arrivals, and (optionally) every
 //!   request with its time, host, path and concurrency.
+//! - **Time, when asked** ([`Changing`]): pages get new versions at their own rates, with
+//!   validators and 304s, and [`Site::freshness`] says exactly how fresh a crawl kept them.
 
 #![forbid(unsafe_code)]
 
 mod config;
+mod freshness;
 mod model;
 mod observer;
 mod render;
@@ -33,12 +36,13 @@ mod server;
 mod truth;
 
 pub use config::{
-    Addressing, ConfigError, Hostile, SiteConfig, DEFAULT_DEPTH, DEFAULT_EXTRA_LINKS,
+    Addressing, Changing, ConfigError, Hostile, SiteConfig, DEFAULT_DEPTH, DEFAULT_EXTRA_LINKS,
     DEFAULT_FANOUT, DEFAULT_HOSTS, DEFAULT_ORPHANS, DEFAULT_PAGES, MAX_PAGES,
 };
+pub use freshness::Freshness;
 pub use model::{
     mix, Charset, Encoding, Expected, HostId, HostileKind, Html, Link, Resource, RobotsKind, Site,
-    Target, FROM_SITEMAP, HOSTILE_SITEMAPS, MANY_HOSTS,
+    Target, Validators, FROM_SITEMAP, HOSTILE_SITEMAPS, MANY_HOSTS,
 };
 pub use observer::{HostStats, Observer, RequestRecord};
 pub use render::relative;

@@ -27,13 +27,19 @@ pub struct RequestRecord {
     pub status: u16,
     /// `User-Agent` header.
     pub user_agent: String,
+    /// The version of a changing page served (or, with a 304, confirmed current).
+    pub version: Option<u64>,
 }
 
 impl RequestRecord {
     /// One JSON object: `{"at_ms":…,"host":…,"path":…,"concurrent":…,"status":…,"user_agent":…}`.
+    /// `"version"` is there only for a changing page.
     pub fn to_json(&self) -> String {
+        let version = self
+            .version
+            .map_or_else(String::new, |v| format!(",\"version\":{v}"));
         format!(
-            "{{\"at_ms\":{:.3},\"host\":{},\"path\":{},\"concurrent\":{},\"status\":{},\"user_agent\":{}}}",
+            "{{\"at_ms\":{:.3},\"host\":{},\"path\":{},\"concurrent\":{},\"status\":{},\"user_agent\":{}{version}}}",
             self.at_ms,
             json_string(&self.host),
             json_string(&self.path),
@@ -78,6 +84,8 @@ pub struct HostStats {
 #[derive(Debug)]
 pub struct Observer {
     pub(crate) start: Instant,
+    /// The wall-clock time of `start`: changing pages' `Last-Modified` dates count from it.
+    pub(crate) start_wall: std::time::SystemTime,
     pub(crate) hosts: DashMap<String, HostStats>,
     pub(crate) log: Option<Mutex<Vec<RequestRecord>>>,
     /// Streams records to a writer thread (the binary's `--request-log FILE`).
@@ -91,6 +99,7 @@ impl Observer {
     pub fn new(keep_log: bool) -> Self {
         Self {
             start: Instant::now(),
+            start_wall: std::time::SystemTime::now(),
             hosts: DashMap::new(),
             log: keep_log.then(|| Mutex::new(Vec::new())),
             sink: None,
@@ -161,6 +170,11 @@ impl Observer {
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
+    }
+
+    /// The wall-clock time the site started: changing pages' versions count from it.
+    pub fn started_at(&self) -> std::time::SystemTime {
+        self.start_wall
     }
 
     /// Total requests received.

@@ -152,6 +152,9 @@ impl Site {
         s.push_str("</head>\n<body><h1>");
         s.push_str(&escape_text(&html.title));
         s.push_str("</h1>\n");
+        if let Some(v) = html.version {
+            s.push_str(&format!("<p>Version {v}</p>\n"));
+        }
         for i in 0..html.filler {
             s.push_str(&format!(
                 "<p>Paragraph {i}: a generated page of a deterministic test web, seed {}. \

@@ -53,6 +53,12 @@ struct Args {
     /// not CPU).
     #[arg(long, default_value_t = 0)]
     latency_ms: u64,
+    /// Pages change over time: `DAY_SECS,MIN_PER_DAY,MAX_PER_DAY` — each numeric page gets new
+    /// versions at its own rate (log-uniform between the bounds, per simulated day of
+    /// DAY_SECS seconds), with ETag and Last-Modified that follow and 304s to conditional
+    /// requests; the request log gives the version served.
+    #[arg(long, value_name = "DAY_SECS,MIN,MAX")]
+    changing: Option<String>,
     /// Address to listen on (names mode).
     #[arg(long, default_value = "127.0.0.1")]
     bind: IpAddr,
@@ -102,6 +108,14 @@ fn main() -> ExitCode {
             return ExitCode::from(64);
         }
     };
+    let changing = match args.changing.as_deref().map(testsite::Changing::parse) {
+        None => None,
+        Some(Ok(c)) => Some(c),
+        Some(Err(e)) => {
+            eprintln!("testsite: {e}");
+            return ExitCode::from(64);
+        }
+    };
     let cfg = SiteConfig {
         pages: args.pages,
         fanout: args.fanout,
@@ -120,6 +134,7 @@ fn main() -> ExitCode {
         big_pages: args.big_pages,
         plain_links: args.plain_links,
         latency_ms: args.latency_ms,
+        changing,
     };
     if let Err(e) = cfg.validate() {
         eprintln!("testsite: {e}");

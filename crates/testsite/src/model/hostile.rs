@@ -183,7 +183,8 @@ impl Site {
     }
 
     /// URL prefixes of spider traps: a crawler's fetches there are bounded by its trap guards,
-    /// not listed one by one in the ground truth.
+    /// not listed one by one in the ground truth. Changing pages' leaves are listed here too:
+    /// which of them a crawl meets depends on when it fetched each page.
     pub fn trap_prefixes(&self) -> Vec<String> {
         let mut prefixes = if self.cfg.hostile.trap {
             vec![
@@ -216,6 +217,14 @@ impl Site {
                 self.url(&Target {
                     host,
                     path: SPIRAL_STEP.into(),
+                })
+            }));
+        }
+        if self.cfg.changing.is_some() {
+            prefixes.extend((0..self.cfg.hosts).map(|host| {
+                self.url(&Target {
+                    host,
+                    path: "/c/".into(),
                 })
             }));
         }

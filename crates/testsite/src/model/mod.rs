@@ -14,7 +14,9 @@ mod hostile;
 mod sitemaps;
 pub use hostile::MANY_HOSTS;
 pub use sitemaps::{SitemapEntry, FROM_SITEMAP, HOSTILE_SITEMAPS};
+mod changes;
 mod routes;
+pub use changes::Validators;
 
 /// Index of a virtual host.
 pub type HostId = u32;
@@ -137,6 +139,8 @@ pub struct Html {
     pub filler: u32,
     /// Levels of unclosed, malformed tags before the links (the `nested` hostile mode).
     pub nesting: u32,
+    /// The page's version, shown in its text, when pages change.
+    pub version: Option<u64>,
 }
 
 impl Html {
@@ -151,6 +155,7 @@ impl Html {
             content_type_lie: None,
             filler: 1,
             nesting: 0,
+            version: None,
         }
     }
 }

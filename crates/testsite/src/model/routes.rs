@@ -296,7 +296,10 @@ impl Site {
             }
         }
         if query.is_none() {
-            if let Some(r) = self.resolve_sitemap(h, route) {
+            if let Some(r) = self
+                .resolve_sitemap(h, route)
+                .or_else(|| self.change_leaf(h, route))
+            {
                 return r;
             }
         }

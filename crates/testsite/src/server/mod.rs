@@ -93,6 +93,7 @@ pub(super) fn simple(status: u16, text: &str) -> Response<ResponseBody> {
     r
 }
 
+mod conditional;
 mod hostile;
 
 /// Shared state of one running site.
@@ -198,7 +199,14 @@ async fn handle(
     };
     let response = match host_id {
         None => simple(404, "unknown host"),
-        Some(h) => respond(&shared, h, &canonical_path(&raw_path), &accepts, reset).await,
+        Some(h) => {
+            let asked = Asked {
+                accepts: &accepts,
+                headers: req.headers(),
+                arrived,
+            };
+            respond(&shared, h, &canonical_path(&raw_path), &asked, reset).await
+        }
     };
     let observer = &shared.observer;
     if observer.log.is_some() || observer.sink.is_some() {
@@ -209,6 +217,10 @@ async fn handle(
             concurrent,
             status: response.status().as_u16(),
             user_agent,
+            version: response
+                .extensions()
+                .get::<conditional::Served>()
+                .map(|s| s.0),
         };
         if let Some(sink) = &observer.sink {
             let _ = sink
@@ -266,14 +278,60 @@ pub fn canonical_path(raw: &str) -> String {
     }
 }
 
+/// An HTML page's response: rendered, compressed when the page is and the client accepts it.
+fn html_response(
+    site: &Site,
+    h: HostId,
+    path: &str,
+    html: &crate::model::Html,
+    accepts: &str,
+) -> Response<ResponseBody> {
+    let (body, content_type) = site.render_html(h, path, html);
+    let encoding = html.encoding.filter(|e| match e {
+        Encoding::Gzip => accepts.contains("gzip"),
+        Encoding::Brotli => accepts.contains("br"),
+    });
+    let mut r = match encoding {
+        Some(e) => {
+            let mut r = Response::new(full(compress(&body, e)));
+            let name = if e == Encoding::Gzip { "gzip" } else { "br" };
+            r.headers_mut()
+                .insert(CONTENT_ENCODING, HeaderValue::from_static(name));
+            r
+        }
+        None => Response::new(full(body)),
+    };
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_str(&content_type).expect("ASCII content type"),
+    );
+    r
+}
+
+/// What a request asks beyond its path: the encodings it accepts and its conditions.
+struct Asked<'a> {
+    accepts: &'a str,
+    headers: &'a hyper::HeaderMap,
+    /// When it arrived, since the site started (a changing page's version is the one then).
+    arrived: Duration,
+}
+
 async fn respond(
     shared: &Shared,
     h: HostId,
     path: &str,
-    accepts: &str,
+    asked: &Asked<'_>,
     reset: &hostile::ResetSwitch,
 ) -> Response<ResponseBody> {
     let site = &shared.site;
+    let accepts = asked.accepts;
+    if let Some(p) = site.changing_page(h, path) {
+        let latency = site.config().latency_ms;
+        if latency > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(latency)).await;
+        }
+        return conditional::respond(site, h, path, p, asked, shared.observer.start_wall);
+    }
     let resource = site.resolve(h, path);
     match resource {
         Resource::Html(html) | Resource::Trap(html) => {
@@ -281,26 +339,7 @@ async fn respond(
             if latency > 0 {
                 tokio::time::sleep(std::time::Duration::from_millis(latency)).await;
             }
-            let (body, content_type) = site.render_html(h, path, &html);
-            let encoding = html.encoding.filter(|e| match e {
-                Encoding::Gzip => accepts.contains("gzip"),
-                Encoding::Brotli => accepts.contains("br"),
-            });
-            let mut r = match encoding {
-                Some(e) => {
-                    let mut r = Response::new(full(compress(&body, e)));
-                    let name = if e == Encoding::Gzip { "gzip" } else { "br" };
-                    r.headers_mut()
-                        .insert(CONTENT_ENCODING, HeaderValue::from_static(name));
-                    r
-                }
-                None => Response::new(full(body)),
-            };
-            r.headers_mut().insert(
-                CONTENT_TYPE,
-                HeaderValue::from_str(&content_type).expect("ASCII content type"),
-            );
-            r
+            html_response(site, h, path, &html, accepts)
         }
         Resource::Redirect {
             status,
@@ -525,6 +564,7 @@ mod tests {
             concurrent: 2,
             status: 200,
             user_agent: "bot\\1\n".into(),
+            version: None,
         };
         observer
             .sink
