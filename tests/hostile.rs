@@ -144,6 +144,16 @@ async fn every_hostile_mode_ends_in_a_clear_record() {
         year["error"],
         "Retry-After of 31536000 s is beyond politeness.max_backoff_secs (2 s): not retried"
     );
+    // A 304 nobody asked for is recorded as what it is, and its Location is not followed:
+    // the orphan it names is never fetched.
+    let not_modified = record("/hostile/not-modified");
+    assert_eq!(not_modified["status"], 304, "{not_modified}");
+    assert_eq!(
+        not_modified["error"], "304 Not Modified to a request without validators",
+        "{not_modified}"
+    );
+    let orphan = format!("{}/orphan/0", site.site().origin(0));
+    assert!(!by_url.contains_key(&orphan), "followed a 304's Location");
     // A reset mid-body is a network failure: retried, then recorded with the error.
     let reset = record("/hostile/reset");
     assert_eq!(reset["attempts"], 2, "{reset}");

@@ -176,8 +176,8 @@ impl ExternalLeases {
         let mut offers = Vec::new();
         let mut final_url = entry.url.clone();
         match (c.status, &page) {
-            (Some(300..=399), Some(page)) => {
-                match Link::redirect(&entry, page, c.final_url.as_deref()) {
+            (Some(status @ 300..=399), Some(page)) => {
+                match Link::redirect(&entry, page, status, c.final_url.as_deref()) {
                     Ok(link) => {
                         final_url = link.url.to_string();
                         offers.push(link);

@@ -97,14 +97,16 @@ pub(crate) async fn read(reader: &SitemapReader, lease: &Lease, url: &Url) -> Ou
     let mut final_url = entry.url.clone();
     match fetched.status {
         // A redirected sitemap file stays a sitemap file at its level.
-        Some(300..=399) => match Link::redirect(entry, url, fetched.location.as_deref()) {
-            Ok(mut link) => {
-                final_url = link.url.to_string();
-                link.sitemap = entry.sitemap;
-                offers.push(link);
+        Some(status @ 300..=399) => {
+            match Link::redirect(entry, url, status, fetched.location.as_deref()) {
+                Ok(mut link) => {
+                    final_url = link.url.to_string();
+                    link.sitemap = entry.sitemap;
+                    offers.push(link);
+                }
+                Err(why) => notes.push(why),
             }
-            Err(why) => notes.push(why),
-        },
+        }
         Some(200..=299) => {
             let body = std::mem::take(&mut fetched.body);
             match reader.parse.run(move || sitemaps::parse(&body)).await {

@@ -199,14 +199,16 @@ impl Fetching {
         let mut found = 0;
         let mut final_url = entry.url.clone();
         match fetched.status {
-            Some(300..=399) => match Link::redirect(entry, &url, fetched.location.as_deref()) {
-                Ok(link) => {
-                    final_url = link.url.to_string();
-                    offers.push(link);
-                    found = 1;
+            Some(status @ 300..=399) => {
+                match Link::redirect(entry, &url, status, fetched.location.as_deref()) {
+                    Ok(link) => {
+                        final_url = link.url.to_string();
+                        offers.push(link);
+                        found = 1;
+                    }
+                    Err(why) => error = Some(why),
                 }
-                Err(why) => error = Some(why),
-            },
+            }
             Some(200) if pieces.failed.is_some() => {
                 error = pieces
                     .failed

@@ -108,7 +108,19 @@ pub struct Link {
 impl Link {
     /// The target of `entry`'s 3xx answer from `page`, as a link one hop further at the same
     /// depth; `Err` says why there is none (no or a bad `Location`).
-    pub fn redirect(entry: &Entry, page: &Url, location: Option<&str>) -> Result<Link, String> {
+    pub fn redirect(
+        entry: &Entry,
+        page: &Url,
+        status: u16,
+        location: Option<&str>,
+    ) -> Result<Link, String> {
+        match status {
+            // Not a redirect, whatever its Location says (a crawl that sends validators
+            // handles its 304s before this).
+            304 => return Err("304 Not Modified to a request without validators".into()),
+            305 | 306 => return Err(format!("{status} is not followed (deprecated)")),
+            _ => {}
+        }
         match location.map(|l| page.join(l.trim())) {
             Some(Ok(target)) => Ok(Link {
                 hops: entry.hops.saturating_add(1),

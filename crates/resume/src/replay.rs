@@ -79,8 +79,10 @@ pub fn offers(rules: &Rules, entry: &Entry, member: &[u8]) -> Result<Vec<Link>, 
         .ok_or("no HTTP status")?;
     let page = Url::parse(&entry.url).map_err(|e| e.to_string())?;
     match status {
-        300..=399 => Ok(Link::redirect(entry, &page, field(http_head, "location"))
-            .map_or_else(|_| Vec::new(), |link| vec![link])),
+        300..=399 => Ok(
+            Link::redirect(entry, &page, status, field(http_head, "location"))
+                .map_or_else(|_| Vec::new(), |link| vec![link]),
+        ),
         200 if rules.is_html(field(http_head, "content-type")) => {
             let body = decode(field(http_head, "content-encoding"), payload, rules.cap);
             let mut extractor =

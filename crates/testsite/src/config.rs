@@ -52,6 +52,9 @@ pub struct Hostile {
     /// Host 0's sitemap index also names hostile sitemaps: a gzip bomb, 60,000 entries,
     /// broken XML, indexes nested three deep, and an index of 1,500 sitemaps.
     pub sitemap_bomb: bool,
+    /// A 304 Not Modified to a request that asked for no such thing, with a `Location` to an
+    /// orphan page (a crawler that took it for a redirect finds the orphan).
+    pub not_modified: bool,
 }
 
 impl Hostile {
@@ -74,11 +77,12 @@ impl Hostile {
             retry_after_year: true,
             reset: true,
             sitemap_bomb: true,
+            not_modified: true,
         }
     }
 
     /// The names accepted by [`Hostile::parse`], in order.
-    pub const NAMES: [&'static str; 16] = [
+    pub const NAMES: [&'static str; 17] = [
         "slow-first-byte",
         "drip",
         "endless",
@@ -95,6 +99,7 @@ impl Hostile {
         "retry-after-year",
         "reset",
         "sitemap-bomb",
+        "not-modified",
     ];
 
     /// Parses a comma-separated list of mode names, or `all`.
@@ -119,6 +124,7 @@ impl Hostile {
                 "retry-after-year" => h.retry_after_year = true,
                 "reset" => h.reset = true,
                 "sitemap-bomb" => h.sitemap_bomb = true,
+                "not-modified" => h.not_modified = true,
                 other => {
                     return Err(format!(
                         "unknown hostile mode `{other}` (known: all, {})",

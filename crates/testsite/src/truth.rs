@@ -177,6 +177,8 @@ impl Site {
         }
         match self.resolve(h, path) {
             Resource::Html(html) => (Some(Expected::Status(200)), followed(&html)),
+            // A 304 is not a redirect, whatever its Location says.
+            Resource::Redirect { status: 304, .. } => (Some(Expected::Status(304)), vec![]),
             Resource::Redirect {
                 status, location, ..
             } => (Some(Expected::Status(status)), vec![location]),

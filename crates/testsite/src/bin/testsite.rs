@@ -40,7 +40,7 @@ struct Args {
     crawl_delay: Option<f64>,
     /// Hostile modes, comma-separated, or `all`: slow-first-byte, drip, endless, huge,
     /// gzip-bomb, many-links, nested, trap, huge-headers, redirect-private, redirect-loop,
-    /// many-hosts, huge-robots, retry-after-year, reset.
+    /// many-hosts, huge-robots, retry-after-year, reset, sitemap-bomb, not-modified.
     #[arg(long, default_value = "")]
     hostile: String,
     /// Numeric pages of about 8 MB, spread over the site.

@@ -1,6 +1,7 @@
 //! Host 0's hostile pages — slow, dripping, endless, huge, a gzip bomb, 100,000 links, deep
 //! nesting, spider traps, huge headers, redirects into private addresses and in loops across
-//! hosts, 10,000 hosts on one page, a year-long `Retry-After`, a reset mid-body — each served
+//! hosts, 10,000 hosts on one page, a year-long `Retry-After`, a reset mid-body, a 304 nobody
+//! asked for (with a `Location`) — each served
 //! and linked from the root page only while its mode is on (one table drives both). The huge
 //! robots.txt is the server's (it streams what the model's rules say).
 
@@ -27,6 +28,7 @@ const HOSTILE: &[(&str, ModeOn)] = &[
     ("/hostile/many-hosts", |m| m.many_hosts),
     ("/hostile/retry-after-year", |m| m.retry_after_year),
     ("/hostile/reset", |m| m.reset),
+    ("/hostile/not-modified", |m| m.not_modified),
 ];
 
 /// Links on the many-hosts page, each to a different host.
@@ -124,6 +126,16 @@ impl Site {
                 HostileKind::RetryAfterYear
             }
             ("/hostile/reset", None) if m.reset => HostileKind::Reset,
+            ("/hostile/not-modified", None) if m.not_modified => {
+                return Some(Resource::Redirect {
+                    status: 304,
+                    location: Target {
+                        host: 0,
+                        path: "/orphan/0".into(),
+                    },
+                    relative: true,
+                });
+            }
             ("/hostile/many-hosts", None) if m.many_hosts => {
                 // Hosts past the site's own: each a name that answers 404 to everything.
                 let links = (0..MANY_HOSTS)
