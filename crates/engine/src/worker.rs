@@ -181,6 +181,7 @@ impl Fetching {
                 cap,
                 lease.last_of_host(),
                 Some(&mut pieces),
+                None,
             )
             .await;
         self.counters.latency.observe(fetched.elapsed);

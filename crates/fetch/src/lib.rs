@@ -5,6 +5,12 @@
 //! any other long body. Content decoding is ours ([`decode`]), not the client's, so that
 //! with `output.warc` the body as received can be archived ([`capture`]) while its decoded
 //! form is parsed.
+//!
+//! A URL fetched before is fetched as a [`Revisit`]: the validators its last response gave
+//! go back as `If-None-Match` and `If-Modified-Since`, and the payload as received (still
+//! content-encoded, chunking removed — the bytes `WARC-Payload-Digest` covers) is hashed, so
+//! that an unchanged page is known by a 304 or by its digest. A one-shot crawl asks for
+//! neither and pays for neither.
 
 mod capture;
 mod client;
@@ -24,9 +30,11 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::Body as _;
 use hyper::header::{
     HeaderValue, ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, CONNECTION, CONTENT_ENCODING,
-    CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_AGENT,
+    CONTENT_TYPE, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, LOCATION, RETRY_AFTER,
+    USER_AGENT,
 };
 use hyper_util::client::legacy::connect::HttpInfo;
+use sha1::{Digest as _, Sha1};
 
 use crate::guard::Guard;
 use config::FetchSection;
@@ -63,6 +71,23 @@ impl Pieces for Whole {
     async fn piece(&mut self, _: Option<&str>, _: &mut Vec<u8>) {}
 }
 
+/// A fetch of a URL whose history the crawl keeps: the validators to send (from its last
+/// full response), and the measures to take (its validators, the payload's digest).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Revisit {
+    /// Sent as `If-None-Match`: the last response's `ETag`, as the server sent it.
+    pub etag: Option<String>,
+    /// Sent as `If-Modified-Since`: the last response's `Last-Modified`, Unix seconds.
+    pub last_modified: Option<u32>,
+}
+
+impl Revisit {
+    /// Whether the request is conditional (a 304 may answer it).
+    pub fn has_validators(&self) -> bool {
+        self.etag.is_some() || self.last_modified.is_some()
+    }
+}
+
 /// What a fetch produced.
 #[derive(Debug, Default)]
 pub struct Fetched {
@@ -87,6 +112,13 @@ pub struct Fetched {
     /// The request and response as sent and received, when archiving
     /// ([`Fetcher::archiving`]).
     pub capture: Option<Box<Capture>>,
+    /// A [`Revisit`]'s measures: the response's `ETag`, as sent.
+    pub etag: Option<String>,
+    /// A [`Revisit`]'s measures: the response's `Last-Modified`, Unix seconds.
+    pub last_modified: Option<u32>,
+    /// A [`Revisit`]'s measures: the SHA-1 of the payload as received (of what was read,
+    /// when the body was cut).
+    pub digest: Option<[u8; 20]>,
 }
 
 impl Fetched {
@@ -213,7 +245,7 @@ impl Fetcher {
     pub async fn fetch_with(&self, url: &str, keep: Keep, cap: u64, last: bool) -> Fetched {
         match url::Url::parse(url) {
             Ok(parsed) => {
-                self.fetch_pieces(&parsed, keep, cap, last, None::<&mut Whole>)
+                self.fetch_pieces(&parsed, keep, cap, last, None::<&mut Whole>, None)
                     .await
             }
             Err(e) => self.failed(
@@ -225,7 +257,7 @@ impl Fetcher {
     }
 
     /// [`fetch_with`](Self::fetch_with) of a URL already parsed, handing a kept body to
-    /// `pieces` as it arrives.
+    /// `pieces` as it arrives; with `revisit`, conditional and measured ([`Revisit`]).
     pub async fn fetch_pieces<P: Pieces>(
         &self,
         parsed: &url::Url,
@@ -233,6 +265,7 @@ impl Fetcher {
         cap: u64,
         last: bool,
         pieces: Option<&mut P>,
+        revisit: Option<&Revisit>,
     ) -> Fetched {
         let started = Instant::now();
         let url = parsed.as_str();
@@ -247,16 +280,18 @@ impl Fetcher {
             return self.failed(url, FetchError::Refused(why), started);
         }
         let total = Duration::from_millis(self.cfg.total_timeout_ms);
-        let mut out =
-            match tokio::time::timeout(total, self.fetch_inner(parsed, keep, cap, last, pieces))
-                .await
-            {
-                Ok(f) => f,
-                Err(_) => {
-                    let why = format!("timed out after {} ms", self.cfg.total_timeout_ms);
-                    return self.failed(url, FetchError::Timeout(why), started);
-                }
-            };
+        let mut out = match tokio::time::timeout(
+            total,
+            self.fetch_inner(parsed, keep, cap, last, pieces, revisit),
+        )
+        .await
+        {
+            Ok(f) => f,
+            Err(_) => {
+                let why = format!("timed out after {} ms", self.cfg.total_timeout_ms);
+                return self.failed(url, FetchError::Timeout(why), started);
+            }
+        };
         out.elapsed = started.elapsed();
         if self.spool.is_some() && out.capture.is_none() {
             out.capture = Some(Box::new(failure(url, out.error_text())));
@@ -284,6 +319,7 @@ impl Fetcher {
         cap: u64,
         last: bool,
         mut pieces: Option<&mut P>,
+        revisit: Option<&Revisit>,
     ) -> Fetched {
         let first_byte = Duration::from_millis(self.cfg.first_byte_timeout_ms);
         // Credentials in the URL go as basic auth, never on the wire in the authority (HTTP/2
@@ -302,6 +338,22 @@ impl Fetcher {
         }
         if last {
             request = request.header(CONNECTION, HeaderValue::from_static("close"));
+        }
+        if let Some(r) = revisit {
+            // A stored tag that is not a header value (it was checked when kept) is not sent.
+            if let Some(tag) = r
+                .etag
+                .as_deref()
+                .and_then(|t| HeaderValue::from_str(t).ok())
+            {
+                request = request.header(IF_NONE_MATCH, tag);
+            }
+            if let Some(secs) = r.last_modified {
+                let date = std::time::UNIX_EPOCH + Duration::from_secs(secs.into());
+                if let Ok(v) = HeaderValue::from_str(&httpdate::fmt_http_date(date)) {
+                    request = request.header(IF_MODIFIED_SINCE, v);
+                }
+            }
         }
         let request = match request.body(Empty::new()) {
             Ok(r) => r,
@@ -383,6 +435,12 @@ impl Fetcher {
             retry_after,
             ..Fetched::default()
         };
+        let mut payload_hash = None;
+        if revisit.is_some() {
+            out.etag = header(ETAG);
+            out.last_modified = header(LAST_MODIFIED).and_then(|v| unix_secs(&v));
+            payload_hash = Some(Sha1::new());
+        }
         if keep_body && decoder.is_identity() {
             // Sized once from `Content-Length` (at most a piece; a lie only costs a regrowth):
             // growing by doubling copied the page up to five times and left half-empty
@@ -417,6 +475,9 @@ impl Fetcher {
                     break;
                 }
             };
+            if let Some(h) = payload_hash.as_mut() {
+                h.update(&chunk);
+            }
             if let (Some(c), Some(dir)) = (capture.as_mut(), self.spool.as_ref()) {
                 if let Err(e) = c.payload.push(&chunk, dir) {
                     out.error = Some(FetchError::Archive(format!("archiving the body: {e}")));
@@ -490,6 +551,7 @@ impl Fetcher {
             c.error = out.error_text();
         }
         out.capture = capture;
+        out.digest = payload_hash.map(|h| h.finalize().into());
         out
     }
 }
@@ -514,6 +576,14 @@ fn parse_retry_after(value: &str) -> Option<Duration> {
         at.duration_since(std::time::SystemTime::now())
             .unwrap_or_default(),
     )
+}
+
+/// An HTTP date (`Last-Modified`) as Unix seconds; `None` when unreadable or outside what
+/// 32 bits of seconds since 1970 hold.
+fn unix_secs(value: &str) -> Option<u32> {
+    let at = httpdate::parse_http_date(value.trim()).ok()?;
+    let secs = at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    u32::try_from(secs).ok()
 }
 
 /// A one-line description of an error with its causes.

@@ -133,3 +133,94 @@ fn a_user_name_alone_is_sent_with_an_empty_password() {
     let mut plain = url::Url::parse("https://example.test/").unwrap();
     assert!(super::client::take_credentials(&mut plain).is_none());
 }
+
+#[tokio::test]
+async fn a_revisit_sends_its_validators_and_takes_a_304_without_a_body() {
+    let heads = std::sync::Arc::default();
+    let url = answering_and_keeping(
+        b"HTTP/1.1 304 Not Modified\r\netag: \"5c11a604-eba\"\r\nconnection: close\r\n\r\n"
+            .to_vec(),
+        std::sync::Arc::clone(&heads),
+    )
+    .await;
+    let revisit = super::Revisit {
+        etag: Some("\"5c11a604-eba\"".into()),
+        last_modified: Some(1_700_000_000),
+    };
+    assert!(revisit.has_validators());
+    let parsed = url::Url::parse(&url).unwrap();
+    let f = fetcher()
+        .fetch_pieces(
+            &parsed,
+            Keep::Html,
+            1 << 20,
+            false,
+            None::<&mut super::Whole>,
+            Some(&revisit),
+        )
+        .await;
+    assert_eq!(f.status, Some(304), "{:?}", f.error);
+    assert_eq!((f.bytes, f.body.len(), f.error_text()), (0, 0, None));
+    assert_eq!(f.etag.as_deref(), Some("\"5c11a604-eba\""));
+    let head = heads.lock().unwrap()[0].to_ascii_lowercase();
+    assert!(
+        head.contains("if-none-match: \"5c11a604-eba\"\r\n"),
+        "{head}"
+    );
+    assert!(
+        head.contains("if-modified-since: tue, 14 nov 2023 22:13:20 gmt\r\n"),
+        "{head}"
+    );
+}
+
+#[tokio::test]
+async fn a_revisit_hashes_the_payload_as_received() {
+    use flate2::{write::GzEncoder, Compression};
+    use sha1::{Digest as _, Sha1};
+    use std::io::Write as _;
+    let page = b"<html><body><a href=\"/a\">a</a></body></html>".repeat(50);
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    gz.write_all(&page).unwrap();
+    let gz = gz.finish().unwrap();
+    let mut response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-encoding: gzip\r\n\
+         last-modified: Tue, 14 Nov 2023 22:13:20 GMT\r\netag: W/\"v1\"\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n",
+        gz.len()
+    )
+    .into_bytes();
+    response.extend_from_slice(&gz);
+    let url = url::Url::parse(&answering(response).await).unwrap();
+    let fetch = |revisit: Option<super::Revisit>| {
+        let url = url.clone();
+        async move {
+            fetcher()
+                .fetch_pieces(
+                    &url,
+                    Keep::Html,
+                    1 << 20,
+                    false,
+                    None::<&mut super::Whole>,
+                    revisit.as_ref(),
+                )
+                .await
+        }
+    };
+    let f = fetch(Some(super::Revisit::default())).await;
+    assert_eq!(f.status, Some(200), "{:?}", f.error);
+    assert_eq!(f.body, page, "the body is decoded as ever");
+    // The digest is of the gzip'd bytes, as WARC-Payload-Digest is.
+    let want: [u8; 20] = Sha1::digest(&gz).into();
+    assert_eq!(f.digest, Some(want));
+    assert_eq!(
+        (f.etag.as_deref(), f.last_modified),
+        (Some("W/\"v1\""), Some(1_700_000_000))
+    );
+    // A one-shot fetch measures nothing.
+    let plain = fetch(None).await;
+    assert_eq!(
+        (plain.digest, plain.etag, plain.last_modified),
+        (None, None, None)
+    );
+    assert_eq!(plain.body, page);
+}
