@@ -12,6 +12,7 @@
 mod member;
 pub mod read;
 mod record;
+pub mod revisit;
 mod time;
 
 use std::fs::{File, OpenOptions};

@@ -14,6 +14,8 @@ pub enum Kind {
     Response,
     /// Anything else about a fetch (an error with no response, say).
     Metadata,
+    /// A fetch that found what an earlier capture holds ([`crate::revisit`]).
+    Revisit,
 }
 
 impl Kind {
@@ -23,6 +25,7 @@ impl Kind {
             Kind::Request => "request",
             Kind::Response => "response",
             Kind::Metadata => "metadata",
+            Kind::Revisit => "revisit",
         }
     }
 }

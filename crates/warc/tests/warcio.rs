@@ -189,3 +189,123 @@ fn warcio_check_fails_a_wrong_payload_digest() {
     assert!(!passed, "{said}");
     assert!(said.contains("payload digest failed"), "{said}");
 }
+
+/// What warcio's own revisit rules ask, checked with warcio's reader: each revisit's profile,
+/// `WARC-Payload-Digest` required for identical-payload-digest and prohibited for
+/// server-not-modified, and `WARC-Refers-To-Date` equal to the original response's
+/// `WARC-Date`. (PyPI's warcio has no `warcio test` command; these are its tester's rules.)
+const REVISIT_RULES: &str = r#"
+import json, sys
+from warcio.archiveiterator import ArchiveIterator
+dates, out = {}, []
+with open(sys.argv[1], "rb") as f:
+    for r in ArchiveIterator(f):
+        h = r.rec_headers
+        if r.rec_type == "response":
+            dates[h.get_header("WARC-Record-ID")] = h.get_header("WARC-Date")
+        if r.rec_type == "revisit":
+            r.content_stream().read()
+            out.append({
+                "profile": h.get_header("WARC-Profile"),
+                "payload_digest": h.get_header("WARC-Payload-Digest"),
+                "refers_to_date": h.get_header("WARC-Refers-To-Date"),
+                "original_date": dates.get(h.get_header("WARC-Refers-To")),
+                "status": r.http_headers.get_statuscode() if r.http_headers else None,
+            })
+print(json.dumps(out))
+"#;
+
+#[test]
+fn revisit_records_of_both_profiles_pass_warcio() {
+    use warc::revisit::{Profile, RefersTo, IDENTICAL_PAYLOAD_DIGEST, SERVER_NOT_MODIFIED};
+    let Some(_) = warcio() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = writer(dir.path(), vec![("software".into(), "crawler/0.1".into())]);
+    let url = "http://h.test/";
+    let request = b"GET / HTTP/1.1\r\nHost: h.test\r\n\r\n";
+    let capture = |w: &mut WarcWriter, date: &str| {
+        let mut req = Record::new(
+            Kind::Request,
+            date.to_owned(),
+            "application/http; msgtype=request",
+            request,
+        );
+        req.target_uri = Some(url);
+        req.ip = Some("127.0.0.1".parse().unwrap());
+        w.write(&req).unwrap();
+        req.id
+    };
+    // The original capture.
+    let first = "2026-11-25T15:40:00.000Z";
+    capture(&mut w, first);
+    let response =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nETag: \"a-1\"\r\nContent-Length: 6\r\n\r\n<p>hi\n";
+    let mut resp = Record::new(
+        Kind::Response,
+        first.to_owned(),
+        "application/http; msgtype=response",
+        response,
+    );
+    resp.target_uri = Some(url);
+    resp.ip = Some("127.0.0.1".parse().unwrap());
+    resp.payload_at = Some(response.len() - 6);
+    w.write(&resp).unwrap();
+    let refers = RefersTo {
+        target_uri: url,
+        date: first,
+        record_id: Some(resp.id.as_str()),
+    };
+    // A 304 a day later, and a 200 with the same payload the day after.
+    for (date, head, profile) in [
+        (
+            "2026-11-26T15:40:00.000Z",
+            &b"HTTP/1.1 304 Not Modified\r\nETag: \"a-1\"\r\n\r\n"[..],
+            Profile::ServerNotModified,
+        ),
+        (
+            "2026-11-27T15:40:00.000Z",
+            &response[..response.len() - 6],
+            Profile::IdenticalPayloadDigest {
+                payload_digest: warc::sha1(b"<p>hi\n"),
+            },
+        ),
+    ] {
+        let request_id = capture(&mut w, date);
+        let mut r = Record::revisit(date.to_owned(), url, head, &profile, refers);
+        r.ip = Some("127.0.0.1".parse().unwrap());
+        r.concurrent_to = Some(&request_id);
+        w.write(&r).unwrap();
+    }
+    w.close().unwrap();
+    let file = only_file(dir.path());
+    let (passed, said) = check(&file);
+    assert!(passed, "warcio check failed:\n{said}");
+    assert!(!said.contains("fail"), "{said}");
+
+    let out = Command::new("python3")
+        .args(["-c", REVISIT_RULES])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let revisits: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(revisits.len(), 2, "{revisits:?}");
+    let (not_modified, identical) = (&revisits[0], &revisits[1]);
+    assert_eq!(not_modified["profile"], SERVER_NOT_MODIFIED);
+    assert_eq!(not_modified["payload_digest"], serde_json::Value::Null);
+    assert_eq!(not_modified["status"], "304");
+    assert_eq!(identical["profile"], IDENTICAL_PAYLOAD_DIGEST);
+    assert_eq!(identical["payload_digest"], warc::sha1(b"<p>hi\n").as_str());
+    assert_eq!(identical["status"], "200");
+    for r in &revisits {
+        assert_eq!(r["refers_to_date"], first, "{r}");
+        assert_eq!(
+            r["original_date"], first,
+            "WARC-Refers-To names the response: {r}"
+        );
+    }
+}
