@@ -153,6 +153,10 @@ pub struct CrawlArgs {
     /// Stop after N fetched pages (crawl.max_pages; 0 = no limit).
     #[arg(long, value_name = "N")]
     pub max_pages: Option<u64>,
+    /// Stop gracefully after SECS seconds: what is in flight is finished, recorded and
+    /// checkpointed, and the exit status is 0 (crawl.max_duration_secs; 0 = no limit).
+    #[arg(long, value_name = "SECS")]
+    pub max_duration: Option<u64>,
     /// Deepest link depth (crawl.max_depth).
     #[arg(long, value_name = "N")]
     pub max_depth: Option<u32>,

@@ -95,6 +95,9 @@ pub(crate) fn load_with(
     if let Some(n) = args.max_pages {
         loader = loader.flag("--max-pages", "crawl", "max_pages", int(n));
     }
+    if let Some(secs) = args.max_duration {
+        loader = loader.flag("--max-duration", "crawl", "max_duration_secs", int(secs));
+    }
     if let Some(n) = args.max_depth {
         loader = loader.flag("--max-depth", "crawl", "max_depth", int(n.into()));
     }

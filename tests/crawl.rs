@@ -461,3 +461,60 @@ async fn the_readme_offline_example_crawls_all_five_hosts() {
         "{log}"
     );
 }
+
+/// `--max-duration` ends a crawl that would go on far longer as a signal does: what is in
+/// flight is recorded, the exit status is 0, the summary says why — and the same command
+/// resumes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_duration_stops_a_long_crawl_cleanly_and_a_rerun_resumes() {
+    // 2,000 pages answering after 100 ms, one at a time per host: minutes of crawling.
+    let site = TestSite::start(SiteConfig {
+        pages: 2_000,
+        hosts: 2,
+        latency_ms: 100,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = crate::util::CrawlDir::new(
+        "[crawl]\nconcurrency = 4\n[politeness]\ndelay_ms = 0\nmax_per_host = 1\n\
+         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n",
+    );
+    let run = |dir: &crate::util::CrawlDir| {
+        let mut cmd = dir.crawl(&site.site().seed_url());
+        cmd.args(["--max-duration", "2"]).env("RUST_LOG", "info");
+        cmd
+    };
+    let mut cmd = run(&dir);
+    let first = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let log = stderr(&first);
+    assert!(first.status.success(), "{log}");
+    assert!(
+        log.contains("crawl time limit reached (crawl.max_duration_secs)"),
+        "{log}"
+    );
+    let stats = |out: &std::path::Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(out.join("stats.json")).unwrap()).unwrap()
+    };
+    let s1 = stats(&dir.out);
+    assert_eq!(s1["stopped_by"], "max_duration", "{s1}");
+    let done = s1["pages_total"].as_u64().unwrap();
+    assert!(done > 0 && done < 1_000, "{s1}");
+    assert_eq!(read_pages(&dir.out).len() as u64, done);
+    // Again: it goes on from where it stopped, with nothing fetched twice.
+    let mut cmd = run(&dir);
+    let second = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(second.status.success(), "{}", stderr(&second));
+    let s2 = stats(&dir.out);
+    assert!(s2["pages_total"].as_u64().unwrap() > done, "{s2}");
+    let pages = read_pages(&dir.out);
+    let urls: std::collections::BTreeSet<&str> =
+        pages.iter().filter_map(|p| p["url"].as_str()).collect();
+    assert_eq!(urls.len(), pages.len(), "a URL recorded twice");
+}
