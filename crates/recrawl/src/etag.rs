@@ -4,9 +4,10 @@
 //! conditional request must send back what the server gave. Stored, it takes one of two
 //! forms ([`Etag::pack`]):
 //! - **hex**: an opaque tag of lower-case hex groups joined by `-` — what nginx
-//!   (`"5c11a604-eba"`, mtime and size) and Apache (`"2aa6-531e1d5a8d440"`) send — as a nibble
-//!   stream: the group count, each group's length less one, then the digits. nginx's tag
-//!   takes 7 bytes instead of 14, Apache's 10 instead of 19.
+//!   (`"5c11a604-eba"`, mtime and size), Apache (`"2aa6-531e1d5a8d440"`) and S3 (an MD5) send —
+//!   as a nibble stream: the group count, each group's length (one nibble for 1 to 15 digits;
+//!   15 and two more nibbles for 16 to 271), then the digits. nginx's tag takes 7 bytes
+//!   instead of 14, Apache's 10 instead of 19, an MD5's 18 instead of 32.
 //! - **verbatim**: anything else, as it came.
 //!
 //! The weak flag (`W/`) is kept outside those bytes (a bit of the history's flags).
@@ -17,8 +18,10 @@ pub const MAX_ETAG: usize = 256;
 
 /// Most hex groups a packed tag may have (the count is one nibble).
 const MAX_GROUPS: usize = 15;
-/// Most digits in one packed group (its length less one is one nibble).
-const MAX_GROUP_DIGITS: usize = 16;
+/// Most digits a group's length nibble says alone; longer lengths escape to a byte.
+const SHORT_GROUP: usize = 15;
+/// Most digits in one packed group.
+const MAX_GROUP_DIGITS: usize = SHORT_GROUP + 1 + 255;
 
 /// An entity tag: weak or strong, and its opaque tag (the characters between the quotes).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -116,7 +119,7 @@ fn hex_digit(b: u8) -> Option<u8> {
     }
 }
 
-/// `opaque` as a nibble stream, if it is 1 to 15 groups of 1 to 16 lower-case hex digits
+/// `opaque` as a nibble stream, if it is 1 to 15 groups of 1 to 271 lower-case hex digits
 /// joined by `-`.
 fn pack_hex(opaque: &str) -> Option<Vec<u8>> {
     let groups: Vec<&str> = opaque.split('-').collect();
@@ -129,7 +132,14 @@ fn pack_hex(opaque: &str) -> Option<Vec<u8>> {
     }
     let mut nibbles = Vec::with_capacity(1 + groups.len() + opaque.len());
     nibbles.push(groups.len() as u8);
-    nibbles.extend(groups.iter().map(|g| (g.len() - 1) as u8));
+    for g in &groups {
+        if g.len() <= SHORT_GROUP {
+            nibbles.push((g.len() - 1) as u8);
+        } else {
+            let extra = (g.len() - SHORT_GROUP - 1) as u8;
+            nibbles.extend([SHORT_GROUP as u8, extra >> 4, extra & 0x0f]);
+        }
+    }
     for g in &groups {
         for b in g.bytes() {
             nibbles.push(hex_digit(b)?);
@@ -150,12 +160,22 @@ fn unpack_hex(bytes: &[u8]) -> Option<String> {
     if count == 0 {
         return None;
     }
+    let mut length_nibbles = 0;
     let lengths: Vec<usize> = (0..count)
-        .map(|_| nibbles.next().map(|n| usize::from(n) + 1))
+        .map(|_| {
+            let n = usize::from(nibbles.next()?);
+            length_nibbles += 1;
+            if n < SHORT_GROUP {
+                return Some(n + 1);
+            }
+            let (hi, lo) = (nibbles.next()?, nibbles.next()?);
+            length_nibbles += 2;
+            Some(SHORT_GROUP + 1 + usize::from(hi << 4 | lo))
+        })
         .collect::<Option<_>>()?;
     let digits: usize = lengths.iter().sum();
     // The stream is exactly as long as its contents (a last odd nibble is padding, 0).
-    let used = 1 + count + digits;
+    let used = 1 + length_nibbles + digits;
     if bytes.len() != used.div_ceil(2) {
         return None;
     }
@@ -198,9 +218,15 @@ mod tests {
             Etag::unpack(&weak.pack()).unwrap().to_header(),
             "W/\"2aa6-531e1d5a8d440\""
         );
-        // Upper case, or a leading zero group of 17 digits: kept verbatim, still exact.
+        // S3's MD5: one group of 32 digits.
+        let s3 = Etag::from_header("\"d41d8cd98f00b204e9800998ecf8427e\"").unwrap();
+        assert_eq!(s3.pack().bytes.len(), 18);
+        assert_eq!(Etag::unpack(&s3.pack()).unwrap(), s3);
+        // Upper case, or 16 groups: kept verbatim, still exact.
+        let many = format!("\"{}\"", ["a"; 16].join("-"));
         for tag in [
             "\"5C11A604-EBA\"",
+            many.as_str(),
             "\"00000000000000000\"",
             "\"abc\"",
             "\"\"",
@@ -266,14 +292,18 @@ mod tests {
 
         #[test]
         fn hex_groups_pack_to_half_their_digits(
-            groups in proptest::collection::vec("[0-9a-f]{1,16}", 1..=15),
+            groups in prop_oneof![
+                proptest::collection::vec("[0-9a-f]{1,40}", 1..=6),
+                proptest::collection::vec("[0-9a-f]{1,12}", 1..=15),
+            ],
         ) {
             let header = format!("\"{}\"", groups.join("-"));
             let e = Etag::from_header(&header).unwrap();
             let packed = e.pack();
             prop_assert!(packed.hex);
             let digits: usize = groups.iter().map(String::len).sum();
-            prop_assert_eq!(packed.bytes.len(), (1 + groups.len() + digits).div_ceil(2));
+            let lengths: usize = groups.iter().map(|g| if g.len() <= 15 { 1 } else { 3 }).sum();
+            prop_assert_eq!(packed.bytes.len(), (1 + lengths + digits).div_ceil(2));
             prop_assert_eq!(Etag::unpack(&packed).unwrap().to_header(), header);
         }
     }

@@ -1,4 +1,4 @@
-//! A URL's fetch history in the byte form both frontiers store: 43 bytes, then the ETag.
+//! A URL's fetch history in the byte form both frontiers store: 37 bytes, then the ETag.
 //!
 //! | offset | bytes | field |
 //! |---|---|---|
@@ -9,26 +9,29 @@
 //! | 8 | 4 | current interval, seconds |
 //! | 12 | 4 | Last-Modified, Unix seconds (an IMF-fixdate has no finer part) |
 //! | 16 | 6 | captured at: seconds (4) and milliseconds (2) of the last full response — the `WARC-Refers-To-Date` of a revisit |
-//! | 22 | 12 | the first 96 bits of the payload's SHA-1, to compare with the next fetch's |
-//! | 34 | 4 | body bytes of the last full response (what a 304 saves) |
-//! | 38 | 2 | fetches (saturating) |
-//! | 40 | 2 | changes seen (saturating) |
-//! | 42 | 1 | ETag length `n` inline (0 when none or spilled) |
-//! | 43 | n | the ETag inline, at most [`INLINE_ETAG`] bytes |
+//! | 22 | 8 | the first 64 bits of the payload's SHA-1, to compare with the next fetch's |
+//! | 30 | 4 | body bytes of the last full response (what a 304 saves) |
+//! | 34 | 1 | fetches counted (see [`History::count`]) |
+//! | 35 | 1 | of them, fetches that found a change |
+//! | 36 | 1 | ETag length `n` inline (0 when none or spilled) |
+//! | 37 | n | the ETag inline, at most [`INLINE_ETAG`] bytes |
 //!
 //! Little-endian throughout. An ETag whose stored form is longer than [`INLINE_ETAG`] bytes
 //! goes to a store of its own ([`Encoded::spill`]) so that the value stays at most 64 bytes —
-//! the size under which Redis keeps a hash field in its compact listpack encoding.
+//! the size under which Redis keeps a hash field in its compact listpack encoding. The sizes
+//! were cut to what Redis measured (`cargo bench -p redis-frontier --bench history`): 64 bits
+//! of digest only ever compare two payloads of one URL (a false "unchanged" once in 2⁶⁴), and
+//! the counts are a window, halved when full, which is what a change-rate estimate wants.
 //! [`History::decode`] checks every byte it reads: a stored value is input like any other.
 
 use crate::etag::{Etag, Packed};
 
 /// Bytes before the ETag.
-pub const FIXED: usize = 43;
+pub const FIXED: usize = 37;
 /// Longest ETag stored in the value itself; a longer one spills.
-pub const INLINE_ETAG: usize = 21;
+pub const INLINE_ETAG: usize = 64 - FIXED;
 /// Bytes of the payload digest kept (for equality only).
-pub const DIGEST: usize = 12;
+pub const DIGEST: usize = 8;
 
 const FORM_NONE: u8 = 0;
 const FORM_VERBATIM: u8 = 1;
@@ -65,10 +68,10 @@ pub struct History {
     pub truncated: bool,
     /// 404/410 answers in a row, up to [`MAX_GONE_STREAK`].
     pub gone_streak: u8,
-    /// Fetches made (saturating).
-    pub fetches: u16,
-    /// Fetches that found the page changed (saturating).
-    pub changes: u16,
+    /// Fetches counted: the recent ones, up to 255 ([`History::count`]).
+    pub fetches: u8,
+    /// Of those, the ones that found the page changed (never more than `fetches`).
+    pub changes: u8,
     /// The last full response's ETag.
     pub etag: Option<Etag>,
 }
@@ -103,6 +106,14 @@ pub enum DecodeError {
     /// Flags that no encoder writes.
     #[error("the fetch history's flags ({0:#04x}) are inconsistent")]
     Flags(u8),
+    /// More changes than fetches.
+    #[error("the fetch history counts {changes} changes in {fetches} fetches")]
+    Counts {
+        /// Fetches counted.
+        fetches: u8,
+        /// Changes counted.
+        changes: u8,
+    },
 }
 
 impl History {
@@ -140,9 +151,9 @@ impl History {
         v.extend_from_slice(&self.captured_at.1.to_le_bytes());
         v.extend_from_slice(&self.digest);
         v.extend_from_slice(&self.body_bytes.to_le_bytes());
-        v.extend_from_slice(&self.fetches.to_le_bytes());
-        v.extend_from_slice(&self.changes.to_le_bytes());
-        // `inline` is at most INLINE_ETAG (21) bytes: its length fits a byte.
+        v.push(self.fetches);
+        v.push(self.changes.min(self.fetches));
+        // `inline` is at most INLINE_ETAG (27) bytes: its length fits a byte.
         v.push(inline.len() as u8);
         v.extend_from_slice(inline);
         debug_assert!(v.len() <= FIXED + INLINE_ETAG);
@@ -200,6 +211,10 @@ impl History {
         }
         let mut digest = [0u8; DIGEST];
         digest.copy_from_slice(&value[22..22 + DIGEST]);
+        let (fetches, changes) = (value[34], value[35]);
+        if changes > fetches {
+            return Err(DecodeError::Counts { fetches, changes });
+        }
         Ok(History {
             generation: value[1],
             status: u16_at(2),
@@ -208,11 +223,11 @@ impl History {
             last_modified: has_lm.then_some(lm),
             captured_at: (u32_at(16), u16_at(20)),
             digest,
-            body_bytes: u32_at(34),
+            body_bytes: u32_at(30),
             truncated: flags & TRUNCATED != 0,
             gone_streak: flags >> GONE_SHIFT,
-            fetches: u16_at(38),
-            changes: u16_at(40),
+            fetches,
+            changes,
             etag,
         })
     }
@@ -222,6 +237,19 @@ impl History {
         let mut d = [0u8; DIGEST];
         d.copy_from_slice(&sha1[..DIGEST]);
         d
+    }
+
+    /// Counts a fetch that found the page `changed` or not. When the count is full the
+    /// window halves first: both counts keep their ratio, the older fetches weigh less.
+    pub fn count(&mut self, changed: bool) {
+        if self.fetches == u8::MAX {
+            self.fetches /= 2;
+            self.changes /= 2;
+        }
+        self.fetches += 1;
+        if changed {
+            self.changes = (self.changes + 1).min(self.fetches);
+        }
     }
 
     /// Whether a payload with this full SHA-1 is the one last stored (never for a first
@@ -255,12 +283,13 @@ mod tests {
     }
 
     #[test]
-    fn sizes_are_43_bytes_and_the_etag() {
+    fn sizes_are_37_bytes_and_the_etag() {
+        assert_eq!((FIXED, INLINE_ETAG), (37, 27));
         let cases = [
             (None, FIXED),
             (Some("\"5c11a604-eba\""), FIXED + 7), // nginx
             (Some("W/\"2aa6-531e1d5a8d440\""), FIXED + 10), // Apache, weak
-            (Some("\"abcdefghijklmnopqrstu\""), FIXED + 21), // 21 verbatim: inline
+            (Some("\"abcdefghijklmnopqrstuvwxyz0\""), FIXED + 27), // 27 verbatim: inline
         ];
         for (etag, len) in cases {
             let h = sample(etag);
@@ -269,11 +298,14 @@ mod tests {
             assert_eq!(e.spill, None);
             assert_eq!(History::decode(&e.value, None).unwrap(), h);
         }
-        // 22 bytes: spilled, the value stays at the fixed part.
-        let h = sample(Some("\"abcdefghijklmnopqrstuv\""));
+        // 28 bytes: spilled, the value stays at the fixed part.
+        let h = sample(Some("\"abcdefghijklmnopqrstuvwxyz01\""));
         let e = h.encode();
         assert_eq!(e.value.len(), FIXED);
-        assert_eq!(e.spill.as_deref(), Some(&b"abcdefghijklmnopqrstuv"[..]));
+        assert_eq!(
+            e.spill.as_deref(),
+            Some(&b"abcdefghijklmnopqrstuvwxyz01"[..])
+        );
         assert_eq!(History::decode(&e.value, e.spill.as_deref()).unwrap(), h);
         assert_eq!(
             History::decode(&e.value, None),
@@ -306,6 +338,12 @@ mod tests {
         let mut lm_without_flag = sample(None).encode().value;
         lm_without_flag[0] &= !HAS_LM;
         assert!(History::decode(&lm_without_flag, None).is_err());
+        let mut more_changes = sample(None).encode().value;
+        more_changes[35] = more_changes[34] + 1;
+        assert!(matches!(
+            History::decode(&more_changes, None),
+            Err(DecodeError::Counts { .. })
+        ));
     }
 
     #[test]
@@ -324,6 +362,18 @@ mod tests {
         assert!(!h.same_payload(&sha), "nothing was fetched yet");
     }
 
+    #[test]
+    fn counts_are_a_window_that_keeps_the_change_ratio() {
+        let mut h = History::default();
+        for i in 0..1_000u32 {
+            h.count(i % 4 == 0);
+            assert!(h.changes <= h.fetches);
+        }
+        let ratio = f64::from(h.changes) / f64::from(h.fetches);
+        assert!((ratio - 0.25).abs() < 0.05, "{h:?}");
+        assert!(h.fetches >= 128, "halved, not reset: {h:?}");
+    }
+
     proptest! {
         #[test]
         fn every_history_round_trips(
@@ -337,8 +387,7 @@ mod tests {
             body_bytes in any::<u32>(),
             truncated in any::<bool>(),
             gone_streak in 0..=MAX_GONE_STREAK,
-            fetches in any::<u16>(),
-            changes in any::<u16>(),
+            (fetches, changes) in any::<u8>().prop_flat_map(|f| (Just(f), 0..=f)),
             etag in proptest::option::of("(W/)?\"[!#-~]{0,40}\""),
         ) {
             let h = History {

@@ -3,7 +3,7 @@
 //!
 //! Design choices:
 //! - **One byte form for both frontiers** ([`history`]): the local store and Redis keep the
-//!   same 43 bytes plus the ETag, little-endian, so a URL's history means the same wherever
+//!   same 37 bytes plus the ETag, little-endian, so a URL's history means the same wherever
 //!   it lives, and Redis keeps a URL's whole history in one listpack field (≤ 64 bytes for
 //!   the ETags common servers send).
 //! - **An ETag is sent back byte-exact** ([`etag`]): `If-None-Match` compares opaque tags,

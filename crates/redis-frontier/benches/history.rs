@@ -2,14 +2,15 @@
 //! layout the recrawl design plans for it: hashes `crawl:{ID}:hist:<b>`, `b` = the URL's
 //! fingerprint's low 64 bits mod B (B = the power of two nearest above `urls / 256`, so a bucket
 //! holds about 256 fields and stays in the compact listpack encoding, whose limits are 512
-//! fields and 64-byte values), field = the fingerprint's high 64 bits (8 bytes), value = the
-//! codec's bytes (43 + the ETag's stored form).
+//! fields and 64-byte values), field = 6 bytes of the fingerprint's high 64 bits (with the
+//! bucket's bits, 60 of the fingerprint tell URLs apart), value = the codec's bytes (37 + the
+//! ETag's stored form); spilled ETags in hashes bucketed the same way.
 //!
 //! `cargo bench -p redis-frontier --bench history -- [--urls N]`
 //!
 //! For each ETag mix — none, nginx's (`"5c11a604-eba"`), Apache's (`"2aa6-531e1d5a8d440"`),
-//! and a mix with opaque and weak tags — the server's `used_memory` before and after, per URL,
-//! with the buckets' encodings and the largest bucket.
+//! and a mix with S3's, weak and opaque tags — the server's `used_memory` before and after, per
+//! URL, with the buckets' encodings and the largest bucket.
 
 use recrawl::{Etag, History};
 use test_support::redis_server::RedisServer;
@@ -39,13 +40,15 @@ fn etag(mix: &str, i: u64) -> Option<String> {
         "none" => None,
         "nginx" => Some(nginx),
         "apache" => Some(apache),
-        // 20% none, 40% nginx, 20% Apache, 10% weak nginx, 10% an opaque 27-character tag.
+        // 20% none, 30% nginx, 20% Apache, 10% weak nginx, 10% S3's (an MD5), 10% an opaque
+        // 30-character tag that is not hex (it spills).
         _ => Some(match r % 10 {
             0 | 1 => return None,
-            2..=5 => nginx,
-            6 | 7 => apache,
-            8 => format!("W/{nginx}"),
-            _ => format!("\"{:016x}{:011x}\"", splitmix(r), r >> 20),
+            2..=4 => nginx,
+            5 | 6 => apache,
+            7 => format!("W/{nginx}"),
+            8 => format!("\"{:016x}{:016x}\"", splitmix(r), splitmix(!r)),
+            _ => format!("\"x{:016x}{:013x}\"", splitmix(r), r >> 12),
         }),
     }
 }
@@ -88,7 +91,7 @@ fn main() {
                 interval: 86_400,
                 last_modified: Some(1_790_000_000 + (hi % 1_000_000) as u32),
                 captured_at: (1_795_000_000, (lo % 1000) as u16),
-                digest: hi.to_le_bytes().repeat(2)[..12].try_into().unwrap(),
+                digest: lo.to_le_bytes(),
                 body_bytes: (lo % 200_000) as u32,
                 fetches: 3,
                 changes: 1,
@@ -98,18 +101,12 @@ fn main() {
             let e = h.encode();
             value_bytes += e.value.len() as u64;
             let key = format!("crawl:{{bench}}:hist:{}", lo % buckets);
-            pipe.cmd("HSET")
-                .arg(key)
-                .arg(&hi.to_le_bytes()[..])
-                .arg(e.value)
-                .ignore();
+            let field = &hi.to_le_bytes()[..6];
+            pipe.cmd("HSET").arg(key).arg(field).arg(e.value).ignore();
             if let Some(s) = e.spill {
                 spilled += 1;
-                pipe.cmd("HSET")
-                    .arg("crawl:{bench}:etag")
-                    .arg(&hi.to_le_bytes()[..])
-                    .arg(s)
-                    .ignore();
+                let key = format!("crawl:{{bench}}:etag:{}", lo % buckets);
+                pipe.cmd("HSET").arg(key).arg(field).arg(s).ignore();
             }
             if i % 2_000 == 1_999 || i + 1 == urls {
                 let _: () = pipe.query(&mut conn).unwrap();
