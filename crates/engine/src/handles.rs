@@ -80,9 +80,7 @@ pub(crate) fn wire(
         run: run.clone(),
     };
     let tail = Tail {
-        frontier: client.clone(),
         recorder: recorder.clone(),
-        counters: Arc::clone(&counters),
         rules: TailRules::of(cfg),
     };
     let parse = Arc::new(parse);
@@ -91,7 +89,6 @@ pub(crate) fn wire(
             tail: tail.clone(),
             fetcher: fetcher.clone(),
             parse: Arc::clone(&parse),
-            counters: Arc::clone(&counters),
             files: Default::default(),
             max_body_bytes: cfg.fetch.max_body_bytes,
         },
@@ -99,7 +96,6 @@ pub(crate) fn wire(
         fetcher,
         robots: Arc::new(robots),
         parse,
-        counters: Arc::clone(&counters),
         rules: FetchRules::of(cfg),
     });
     let fetch_slots = Arc::new(tokio::sync::Semaphore::new(
@@ -122,16 +118,10 @@ pub(crate) fn wire(
     let external = ExternalLeases {
         fetching: Arc::clone(&fetching),
         table: Arc::clone(&report.leases),
-        frontier: client.clone(),
-        output: output.clone(),
-        run: run.clone(),
         fetch_slots: Arc::clone(&fetch_slots),
     };
     let crew = Worker {
         fetching,
-        frontier: client,
-        run,
-        output: output.clone(),
         checkpoints: store.clone().map(|s| (s, pause)),
         fetch_slots,
         serving,

@@ -18,10 +18,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use crate::frontier_call::FrontierClient;
 use crate::lease_table::Leases;
-use crate::output::Output;
-use crate::run::Run;
 use crate::tail::Response;
 use crate::worker::Fetching;
 
@@ -31,9 +28,6 @@ use crate::worker::Fetching;
 pub(crate) struct ExternalLeases {
     pub(crate) fetching: Arc<Fetching>,
     pub(crate) table: Arc<Leases>,
-    pub(crate) frontier: FrontierClient,
-    pub(crate) output: Output,
-    pub(crate) run: Run,
     pub(crate) fetch_slots: Arc<tokio::sync::Semaphore>,
 }
 
@@ -94,12 +88,13 @@ impl ExternalLeases {
     pub(crate) async fn lease(&self, max: usize, lease_secs: u64) -> Vec<Leased> {
         let mut out = Vec::new();
         let lease_for = Duration::from_secs(lease_secs.max(1));
-        while out.len() < max && !self.run.held() && !self.run.stopped() {
+        while out.len() < max && !self.fetching.run().held() && !self.fetching.run().stopped() {
             let Ok(slot) = Arc::clone(&self.fetch_slots).try_acquire_owned() else {
                 break;
             };
             let Some(Some(lease)) = self
-                .frontier
+                .fetching
+                .frontier()
                 .with_frontier("try_next", |f| f.try_next())
                 .await
             else {
@@ -140,11 +135,12 @@ impl ExternalLeases {
 
     async fn give_back(&self, lease: Lease, outcome: Outcome) {
         let completed = self
-            .frontier
+            .fetching
+            .frontier()
             .with_frontier("complete", |f| f.complete(lease.clone(), outcome.clone()))
             .await;
         if completed.is_some() {
-            self.output.completed(lease.entry().id);
+            self.fetching.output().completed(lease.entry().id);
         }
     }
 
@@ -158,7 +154,8 @@ impl ExternalLeases {
         let entry = lease.entry().clone();
         let fetch_ms = c.fetch_ms.min(u64::from(u32::MAX));
         self.fetching
-            .counters
+            .tail
+            .counters()
             .latency
             .observe(Duration::from_millis(fetch_ms));
         // No response is a failure that may pass, like a status that asks to come back.

@@ -12,7 +12,6 @@ use url::Url;
 
 use std::sync::Arc;
 
-use crate::counters::Counters;
 use crate::fetch::{Fetcher, Keep};
 use crate::parse_pool::ParsePool;
 use crate::sitemap_budget::{FileBudget, MAX_FILES_PER_HOST};
@@ -25,7 +24,6 @@ pub(crate) struct SitemapReader {
     pub(crate) tail: Tail,
     pub(crate) fetcher: Fetcher,
     pub(crate) parse: Arc<ParsePool>,
-    pub(crate) counters: Arc<Counters>,
     /// Sitemap files offered per host (at most 1,000 each).
     pub(crate) files: FileBudget,
     pub(crate) max_body_bytes: u64,
@@ -64,7 +62,7 @@ pub(crate) async fn discover(reader: &SitemapReader, page: &Url, listed: &[Strin
         .collect();
     reader
         .tail
-        .frontier
+        .frontier()
         .with_frontier("offer", |f| f.offer(Some(robots.as_str()), links.clone()))
         .await;
 }
@@ -77,7 +75,7 @@ pub(crate) async fn read(reader: &SitemapReader, lease: &Lease, url: &Url) -> Ou
         .fetcher
         .fetch_with(url.as_str(), Keep::Always, cap, lease.last_of_host())
         .await;
-    reader.counters.latency.observe(fetched.elapsed);
+    reader.tail.counters().latency.observe(fetched.elapsed);
     if let Some(retry) = reader
         .tail
         .retry(entry, fetched.is_transient(), fetched.retry_after)

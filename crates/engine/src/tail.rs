@@ -4,7 +4,6 @@
 //! cheap-clone handle holding what that takes: the frontier, the recorder and the rules.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Duration;
 
 use frontier::{Admission, Lease, Link, OutOfScope, Outcome};
@@ -39,13 +38,21 @@ impl TailRules {
 /// The end of every fetch (see the module header).
 #[derive(Debug, Clone)]
 pub(crate) struct Tail {
-    pub(crate) frontier: FrontierClient,
     pub(crate) recorder: Recorder,
-    pub(crate) counters: Arc<Counters>,
     pub(crate) rules: TailRules,
 }
 
 impl Tail {
+    /// The frontier the records' links go to (the recorder's).
+    pub(crate) fn frontier(&self) -> &FrontierClient {
+        &self.recorder.frontier
+    }
+
+    /// The crawl's counters (the recorder's).
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.recorder.counters
+    }
+
     /// A transient failure with retries left: fetch the URL again later (after the per-URL
     /// delay, or the server's `Retry-After` when longer). A `Retry-After` beyond the longest
     /// back-off is not waited for ([`wait_refused`] says so in the record).
@@ -61,7 +68,7 @@ impl Tail {
         {
             return None;
         }
-        self.counters.retries.fetch_add(1, Ordering::Relaxed);
+        self.counters().retries.fetch_add(1, Ordering::Relaxed);
         let backoff = retry_delay(self.rules.retry_base_ms, entry.attempt, &entry.url);
         let after = retry_after.map_or(backoff, |r| r.max(backoff));
         Some(Outcome::Retry { after: Some(after) })
@@ -141,9 +148,9 @@ impl Tail {
         // can: one call for both.
         let mut held = None;
         if !offers.is_empty() {
-            let mut offers = Retained::new(offers, self.frontier.calls_can_fail());
+            let mut offers = Retained::new(offers, self.frontier().calls_can_fail());
             let Some((admissions, fenced)) = self
-                .frontier
+                .frontier()
                 .with_frontier("offer", |f| f.offer_and_hold(lease, offers.take()))
                 .await
             else {
@@ -170,7 +177,7 @@ impl Tail {
                 });
             }
         }
-        self.counters.bytes.fetch_add(r.bytes, Ordering::Relaxed);
+        self.counters().bytes.fetch_add(r.bytes, Ordering::Relaxed);
         tracing::debug!(url = %frontier::credentials::mask(&entry.url), status = r.status, bytes = r.bytes, links_found, links_new, "fetched");
         let record = PageRecord {
             url: entry.url.clone(),

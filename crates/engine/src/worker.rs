@@ -17,7 +17,7 @@ use std::sync::Arc;
 use frontier::{End, Lease, Link, Next, Outcome};
 use url::Url;
 
-use crate::counters::{Counters, MAX_LISTED};
+use crate::counters::MAX_LISTED;
 use crate::fetch::{Fetcher, Keep};
 use crate::frontier_call::{FrontierClient, Retained};
 use crate::parse_pool::{ExtractPieces, ParsePool};
@@ -58,7 +58,6 @@ pub(crate) struct Fetching {
     pub(crate) fetcher: Fetcher,
     pub(crate) robots: Arc<RobotsCache>,
     pub(crate) parse: Arc<ParsePool>,
-    pub(crate) counters: Arc<Counters>,
     pub(crate) sitemaps: SitemapReader,
     pub(crate) rules: FetchRules,
 }
@@ -67,10 +66,6 @@ pub(crate) struct Fetching {
 #[derive(Debug, Clone)]
 pub(crate) struct Worker {
     pub(crate) fetching: Arc<Fetching>,
-    pub(crate) frontier: FrontierClient,
-    pub(crate) run: Run,
-    /// The output, told when a lease's completion covers its line.
-    pub(crate) output: crate::output::Output,
     /// The crawl state and the pause its checkpoints ask for (`crawl.persist`).
     pub(crate) checkpoints: Option<(Arc<store::Store>, Arc<Pause>)>,
     /// Fetches in flight, built-in and leased together: `crawl.concurrency` permits. A
@@ -82,7 +77,7 @@ pub(crate) struct Worker {
 
 pub(crate) async fn worker(w: Worker) {
     // A frontier across a network completes a lease and hands out the next in one call.
-    let merge = w.frontier.calls_can_fail();
+    let merge = w.fetching.frontier().calls_can_fail();
     let mut pending: Option<(Lease, Outcome)> = None;
     loop {
         let next = match pending.take() {
@@ -90,10 +85,11 @@ pub(crate) async fn worker(w: Worker) {
             // on, the next lease.
             Some((lease, outcome)) => {
                 let id = lease.entry().id;
-                let merged = merge && !w.run.held() && !w.run.stopped();
+                let merged = merge && !w.fetching.run().held() && !w.fetching.run().stopped();
                 let mut handed = Retained::new((lease, outcome), merge);
                 let answer = w
-                    .frontier
+                    .fetching
+                    .frontier()
                     .with_frontier("complete", |f| {
                         let (lease, outcome) = handed.take();
                         if merged {
@@ -107,7 +103,7 @@ pub(crate) async fn worker(w: Worker) {
                     .await;
                 let Some(answer) = answer else { break };
                 // Its line (if any) is now covered by the next checkpoint.
-                w.output.completed(id);
+                w.fetching.output().completed(id);
                 match answer {
                     Some(next) => Some(next),
                     None => continue,
@@ -116,11 +112,16 @@ pub(crate) async fn worker(w: Worker) {
             None => {
                 if let Some((store, pause)) = &w.checkpoints {
                     pause
-                        .wait(store, crate::pause::BACKLOG_LIMIT, || w.run.stopped())
+                        .wait(store, crate::pause::BACKLOG_LIMIT, || {
+                            w.fetching.run().stopped()
+                        })
                         .await;
                 }
-                w.run.wait_while_held().await;
-                w.frontier.with_frontier("next", |f| f.next()).await
+                w.fetching.run().wait_while_held().await;
+                w.fetching
+                    .frontier()
+                    .with_frontier("next", |f| f.next())
+                    .await
             }
         };
         let Some(next) = next else {
@@ -130,14 +131,14 @@ pub(crate) async fn worker(w: Worker) {
             Next::Lease(lease) => lease,
             Next::End(End::Budget) => {
                 if !w.serving {
-                    w.run.stop(StopReason::MaxPages);
+                    w.fetching.run().stop(StopReason::MaxPages);
                 }
                 break;
             }
             Next::End(End::Finished | End::Closed) => break,
         };
         // Paused while this worker waited for a URL: give it back untouched.
-        let outcome = if w.run.held() {
+        let outcome = if w.fetching.run().held() {
             Outcome::Released
         } else {
             // A fetch slot first: `crawl.concurrency` bounds the fetches in flight, this
@@ -150,6 +151,21 @@ pub(crate) async fn worker(w: Worker) {
 }
 
 impl Fetching {
+    /// The frontier (the recorder's).
+    pub(crate) fn frontier(&self) -> &FrontierClient {
+        self.tail.frontier()
+    }
+
+    /// The crawl's run: held, stopped, why.
+    pub(crate) fn run(&self) -> &Run {
+        &self.tail.recorder.run
+    }
+
+    /// The output, told when a lease's completion covers its line.
+    pub(crate) fn output(&self) -> &crate::output::Output {
+        &self.tail.recorder.output
+    }
+
     /// Fetches one leased URL, offers what it leads to and writes its record; returns the
     /// outcome for the frontier.
     pub(crate) async fn process(&self, lease: &Lease) -> Outcome {
@@ -184,7 +200,7 @@ impl Fetching {
                 None,
             )
             .await;
-        self.counters.latency.observe(fetched.elapsed);
+        self.tail.counters().latency.observe(fetched.elapsed);
         if let Some(retry) = self
             .tail
             .retry(entry, fetched.is_transient(), fetched.retry_after)
@@ -263,7 +279,7 @@ impl Fetching {
         let host = lease.host();
         if let Some(delay) = verdict.crawl_delay {
             self.tail
-                .frontier
+                .frontier()
                 .with_frontier("set_crawl_delay", |f| f.set_crawl_delay(host, delay))
                 .await;
         }
@@ -271,7 +287,7 @@ impl Fetching {
             // The robots.txt request took this lease's turn: the host's next fetch waits its
             // delay from the page request that follows now, not from when the lease began.
             self.tail
-                .frontier
+                .frontier()
                 .with_frontier("host_contacted", |f| f.host_contacted(host))
                 .await;
             // A host whose robots.txt could not be had is not crawled for now: its sitemaps
@@ -283,13 +299,13 @@ impl Fetching {
         if let Some(why) = verdict.unreachable {
             // Not the rules' verdict but a failure: the URL gets a record saying so.
             if verdict.fetched {
-                *lock(&self.counters.robots_failures)
+                *lock(&self.tail.counters().robots_failures)
                     .entry(host.to_owned())
                     .or_default() += 1;
             }
             {
                 let origin = url.origin().ascii_serialization();
-                let mut hosts = lock(&self.counters.robots_unreachable);
+                let mut hosts = lock(&self.tail.counters().robots_unreachable);
                 if hosts.len() < MAX_LISTED || hosts.contains_key(&origin) {
                     hosts.insert(origin, why.to_string());
                 }
@@ -297,7 +313,8 @@ impl Fetching {
             return Some(self.tail.recorder.unfetched(lease, why.to_string()).await);
         }
         if !verdict.allowed {
-            self.counters
+            self.tail
+                .counters()
                 .robots_disallowed
                 .fetch_add(1, Ordering::Relaxed);
             tracing::debug!(url = %frontier::credentials::mask(url.as_str()), "disallowed by robots.txt");

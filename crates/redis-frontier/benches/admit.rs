@@ -18,14 +18,8 @@ use redis_frontier::{RedisConfig, RedisFrontier};
 use sha1::{Digest, Sha1};
 use test_support::redis_server::RedisServer;
 
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+mod common;
+use common::arg;
 
 /// URL `i`: on one of 1,000 hosts, or (`same_host`) on its page's host, as most links of a
 /// real page are.
