@@ -5,6 +5,7 @@ mod crawl;
 mod credentials;
 mod guard;
 mod hostile;
+mod recrawl;
 mod redis;
 mod redis_faults;
 mod resume;

@@ -19,7 +19,7 @@ use crate::util::{crawler, stderr};
 /// webrecorder/warcio#73), so with that module installed warcio can read no archived
 /// `Content-Encoding: br` response at all. Hidden, it reads those bodies as archived, as it
 /// does wherever no brotli module is installed.
-fn warcio() -> Option<Command> {
+pub(crate) fn warcio() -> Option<Command> {
     static NO_BROTLI: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     if Command::new("warcio").arg("--help").output().is_ok() {
         let shadow = NO_BROTLI.get_or_init(|| {
@@ -71,7 +71,7 @@ fn member_at(file: &Path, offset: u64) -> Member {
     Member { fields, block }
 }
 
-fn warc_files(out: &Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn warc_files(out: &Path) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(out.join("warc"))
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -64,6 +64,18 @@ choice!(
 );
 
 choice!(
+    /// `recrawl.policy`: whether and how a fetched URL is scheduled again.
+    RecrawlPolicy {
+        /// Once fetched, a URL is done.
+        None = "none",
+        /// Every URL again after `interval_secs`.
+        Fixed = "fixed",
+        /// Each URL's interval moves with what its fetches observe.
+        Adaptive = "adaptive",
+    }
+);
+
+choice!(
     /// `frontier.order`: serving order within a host.
     QueueOrder {
         /// Oldest first.
@@ -123,6 +135,8 @@ pub struct CrawlConfig {
     pub service: ServiceSection,
     /// `[output]`
     pub output: OutputSection,
+    /// `[recrawl]`
+    pub recrawl: RecrawlSection,
     /// The `section.key` settings given a value (by the file, the environment or a flag)
     /// rather than left at their defaults: a shared crawl refuses a process whose given value
     /// differs from the crawl's, and adopts the crawl's for the others.
@@ -318,6 +332,22 @@ pub struct OutputSection {
     pub warc_max_mb: u64,
     /// gzip level of each WARC record (1 fastest … 9 smallest).
     pub warc_gzip_level: u32,
+}
+
+/// `[recrawl]`: whether and when a fetched URL is fetched again.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecrawlSection {
+    /// `none` (one-shot), `fixed` or `adaptive`.
+    pub policy: RecrawlPolicy,
+    /// Seconds after a fetch before the URL is due again.
+    pub interval_secs: u32,
+    /// Shortest interval, seconds.
+    pub min_interval_secs: u32,
+    /// Longest interval, seconds.
+    pub max_interval_secs: u32,
+    /// Share of the interval a due time moves either way.
+    pub jitter: f64,
 }
 
 /// `crawl.workers`: how many built-in fetch workers run.

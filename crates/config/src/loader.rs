@@ -266,6 +266,27 @@ impl Loader {
                         .into(),
                 });
             }
+            let r = &c.recrawl;
+            if !(r.min_interval_secs <= r.interval_secs && r.interval_secs <= r.max_interval_secs) {
+                problems.push(Problem {
+                    key: "recrawl.interval_secs".into(),
+                    origin: origin("recrawl.interval_secs"),
+                    message: format!(
+                        "must lie within [recrawl.min_interval_secs, recrawl.max_interval_secs]: \
+                         {} <= {} <= {} does not hold",
+                        r.min_interval_secs, r.interval_secs, r.max_interval_secs
+                    ),
+                });
+            }
+            if redis && r.policy != crate::RecrawlPolicy::None {
+                problems.push(Problem {
+                    key: "recrawl.policy".into(),
+                    origin: origin("recrawl.policy"),
+                    message: "recrawl schedules are kept by the local frontier only for now: \
+                              with frontier.backend = \"redis\" it must be \"none\""
+                        .into(),
+                });
+            }
             if c.frontier.dedup == DedupMode::Exact && !c.crawl.persist && !redis {
                 problems.push(Problem {
                     key: "frontier.dedup".into(),
@@ -477,6 +498,7 @@ mod tests {
         check::<ScopeKind>(ScopeKind::NAMES);
         check::<DedupMode>(DedupMode::NAMES);
         check::<FrontierBackend>(FrontierBackend::NAMES);
+        check::<crate::RecrawlPolicy>(crate::RecrawlPolicy::NAMES);
         // The shipped file's choices are the enums' names.
         for (key, names) in [
             (("crawl", "log_format"), LogFormat::NAMES),
@@ -484,6 +506,7 @@ mod tests {
             (("frontier", "scope"), ScopeKind::NAMES),
             (("frontier", "dedup"), DedupMode::NAMES),
             (("frontier", "backend"), FrontierBackend::NAMES),
+            (("recrawl", "policy"), crate::RecrawlPolicy::NAMES),
         ] {
             assert_eq!(
                 crate::schema::kind_of(key.0, key.1),
@@ -495,7 +518,7 @@ mod tests {
             .iter()
             .filter(|(_, _, k)| matches!(k, Kind::Choice(_)))
             .count();
-        assert_eq!(choices, 5, "a choice without its enum's check above");
+        assert_eq!(choices, 6, "a choice without its enum's check above");
     }
 
     #[test]
@@ -583,5 +606,22 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(err.0.len(), 3, "{err}");
+        let err = Loader::new()
+            .file(
+                "c.toml",
+                "[recrawl]\npolicy = \"fixed\"\ninterval_secs = 10\nmin_interval_secs = 60\n",
+            )
+            .env([
+                ("CRAWLER_FRONTIER_BACKEND".to_owned(), "redis".to_owned()),
+                (
+                    "CRAWLER_FRONTIER_REDIS_URL".to_owned(),
+                    "redis://127.0.0.1:1/0".to_owned(),
+                ),
+            ])
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("recrawl.interval_secs (c.toml:3)"), "{err}");
+        assert!(err.contains("recrawl.policy (c.toml:2)"), "{err}");
     }
 }

@@ -88,6 +88,13 @@ pub struct MetricsSnapshot {
     pub frontier_unavailable_secs: f64,
     /// The frontier's lost leases: expired before this process wrote their records.
     pub leases_lost: u64,
+    /// `[recrawl]`: refetches recorded that found the page changed, and unchanged.
+    pub refetches_changed: u64,
+    pub refetches_unchanged: u64,
+    /// `[recrawl]`: 304s to conditional requests, and the body bytes they saved (the last full
+    /// responses' sizes).
+    pub not_modified: u64,
+    pub not_modified_bytes_saved: u64,
 }
 
 /// The handle a service holds on a running crawl: the reports' sources (counters, frontier,
@@ -345,6 +352,10 @@ impl Control {
             frontier_failures: r.frontier.health().failures().to_vec(),
             frontier_unavailable_secs: r.frontier.health().unavailable_secs().unwrap_or(0.0),
             leases_lost,
+            refetches_changed: c.refetches_changed.load(Ordering::Relaxed),
+            refetches_unchanged: c.refetches_unchanged.load(Ordering::Relaxed),
+            not_modified: c.not_modified.load(Ordering::Relaxed),
+            not_modified_bytes_saved: c.not_modified_bytes_saved.load(Ordering::Relaxed),
         }
     }
 }

@@ -31,6 +31,29 @@ pub(crate) struct Counters {
     /// robots.txt fetches that failed (unreachable, 5xx), by the frontier's host key: the
     /// hosts listing counts them among the host's errors.
     pub(crate) robots_failures: Mutex<std::collections::HashMap<String, u64>>,
+    /// `[recrawl]`: refetches recorded that found the page changed, and unchanged.
+    pub(crate) refetches_changed: AtomicU64,
+    pub(crate) refetches_unchanged: AtomicU64,
+    /// 304s to conditional requests, and the body bytes their last full responses had.
+    pub(crate) not_modified: AtomicU64,
+    pub(crate) not_modified_bytes_saved: AtomicU64,
+}
+
+impl Counters {
+    /// Counts a recorded fetch under a recrawl schedule.
+    pub(crate) fn count_refetch(&self, o: &crate::revisit::Observed) {
+        use std::sync::atomic::Ordering::Relaxed;
+        match o.changed {
+            Some(true) => self.refetches_changed.fetch_add(1, Relaxed),
+            Some(false) => self.refetches_unchanged.fetch_add(1, Relaxed),
+            None => 0,
+        };
+        if o.not_modified {
+            self.not_modified.fetch_add(1, Relaxed);
+            self.not_modified_bytes_saved
+                .fetch_add(o.bytes_saved, Relaxed);
+        }
+    }
 }
 
 /// Most entries kept in the summary's lists of unreachable hosts and seed errors.

@@ -109,7 +109,8 @@ impl ExternalLeases {
                 // fetcher reports links, and a sitemap's are in XML.
                 let this = self.clone();
                 tokio::spawn(async move {
-                    let outcome = this.fetching.process(&lease).await;
+                    let mut lease = lease;
+                    let outcome = this.fetching.process(&mut lease).await;
                     drop(slot);
                     this.give_back(lease, outcome).await;
                 });
@@ -210,6 +211,7 @@ impl ExternalLeases {
             retry_after,
             // An external fetcher reports an outcome, not the bytes: nothing to archive.
             capture: None,
+            ..Response::default()
         };
         let found = offers.len();
         let outcome = self

@@ -43,6 +43,7 @@ mod pause;
 mod recent;
 mod record;
 mod report;
+mod revisit;
 mod run;
 mod sitemap_budget;
 mod stop;
@@ -146,6 +147,7 @@ pub fn frontier_config(cfg: &CrawlConfig) -> FrontierConfig {
         max_pages_per_host: (f.max_pages_per_host > 0).then_some(f.max_pages_per_host),
         max_redirects: cfg.fetch.max_redirects,
         keep_open: false,
+        recrawl: revisit::policy(cfg),
         politeness: Politeness {
             delay: Duration::from_millis(cfg.politeness.delay_ms),
             max_per_host: cfg.politeness.max_per_host,

@@ -150,8 +150,8 @@ impl Recorder {
             attempts: 0,
             truncated: false,
             error: Some(why),
-            warc_file: None,
-            warc_offset: None,
+            refetch: entry.visit.is_some(),
+            ..PageRecord::default()
         };
         match self.write(lease, None, record, None).await {
             Written::Yes => Outcome::Done,

@@ -124,13 +124,15 @@ pub(crate) fn state_name(reason: StopReason) -> &'static str {
 }
 
 /// The state of a crawl still running: `draining` once it stops, `paused` by an operator,
-/// `idle` with nothing queued and nothing in flight (a service waiting for seeds), else
-/// `running`.
+/// `waiting` with nothing queued and nothing in flight but URLs due again later (`[recrawl]`),
+/// `idle` with none of those (a service waiting for seeds), else `running`.
 pub(crate) fn live_state(report: &Report, s: &frontier::Stats) -> &'static str {
     if report.run.stopped() {
         "draining"
     } else if report.run.held() {
         "paused"
+    } else if s.queued == 0 && s.in_flight == 0 && s.extra("sleeping") > 0 {
+        "waiting"
     } else if s.queued == 0 && s.in_flight == 0 {
         "idle"
     } else {
@@ -177,7 +179,15 @@ pub(crate) fn status(
         frontier_error: report.frontier.health().problem(),
         paused: report.pause.active(),
         paused_secs: report.pause.secs(),
+        scheduled: s.extra("sleeping"),
+        next_due: next_due(s),
     }
+}
+
+/// When the next URL is due again (`[recrawl]`), RFC 3339.
+pub(crate) fn next_due(s: &frontier::Stats) -> Option<String> {
+    let due = s.extra("next_due");
+    (due > 0).then(|| warc::Utc::of(std::time::UNIX_EPOCH + Duration::from_secs(due)).rfc3339())
 }
 
 /// Checkpoints failed in a row after which the crawl stops.
@@ -238,8 +248,12 @@ pub(crate) fn spawn_bar(report: Arc<Report>, started: Instant) -> tokio::task::J
             let pages = report.counters.pages.load(Ordering::Relaxed);
             let average = pages as f64 / started.elapsed().as_secs_f64().max(1e-9);
             let rate = report.counters.rate.rate(Instant::now(), pages, average);
+            let waiting = match next_due(&s) {
+                Some(at) => format!(" | {} scheduled, next due {at}", s.extra("sleeping")),
+                None => String::new(),
+            };
             bar.0.set_message(format!(
-                "{pages} pages, {rate:.0}/s | queue {} mem + {} disk | {} in flight | {} hosts | filter {:.2}% full, fpp {:.1e}",
+                "{pages} pages, {rate:.0}/s | queue {} mem + {} disk | {} in flight | {} hosts | filter {:.2}% full, fpp {:.1e}{waiting}",
                 s.extra("queued_memory"),
                 s.extra("queued_disk"),
                 s.in_flight,
@@ -275,6 +289,9 @@ pub(crate) fn spawn_progress(report: Arc<Report>, started: Instant) -> tokio::ta
                 hosts = s.hosts,
                 filter_fill = format_args!("{:.4}", s.filter_fill()),
                 filter_fpp = format_args!("{:.2e}", s.filter_fpp),
+                scheduled = s.extra("sleeping"),
+                next_due = next_due(&s).unwrap_or_default(),
+                state = live_state(&report, &s),
                 "progress"
             );
         }

@@ -107,6 +107,11 @@ pub(crate) struct Response {
     pub(crate) retry_after: Option<Duration>,
     /// The fetch as sent and received, to archive (`output.warc`).
     pub(crate) capture: Option<Box<crate::fetch::Capture>>,
+    /// When the fetch ended (the record's `fetched_at`; now when not given).
+    pub(crate) at: Option<std::time::SystemTime>,
+    /// `[recrawl]`: the payload's digest, whether the page changed (on a refetch).
+    pub(crate) digest: Option<String>,
+    pub(crate) changed: Option<bool>,
 }
 
 impl Response {
@@ -124,6 +129,7 @@ impl Response {
             transient: fetched.is_transient(),
             retry_after: fetched.retry_after,
             capture: fetched.capture.take(),
+            ..Self::default()
         }
     }
 }
@@ -193,10 +199,15 @@ impl Tail {
             links_found,
             links_new,
             fetch_ms: r.fetch_ms,
-            fetched_at: crate::clock::now_rfc3339(),
+            fetched_at: r
+                .at
+                .map_or_else(crate::clock::now_rfc3339, |at| warc::Utc::of(at).rfc3339()),
             attempts: u32::from(entry.attempt) + 1,
             truncated: r.truncated,
             error: r.error,
+            digest: r.digest,
+            refetch: entry.visit.is_some(),
+            changed: r.changed,
             warc_file: None,
             warc_offset: None,
         };

@@ -37,6 +37,8 @@ pub(crate) struct FetchRules {
     pub(crate) respect_nofollow: bool,
     pub(crate) respect_robots: bool,
     pub(crate) sitemaps: bool,
+    /// `[recrawl]` keeps a schedule: fetches are measured, refetches conditional.
+    pub(crate) recrawl: bool,
 }
 
 impl FetchRules {
@@ -46,6 +48,7 @@ impl FetchRules {
             respect_nofollow: cfg.crawl.respect_nofollow,
             respect_robots: cfg.crawl.respect_robots,
             sitemaps: cfg.crawl.sitemaps,
+            recrawl: cfg.recrawl.policy != config::RecrawlPolicy::None,
         }
     }
 }
@@ -127,7 +130,7 @@ pub(crate) async fn worker(w: Worker) {
         let Some(next) = next else {
             break;
         };
-        let lease = match next {
+        let mut lease = match next {
             Next::Lease(lease) => lease,
             Next::End(End::Budget) => {
                 if !w.serving {
@@ -144,7 +147,7 @@ pub(crate) async fn worker(w: Worker) {
             // A fetch slot first: `crawl.concurrency` bounds the fetches in flight, this
             // process' workers' and external fetchers' leases together.
             let _slot = w.fetch_slots.acquire().await;
-            w.fetching.process(&lease).await
+            w.fetching.process(&mut lease).await
         };
         pending = Some((lease, outcome));
     }
@@ -167,8 +170,9 @@ impl Fetching {
     }
 
     /// Fetches one leased URL, offers what it leads to and writes its record; returns the
-    /// outcome for the frontier.
-    pub(crate) async fn process(&self, lease: &Lease) -> Outcome {
+    /// outcome for the frontier, and under a recrawl schedule tells the lease what the fetch
+    /// observed.
+    pub(crate) async fn process(&self, lease: &mut Lease) -> Outcome {
         let entry = lease.entry();
         let Ok(url) = Url::parse(&entry.url) else {
             // The frontier only queues canonical URLs, so this cannot happen; if it does, the URL
@@ -189,6 +193,7 @@ impl Fetching {
             extractor: None,
             failed: None,
         };
+        let revisit = self.rules.recrawl.then(|| crate::revisit::request(entry));
         let mut fetched = self
             .fetcher
             .fetch_pieces(
@@ -197,7 +202,7 @@ impl Fetching {
                 cap,
                 lease.last_of_host(),
                 Some(&mut pieces),
-                None,
+                revisit.as_ref(),
             )
             .await;
         self.tail.counters().latency.observe(fetched.elapsed);
@@ -212,10 +217,19 @@ impl Fetching {
             self.tail
                 .wait_refused(fetched.is_transient(), fetched.retry_after)
         });
+        let at = std::time::SystemTime::now();
+        let observed = revisit
+            .as_ref()
+            .map(|sent| crate::revisit::observe(entry, sent, &mut fetched, at));
+        let known = observed
+            .as_ref()
+            .is_some_and(|o| o.not_modified || o.unchanged());
         let mut offers = Vec::new();
         let mut found = 0;
         let mut final_url = entry.url.clone();
         match fetched.status {
+            // Not modified, or the same payload: its links are known (no body is parsed).
+            Some(200 | 304) if known => {}
             Some(status @ 300..=399) => {
                 match Link::redirect(entry, &url, status, fetched.location.as_deref()) {
                     Ok(link) => {
@@ -254,14 +268,20 @@ impl Fetching {
             }
             _ => {}
         }
-        self.tail
-            .finish(
-                lease,
-                Response::of(&mut fetched, final_url, error),
-                offers,
-                found,
-            )
-            .await
+        let mut response = Response::of(&mut fetched, final_url, error);
+        response.at = Some(at);
+        if let Some(o) = &observed {
+            response.digest = o.digest.clone();
+            response.changed = o.changed;
+        }
+        let outcome = self.tail.finish(lease, response, offers, found).await;
+        if let Some(o) = observed {
+            if outcome.is_recorded() {
+                self.tail.counters().count_refetch(&o);
+            }
+            lease.set_visited(o.visited);
+        }
+        outcome
     }
 
     /// What stands before a leased URL's fetch: the SSRF guard (an IP literal it refuses gets a

@@ -45,13 +45,30 @@ pub struct Capture {
     pub truncated: Option<&'static str>,
     /// Why there is no (whole) response.
     pub error: Option<String>,
+    /// When the request was sent (`date`, as a time).
+    pub at: std::time::SystemTime,
+    /// A refetch that found what an earlier capture holds: archived as a `revisit` record
+    /// standing for that capture, without the payload (set by the crawl, not the fetch).
+    pub revisit: Option<RevisitRecord>,
+}
+
+/// What a capture's `revisit` record says (WARC 1.1 §6.7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevisitRecord {
+    /// How the sameness was learnt.
+    pub profile: warc::revisit::Profile,
+    /// The `WARC-Date` of the earlier capture's response record.
+    pub refers_to_date: String,
 }
 
 impl Capture {
     /// A capture of a request to `url` with `request` as its head, sent now.
     pub(crate) fn new(url: &str, request: Vec<u8>) -> Self {
+        let at = std::time::SystemTime::now();
         Self {
-            date: warc::Utc::now().rfc3339(),
+            date: warc::Utc::of(at).rfc3339(),
+            at,
+            revisit: None,
             url: frontier::credentials::mask(url).into_owned(),
             request,
             ip: None,

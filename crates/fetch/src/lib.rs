@@ -18,7 +18,7 @@ pub mod decode;
 mod error;
 pub mod guard;
 
-pub use capture::{Capture, Spool, SPOOL_MEMORY};
+pub use capture::{Capture, RevisitRecord, Spool, SPOOL_MEMORY};
 pub use client::ClientError;
 pub use error::{transient_status, FetchError};
 

@@ -31,6 +31,7 @@ use crate::canon::Canonicalizer;
 use crate::entry::{Entry, Via};
 use crate::hosts::{HostControls, HostPage, HostQuery};
 use crate::scope::OutOfScope;
+use crate::visit::Visited;
 
 /// A boxed, sendable future: what the [`Frontier`] trait's async calls return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -171,6 +172,7 @@ pub struct Lease {
     host: Arc<str>,
     token: u64,
     last_of_host: bool,
+    visited: Option<Box<Visited>>,
 }
 
 impl Lease {
@@ -182,7 +184,19 @@ impl Lease {
             host,
             token,
             last_of_host: false,
+            visited: None,
         }
+    }
+
+    /// Says what the fetch observed (its record is written): a frontier that keeps recrawl
+    /// schedules schedules the URL by it at `complete`; others ignore it.
+    pub fn set_visited(&mut self, visited: Visited) {
+        self.visited = Some(Box::new(visited));
+    }
+
+    /// What the fetch observed, if the fetcher said ([`set_visited`](Self::set_visited)).
+    pub fn visited(&self) -> Option<&Visited> {
+        self.visited.as_deref()
     }
 
     /// Marks the lease as its host's last URL when it was handed out: none queued, no other in

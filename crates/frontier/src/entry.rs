@@ -1,6 +1,8 @@
 //! An admitted URL waiting in the queue, and its compact binary form for the spill and the
-//! crawl state (format 2 adds how the URL was found, its sitemap role and `lastmod`; format 1,
-//! without them, is still read).
+//! crawl state (format 3 adds the recrawl schedule, format 2 how the URL was found, its
+//! sitemap role and `lastmod`; formats 1 and 2 are still read).
+
+use crate::visit::Visit;
 
 /// How a URL was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
@@ -70,6 +72,9 @@ pub struct Entry {
     pub sitemap: u8,
     /// `<lastmod>` of its sitemap entry, as written.
     pub lastmod: Option<String>,
+    /// A URL fetched before and scheduled again (`[recrawl]`): when it is due, and what its
+    /// fetches left. `None` for a URL never fetched.
+    pub visit: Option<Box<Visit>>,
 }
 
 impl Entry {
@@ -89,6 +94,7 @@ impl Entry {
             id: 0,
             sitemap: 0,
             lastmod: None,
+            visit: None,
         }
     }
 
@@ -97,12 +103,29 @@ impl Entry {
         self.url.capacity()
             + self.parent.as_ref().map_or(0, String::capacity)
             + self.lastmod.as_ref().map_or(0, String::capacity)
+            + self
+                .visit
+                .as_ref()
+                .map_or(0, |_| std::mem::size_of::<Visit>())
     }
 
-    /// Appends the binary form (format 2): the format-1 fields — id (u64 LE), depth (u32 LE),
-    /// hops, attempt, url length (u32 LE), url, parent length (u32 LE, `u32::MAX` for none),
-    /// parent — then via, sitemap level, lastmod length (u32 LE, `u32::MAX` for none), lastmod.
+    /// Appends the binary form (format 3): the format-2 fields, then 0 without a visit, or 1
+    /// and the visit (its due time, history and spilled ETag).
     pub fn encode(&self, out: &mut Vec<u8>) {
+        self.encode_v2(out);
+        match &self.visit {
+            Some(v) => {
+                out.push(1);
+                v.encode(out);
+            }
+            None => out.push(0),
+        }
+    }
+
+    /// Format 2: the format-1 fields — id (u64 LE), depth (u32 LE), hops, attempt, url length
+    /// (u32 LE), url, parent length (u32 LE, `u32::MAX` for none), parent — then via, sitemap
+    /// level, lastmod length (u32 LE, `u32::MAX` for none), lastmod.
+    fn encode_v2(&self, out: &mut Vec<u8>) {
         self.encode_v1(out);
         out.push(self.via.code());
         out.push(self.sitemap);
@@ -131,19 +154,24 @@ impl Entry {
         }
     }
 
-    /// Decodes exactly `count` entries (format 2) filling `bytes`; `None` if the bytes are
+    /// Decodes exactly `count` entries (format 3) filling `bytes`; `None` if the bytes are
     /// not that.
     pub fn decode_all(bytes: &[u8], count: usize) -> Option<Vec<Entry>> {
-        Self::decode(bytes, count, true)
+        Self::decode(bytes, count, 3)
+    }
+
+    /// [`decode_all`](Self::decode_all) for format 2 (written before the recrawl schedule).
+    pub fn decode_all_v2(bytes: &[u8], count: usize) -> Option<Vec<Entry>> {
+        Self::decode(bytes, count, 2)
     }
 
     /// [`decode_all`](Self::decode_all) for format 1 (written before `via`, `sitemap` and
     /// `lastmod` existed): a seed is an entry without a parent, a redirect one with hops.
     pub fn decode_all_v1(bytes: &[u8], count: usize) -> Option<Vec<Entry>> {
-        Self::decode(bytes, count, false)
+        Self::decode(bytes, count, 1)
     }
 
-    fn decode(mut bytes: &[u8], count: usize, v2: bool) -> Option<Vec<Entry>> {
+    fn decode(mut bytes: &[u8], count: usize, format: u8) -> Option<Vec<Entry>> {
         fn u32_at(b: &mut &[u8]) -> Option<u32> {
             let (head, rest) = b.split_first_chunk::<4>()?;
             *b = rest;
@@ -175,7 +203,7 @@ impl Entry {
             entry.hops = hops;
             entry.attempt = attempt;
             entry.id = id;
-            if v2 {
+            if format >= 2 {
                 let (&[via, sitemap], rest) = bytes.split_first_chunk::<2>()?;
                 bytes = rest;
                 entry.via = Via::from_code(via)?;
@@ -186,6 +214,17 @@ impl Entry {
                 };
             } else if hops > 0 {
                 entry.via = Via::Redirect;
+            }
+            // A last entry that ends before the marker was written as format 2 (a shared
+            // crawl's queue in Redis keeps entries without a format byte): no visit.
+            if format >= 3 && !bytes.is_empty() {
+                let (&has, rest) = bytes.split_first()?;
+                bytes = rest;
+                entry.visit = match has {
+                    0 => None,
+                    1 => Some(Box::new(Visit::decode(&mut bytes).ok()?)),
+                    _ => return None,
+                };
             }
             out.push(entry);
         }
@@ -208,7 +247,9 @@ mod tests {
         e.encode(&mut buf);
         f.encode(&mut buf);
         assert_eq!(Entry::decode_all(&buf, 2), Some(vec![e, f]));
-        assert_eq!(Entry::decode_all(&buf[..buf.len() - 1], 2), None);
+        // Without its last byte (the visit marker) the last entry reads as format 2; any
+        // shorter is not an entry.
+        assert_eq!(Entry::decode_all(&buf[..buf.len() - 2], 2), None);
         assert_eq!(Entry::decode_all(&buf, 1), None, "trailing bytes");
         assert_eq!(Entry::decode_all(&[0xff; 20], 1), None);
     }
@@ -227,7 +268,7 @@ mod tests {
         e.encode(&mut buf);
         assert_eq!(Entry::decode_all(&buf, 1), Some(vec![e.clone()]));
         let mut bad = buf.clone();
-        let via_at = buf.len() - 4 - "2026-11-01".len() - 2;
+        let via_at = buf.len() - 1 - 4 - "2026-11-01".len() - 2;
         bad[via_at] = 9;
         assert_eq!(Entry::decode_all(&bad, 1), None, "unknown via");
         // Format 1: no extras; a seed has no parent, a redirect target has hops.
@@ -240,5 +281,32 @@ mod tests {
         assert_eq!(back[0].via, Via::Redirect);
         assert_eq!(back[1].via, Via::Seed);
         assert_eq!(back[1].lastmod, None);
+    }
+
+    #[test]
+    fn format_3_carries_the_visit_and_format_2_is_still_read() {
+        let mut e = Entry::new("http://a.test/p".into(), 2, Some("http://a.test/".into()));
+        e.visit = Some(Box::new(Visit {
+            due: 1_800_000_060,
+            history: recrawl::History {
+                status: 304,
+                last_fetch: 1_800_000_000,
+                interval: 60,
+                ..recrawl::History::default()
+            },
+        }));
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        assert_eq!(Entry::decode_all(&buf, 1), Some(vec![e.clone()]));
+        let mut v2 = Vec::new();
+        e.encode_v2(&mut v2);
+        let back = Entry::decode_all_v2(&v2, 1).unwrap();
+        assert_eq!(back[0].visit, None);
+        assert_eq!(back[0].url, e.url);
+        // Read as format 3 too, when it is the last entry (Redis keeps format-2 bytes).
+        assert_eq!(Entry::decode_all(&v2, 1), Some(back));
+        let mut bad = buf.clone();
+        bad[v2.len()] = 7;
+        assert_eq!(Entry::decode_all(&bad, 1), None, "unknown visit marker");
     }
 }

@@ -38,6 +38,7 @@ mod resume;
 mod scheduler;
 mod scope;
 mod spill;
+mod visit;
 
 pub use api::{
     prepare_seeds, Admission, BoxFuture, End, Fenced, Frontier, FrontierError, Lease, Link, Next,
@@ -56,3 +57,4 @@ pub use scope::{
     registrable_domain, HostScope, OutOfScope, PatternError, Scope, ScopeConfig,
     DEFAULT_MAX_PATH_SEGMENTS, DEFAULT_MAX_QUERY_PARAMS, DEFAULT_MAX_REPEATED_SEGMENTS,
 };
+pub use visit::{Visit, Visited};

@@ -24,6 +24,12 @@ pub trait Journal: Send + Sync + std::fmt::Debug {
     /// Admission `id` is finished (`recorded`: its record was written before this call), so a
     /// resumed crawl must not fetch it again.
     fn done(&self, _id: u64, _recorded: bool) {}
+    /// Admission `id` was fetched (`recorded` as for [`done`](Self::done)) and is due again:
+    /// its queued entry is now `entry`, carrying its next due time and history, to restore
+    /// instead of the one admitted. A journal that keeps no schedules marks it done.
+    fn rescheduled(&self, id: u64, recorded: bool, _entry: &Entry) {
+        self.done(id, recorded);
+    }
 }
 
 /// A frontier in this process that a resumed crawl restores from its durable state, and that

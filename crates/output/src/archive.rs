@@ -3,6 +3,9 @@
 //! - A fetch that got a response is a `request` record (the request as sent) and a
 //!   `response` record (status line, headers and payload as received), the response naming
 //!   the request in `WARC-Concurrent-To`; `pages.jsonl` points at the response.
+//! - A refetch that found the page unchanged (a 304, or a payload with the digest of the
+//!   last) is a `request` and a `revisit` record standing for the earlier capture
+//!   (`server-not-modified` or `identical-payload-digest`), without the payload.
 //! - A fetch that got none (refused, timed out, blocked by the SSRF guard) is one `metadata`
 //!   record saying why, which its `pages.jsonl` line points at.
 //! - What is archived is the attempt that got the line: an attempt that is retried later
@@ -101,6 +104,23 @@ pub(crate) fn write(w: &mut WarcWriter, capture: &mut Capture) -> Result<Positio
     request.target_uri = Some(&capture.url);
     request.ip = capture.ip;
     w.write(&request)?;
+    if let Some(revisit) = &capture.revisit {
+        // The earlier capture stands for this one: status line and headers only.
+        let mut record = Record::revisit(
+            capture.date.clone(),
+            &capture.url,
+            &head,
+            &revisit.profile,
+            warc::revisit::RefersTo {
+                target_uri: &capture.url,
+                date: &revisit.refers_to_date,
+                record_id: None,
+            },
+        );
+        record.ip = capture.ip;
+        record.concurrent_to = Some(&request.id);
+        return w.write(&record);
+    }
     let (memory, file) = capture.payload.parts();
     let mut response = Record::new(
         Kind::Response,

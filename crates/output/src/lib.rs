@@ -72,6 +72,17 @@ pub struct PageRecord {
     pub truncated: bool,
     /// What went wrong, or null.
     pub error: Option<String>,
+    /// `[recrawl]`: the SHA-1 of a 200's payload as received (`sha1:` and base32, the
+    /// `WARC-Payload-Digest` form).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// `[recrawl]`: a fetch of a URL fetched before.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub refetch: bool,
+    /// On a refetch that got a 304 or a 200: whether the page changed since its last full
+    /// fetch (a 304, or a payload with the same digest, is `false`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed: Option<bool>,
     /// `output.warc`: the WARC file (in `<out_dir>/warc`) holding this fetch's response
     /// record (or, for a fetch that got no response, its metadata record).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -21,7 +21,8 @@ pub fn write_stats(dir: &Path, value: &impl Serialize) -> io::Result<()> {
 /// runs, and once more when it ends. `crawler health` reads it.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Default)]
 pub struct Status {
-    /// `running`, `paused`, `idle` or `draining` while the crawl runs, or how it ended
+    /// `running`, `paused`, `idle`, `waiting` (for the next URL due again, `next_due`) or
+    /// `draining` while the crawl runs, or how it ended
     /// (`finished`, `max_pages`, `max_duration`, `shutdown`).
     pub state: String,
     /// Process id of the crawler that wrote it.
@@ -88,6 +89,16 @@ pub struct Status {
     /// External fetchers' leases out.
     #[serde(default)]
     pub leases_out: u64,
+    /// `[recrawl]`: URLs fetched and waiting to be due again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub scheduled: u64,
+    /// `[recrawl]`: when the next of them is due (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_due: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Writes `status` as `dir/status.json` (via a temporary file and a rename, so a reader never

@@ -252,10 +252,10 @@ impl History {
         }
     }
 
-    /// Whether a payload with this full SHA-1 is the one last stored (never for a first
-    /// fetch, nor against a body that was cut).
+    /// Whether a payload with this full SHA-1 is the one last stored (never before a full
+    /// response was kept — its capture time says one was —, nor against a body that was cut).
     pub fn same_payload(&self, sha1: &[u8; 20]) -> bool {
-        self.fetches > 0 && !self.truncated && self.digest == Self::digest_of(sha1)
+        self.captured_at != (0, 0) && !self.truncated && self.digest == Self::digest_of(sha1)
     }
 }
 
@@ -359,7 +359,9 @@ mod tests {
         assert!(!h.same_payload(&sha), "a cut body proves nothing");
         h.truncated = false;
         h.fetches = 0;
-        assert!(!h.same_payload(&sha), "nothing was fetched yet");
+        assert!(h.same_payload(&sha), "a first fetch is no count, but kept");
+        h.captured_at = (0, 0);
+        assert!(!h.same_payload(&sha), "nothing was kept yet");
     }
 
     #[test]

@@ -53,8 +53,10 @@ pub struct Policy {
     pub jitter: f64,
 }
 
-/// Shortest interval any schedule takes: a minute (due times are kept per minute).
-pub const MIN_INTERVAL_SECS: u32 = 60;
+/// Shortest interval any schedule takes: a second (due times are whole seconds, and two
+/// fetches of one URL are then never within the same second, which is how a resume tells
+/// its visits apart).
+pub const MIN_INTERVAL_SECS: u32 = 1;
 
 /// How much an adaptive interval moves on each observation.
 const ADAPT_RATE: f64 = 0.2;
@@ -62,7 +64,7 @@ const ADAPT_RATE: f64 = 0.2;
 /// A policy that cannot be kept.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PolicyError {
-    /// The bounds are out of order, or below the minute.
+    /// The bounds are out of order, or below a second.
     #[error(
         "recrawl intervals must satisfy {MIN_INTERVAL_SECS} <= min_interval_secs ({min}) <= \
          interval_secs ({interval}) <= max_interval_secs ({max})"
@@ -245,7 +247,9 @@ mod tests {
     #[test]
     fn bounds_out_of_order_are_refused() {
         let mut p = policy(Schedule::Fixed);
-        p.min_interval_secs = 30;
+        p.min_interval_secs = 0;
+        assert!(matches!(p.check(), Err(PolicyError::Bounds { .. })));
+        p.min_interval_secs = 4_000;
         assert!(matches!(p.check(), Err(PolicyError::Bounds { .. })));
         let mut p = policy(Schedule::Fixed);
         p.interval_secs = 100_000;

@@ -54,9 +54,15 @@ macro_rules! resume_settings {
 /// [`resume_settings!`]).
 pub fn settings(cfg: &CrawlConfig) -> BTreeMap<String, String> {
     let f = &cfg.frontier;
-    resume_settings!(f;
+    let mut map = resume_settings!(f;
         expected_urls, fpp, dedup, scope, sort_query, strip_www, max_url_len;
-        lists: domains, include, exclude, drop_params)
+        lists: domains, include, exclude, drop_params);
+    // A state whose URLs are scheduled again is not a one-shot crawl's (its queue holds every
+    // URL fetched). Named only when set, so states written before it existed still match.
+    if cfg.recrawl.policy != config::RecrawlPolicy::None {
+        map.insert("recrawl.policy".to_owned(), cfg.recrawl.policy.to_string());
+    }
+    map
 }
 
 /// The state directory: `crawl.state_dir`, else `<out_dir>/state`.
@@ -134,10 +140,12 @@ pub fn open(
         Duration::from_millis(cfg.crawl.checkpoint_ms),
     )?;
     let mut tail = if store.resumed() {
+        // Under a recrawl schedule a page is never read back: its URL is not done but
+        // scheduled, so a fetch the state does not hold is made again (see `Tail::pending`).
         Tail::read(
             &cfg.crawl.out_dir,
             store.output_mark()?.as_deref(),
-            cfg.output.warc,
+            cfg.output.warc && cfg.recrawl.policy == config::RecrawlPolicy::None,
         )
     } else {
         Tail::none()

@@ -45,6 +45,8 @@ pub(crate) async fn status_body(state: &AppState) -> StatusBody {
     let s = state.control.status().await;
     StatusBody {
         state: s.state,
+        scheduled: s.scheduled,
+        next_due: s.next_due,
         started_at: s.started_at,
         pages: s.pages,
         pages_total: s.pages_total,

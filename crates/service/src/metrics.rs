@@ -148,6 +148,37 @@ pub fn encode(m: MetricsSnapshot) -> String {
     );
     r.register("hosts", "Hosts known to the frontier", gauge(s.hosts));
     r.register("pages", "Records written", counter(m.pages));
+    r.register(
+        "refetches",
+        "Refetches under a recrawl schedule that got a 304 or a 200, by whether the page had \
+         changed since its last full fetch",
+        family([
+            ("changed", "true".to_owned(), m.refetches_changed),
+            ("changed", "false".to_owned(), m.refetches_unchanged),
+        ]),
+    );
+    r.register(
+        "not_modified",
+        "304 answers to conditional requests",
+        counter(m.not_modified),
+    );
+    r.register_with_unit(
+        "not_modified_saved",
+        "Body bytes the 304 answers saved (the last full responses' sizes)",
+        Unit::Bytes,
+        counter(m.not_modified_bytes_saved),
+    );
+    r.register(
+        "scheduled",
+        "URLs fetched and waiting to be due again (recrawl)",
+        gauge(s.extra("sleeping")),
+    );
+    r.register_with_unit(
+        "next_due_timestamp",
+        "When the next scheduled URL is due, Unix time (0: none)",
+        Unit::Seconds,
+        gauge(s.extra("next_due")),
+    );
     r.register_with_unit(
         "filter_fill",
         "Fraction of the visited-set filter's bits set",

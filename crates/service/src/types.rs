@@ -58,8 +58,14 @@ pub struct ErrorBody {
 /// `GET /api/v1/status`: what `status.json` holds.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct StatusBody {
-    /// `running`, `paused`, `idle` (nothing queued, nothing in flight) or `draining`.
+    /// `running`, `paused`, `idle` (nothing queued, nothing in flight), `waiting` (the same,
+    /// but URLs are due again later: `[recrawl]`) or `draining`.
     pub state: String,
+    /// `[recrawl]`: URLs fetched and waiting to be due again.
+    pub scheduled: u64,
+    /// `[recrawl]`: when the next of them is due (RFC 3339); absent with none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_due: Option<String>,
     /// When the crawl started (RFC 3339).
     pub started_at: String,
     /// Records written by this run.

@@ -11,6 +11,9 @@ pub(crate) struct Pending {
     pub(crate) admits: Vec<Admit>,
     /// (admission id, whether a `pages.jsonl` record was written)
     pub(crate) done: Vec<(u64, bool)>,
+    /// Fetched and due again (`[recrawl]`): (admission id, whether a record was written, the
+    /// queue row that replaces the admitted one). Latest last.
+    pub(crate) rescheduled: Vec<(u64, bool, Vec<u8>)>,
     /// Fingerprints admitted but not yet readable from the committed snapshot.
     pub(crate) fps: HashSet<u128>,
     /// host → (backoff ms, not before ms); a zero backoff deletes the row. Latest wins.
@@ -22,7 +25,7 @@ pub(crate) struct Pending {
 impl Pending {
     /// Admissions and completions: what a checkpoint must commit.
     pub(crate) fn events(&self) -> usize {
-        self.admits.len() + self.done.len()
+        self.admits.len() + self.done.len() + self.rescheduled.len()
     }
 }
 
@@ -45,6 +48,7 @@ pub(crate) struct Admit {
 pub(crate) struct Batch {
     pub(crate) admits: Vec<Admit>,
     pub(crate) done: Vec<(u64, bool)>,
+    pub(crate) rescheduled: Vec<(u64, bool, Vec<u8>)>,
     pub(crate) backoffs: HashMap<String, (u64, u64)>,
     pub(crate) robots: HashMap<String, Vec<u8>>,
 }
@@ -53,6 +57,7 @@ impl Batch {
     pub(crate) fn is_empty(&self) -> bool {
         self.admits.is_empty()
             && self.done.is_empty()
+            && self.rescheduled.is_empty()
             && self.backoffs.is_empty()
             && self.robots.is_empty()
     }

@@ -1,5 +1,6 @@
-//! The frontier's [`Journal`] on the crawl state: admissions, exact lookups, done marks and
-//! back-offs go to the in-memory batch, and the next checkpoint makes them durable.
+//! The frontier's [`Journal`] on the crawl state: admissions, exact lookups, done marks,
+//! reschedules and back-offs go to the in-memory batch, and the next checkpoint makes them
+//! durable.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -76,6 +77,18 @@ impl Journal for Shared {
         }
         let mut p = lock(&self.pending);
         p.done.push((id, recorded));
+        if p.events() >= FLUSH_AT {
+            self.wake.notify_one();
+        }
+    }
+
+    fn rescheduled(&self, id: u64, recorded: bool, entry: &Entry) {
+        if id == 0 {
+            return;
+        }
+        let row = queue_record::encode(entry);
+        let mut p = lock(&self.pending);
+        p.rescheduled.push((id, recorded, row));
         if p.events() >= FLUSH_AT {
             self.wake.notify_one();
         }

@@ -5,8 +5,10 @@
 
 use frontier::Entry;
 
-/// The format byte of rows written now (entry format 2: with via, sitemap level, lastmod).
-pub(crate) const FORMAT: u8 = 2;
+/// The format byte of rows written now (entry format 3: with the recrawl schedule).
+pub(crate) const FORMAT: u8 = 3;
+/// Rows of entry format 2 (with via, sitemap level, lastmod).
+const FORMAT_2: u8 = 2;
 /// Rows of entry format 1.
 const FORMAT_1: u8 = 1;
 
@@ -25,6 +27,7 @@ pub(crate) fn encode(entry: &Entry) -> Vec<u8> {
 pub(crate) fn decode(bytes: &[u8]) -> Option<Entry> {
     match bytes.split_first()? {
         (&FORMAT, rest) => Entry::decode_all(rest, 1)?.pop(),
+        (&FORMAT_2, rest) => Entry::decode_all_v2(rest, 1)?.pop(),
         (&FORMAT_1, rest) => decode_legacy(rest),
         _ => None,
     }
@@ -54,10 +57,15 @@ mod tests {
         // Format 1 rows (with or without their byte) are still read.
         let mut v1 = Vec::new();
         e.encode(&mut v1);
-        v1.truncate(v1.len() - 6); // without via, sitemap level and lastmod (none)
+        v1.truncate(v1.len() - 7); // without via, sitemap level, lastmod and visit (none)
         assert_eq!(decode_legacy(&v1), Some(e.clone()));
         v1.insert(0, FORMAT_1);
-        assert_eq!(decode(&v1), Some(e));
+        assert_eq!(decode(&v1), Some(e.clone()));
+        // Format 2 rows: without the visit marker.
+        let mut v2 = row.clone();
+        v2.pop();
+        v2[0] = FORMAT_2;
+        assert_eq!(decode(&v2), Some(e));
         assert_eq!(decode(&[]), None);
         assert_eq!(decode(&[9, 1, 2]), None, "unknown format");
     }

@@ -402,8 +402,8 @@ fn a_queue_without_format_bytes_is_migrated() {
         }
         store.close().unwrap();
     }
-    // Back to the old layout: rows without the byte (entry format 1: without the 6 bytes of
-    // via, sitemap level and an absent lastmod), no `queue_format` in `meta`.
+    // Back to the old layout: rows without the byte (entry format 1: without the 7 bytes of
+    // via, sitemap level, an absent lastmod and visit), no `queue_format` in `meta`.
     {
         let db = Database::open(dir.path().join(FILE_NAME)).unwrap();
         let txn = db.begin_write().unwrap();
@@ -415,7 +415,7 @@ fn a_queue_without_format_bytes_is_migrated() {
                 .map(|r| {
                     let (k, v) = r.unwrap();
                     let v = v.value();
-                    (k.value(), v[1..v.len() - 6].to_vec())
+                    (k.value(), v[1..v.len() - 7].to_vec())
                 })
                 .collect();
             assert_eq!(rows.len(), 3);

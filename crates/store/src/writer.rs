@@ -93,6 +93,7 @@ impl Shared {
             Batch {
                 admits: std::mem::take(&mut p.admits),
                 done: std::mem::take(&mut p.done),
+                rescheduled: std::mem::take(&mut p.rescheduled),
                 backoffs: std::mem::take(&mut p.backoffs),
                 robots: std::mem::take(&mut p.robots),
             }
@@ -100,7 +101,7 @@ impl Shared {
         if batch.is_empty() {
             return Ok(false);
         }
-        let events = (batch.admits.len() + batch.done.len()) as u64;
+        let events = (batch.admits.len() + batch.done.len() + batch.rescheduled.len()) as u64;
         self.committing.store(events, Ordering::Relaxed);
         let started = std::time::Instant::now();
         let result = self.commit_batch(&batch, mark.as_deref());
@@ -136,6 +137,8 @@ impl Shared {
                 p.admits.extend(later);
                 let later = std::mem::replace(&mut p.done, batch.done);
                 p.done.extend(later);
+                let later = std::mem::replace(&mut p.rescheduled, batch.rescheduled);
+                p.rescheduled.extend(later);
                 for (k, v) in batch.backoffs {
                     p.backoffs.entry(k).or_insert(v);
                 }
@@ -158,6 +161,7 @@ impl Shared {
         let Batch {
             admits,
             done,
+            rescheduled,
             backoffs,
             robots,
         } = batch;
@@ -182,6 +186,12 @@ impl Shared {
             let mut recorded = 0u64;
             for (id, rec) in done {
                 queue.remove(id).or_db(&self.path)?;
+                recorded += u64::from(*rec);
+            }
+            // A URL due again keeps its admission id: its row now carries the schedule (the
+            // latest of this batch's last).
+            for (id, rec, row) in rescheduled {
+                queue.insert(id, row.as_slice()).or_db(&self.path)?;
                 recorded += u64::from(*rec);
             }
             let mut hosts = txn.open_table(HOSTS).or_db(&self.path)?;

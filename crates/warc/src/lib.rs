@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use flate2::{Compress, Compression};
 use sha1::Digest;
 
-pub use record::{sha1, Kind, Record, RecordId};
+pub use record::{sha1, sha1_label, Kind, Record, RecordId};
 pub use time::Utc;
 
 /// What can go wrong writing WARC files.

@@ -184,6 +184,11 @@ pub fn sha1(bytes: &[u8]) -> String {
     digest(hash)
 }
 
+/// `sha1:` and a SHA-1 already computed, in base32 (the `WARC-Payload-Digest` form).
+pub fn sha1_label(hash: &[u8; 20]) -> String {
+    format!("sha1:{}", base32(hash))
+}
+
 /// A SHA-1 in progress: RustCrypto's, which uses the CPU's SHA instructions where there are
 /// some (every payload is hashed twice, for the block and payload digests; a portable SHA-1
 /// was the largest cost of archiving: BENCHMARKS.md §4, "WARC on").

@@ -27,6 +27,9 @@ use crate::spill::Spill;
 
 mod resume;
 mod service;
+mod sleeping;
+
+use sleeping::{reschedule, unix_now, Sleeping, PROMOTE_AT_ONCE};
 
 /// Default number of URLs the visited-set filter is sized for before it grows.
 pub const DEFAULT_EXPECTED_URLS: u64 = 10_000_000;
@@ -100,6 +103,9 @@ pub struct FrontierConfig {
     /// A service's frontier: when nothing is queued and nothing is in flight, `next` waits
     /// for new seeds instead of ending the crawl.
     pub keep_open: bool,
+    /// The recrawl schedule: under anything but [`recrawl::Schedule::None`] a fetched URL is
+    /// not done but due again, and `next` waits for it instead of ending the crawl.
+    pub recrawl: recrawl::Policy,
 }
 
 impl Default for FrontierConfig {
@@ -118,6 +124,7 @@ impl Default for FrontierConfig {
             politeness: Politeness::default(),
             dedup: Dedup::default(),
             keep_open: false,
+            recrawl: recrawl::Policy::default(),
         }
     }
 }
@@ -153,6 +160,8 @@ pub struct LocalFrontier {
     scope: RwLock<Scope>,
     filter: ScalableBloomFilter<str, StringFunnel>,
     sched: Mutex<Scheduler>,
+    /// Fetched URLs waiting to be due again (`recrawl`); locked after `sched` when both are.
+    sleeping: Mutex<Sleeping>,
     /// Wakes consumers waiting in `next` when a host becomes ready or the crawl ends.
     notify: Notify,
     counters: Counters,
@@ -198,6 +207,7 @@ impl LocalFrontier {
             scope: RwLock::new(scope),
             filter,
             sched: Mutex::new(sched),
+            sleeping: Mutex::new(Sleeping::default()),
             notify: Notify::new(),
             counters: Counters::default(),
             pages: AtomicU64::new(0),
@@ -221,6 +231,28 @@ impl LocalFrontier {
         // A panic while holding the lock leaves consistent counters (every operation updates
         // them last), so a poisoned lock is still usable.
         self.sched.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn sleeping(&self) -> MutexGuard<'_, Sleeping> {
+        self.sleeping.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Moves URLs now due again into their hosts' queues (a bounded number); returns the
+    /// next due time of those still sleeping, as an instant to wake at.
+    fn promote_due(&self, sched: &mut Scheduler) -> Option<Instant> {
+        let mut sleeping = self.sleeping();
+        if sleeping.is_empty() {
+            return None;
+        }
+        let now = unix_now();
+        for (host, entry) in sleeping.take_due(now, PROMOTE_AT_ONCE) {
+            sched.push(&host, entry);
+        }
+        sleeping.next_due().map(|due| {
+            // Due this second: look again shortly (more than a call's worth was due).
+            let wait = due.saturating_sub(now).max(u64::from(due <= now));
+            Instant::now() + Duration::from_secs(wait)
+        })
     }
 
     /// Canonicalises, scope-checks and deduplicates `url` (absolute; resolve relative links
@@ -391,32 +423,42 @@ impl LocalFrontier {
             if self.closed.load(Ordering::Acquire) {
                 return Next::End(End::Closed);
             }
-            let wait = {
+            let (wait, due) = {
                 let mut sched = self.sched();
-                match self.budget_left(&sched) {
+                let due = self.promote_due(&mut sched);
+                let wait = match self.budget_left(&sched) {
                     Some(0) if sched.counts().in_flight == 0 => Err(Wait::Budget),
                     Some(0) => Err(Wait::Idle),
                     _ => sched.next_ready(Instant::now()),
-                }
+                };
+                (wait, due)
             };
-            match wait {
+            // A URL sleeping until a due time: wait for it too (the crawl is not finished).
+            let wake_at = |at: Option<Instant>| match (at, due) {
+                (Some(a), Some(d)) => Some(a.min(d)),
+                (a, d) => a.or(d),
+            };
+            let until = match wait {
                 Ok(lease) => return Next::Lease(lease),
-                Err(Wait::Finished) if self.cfg.keep_open => notified.await,
-                Err(Wait::Finished) => {
-                    self.notify.notify_waiters();
-                    return Next::End(End::Finished);
-                }
                 Err(Wait::Budget) => {
                     self.notify.notify_waiters();
                     return Next::End(End::Budget);
                 }
-                Err(Wait::Until(at)) => {
+                Err(Wait::Finished) if due.is_none() && !self.cfg.keep_open => {
+                    self.notify.notify_waiters();
+                    return Next::End(End::Finished);
+                }
+                Err(Wait::Finished | Wait::Idle) => wake_at(None),
+                Err(Wait::Until(at)) => wake_at(Some(at)),
+            };
+            match until {
+                Some(at) => {
                     tokio::select! {
                         _ = &mut notified => {}
                         _ = tokio::time::sleep_until(at) => {}
                     }
                 }
-                Err(Wait::Idle) => notified.await,
+                None => notified.await,
             }
         }
     }
@@ -435,6 +477,23 @@ impl LocalFrontier {
         let id = lease.entry().id;
         let finished = outcome.is_final();
         let recorded = outcome.is_recorded();
+        // Under a recrawl schedule a finished URL is not done: it sleeps until due again.
+        let again = finished
+            .then(|| {
+                let mut entry = lease.entry().clone();
+                let fp = fingerprint(&entry.url);
+                let policy = &self.cfg.recrawl;
+                reschedule(
+                    policy,
+                    &mut entry,
+                    lease.visited(),
+                    &outcome,
+                    unix_now(),
+                    fp,
+                )
+                .then(|| (lease.host().to_owned(), entry))
+            })
+            .flatten();
         let wake = {
             let mut sched = self.sched();
             let was_full = self.budget_left(&sched) == Some(0);
@@ -450,9 +509,14 @@ impl LocalFrontier {
                 if let Some(change) = changed {
                     journal.host_backoff(&change);
                 }
-                if finished {
-                    journal.done(id, recorded);
+                match &again {
+                    Some((_, entry)) => journal.rescheduled(id, recorded, entry),
+                    None if finished => journal.done(id, recorded),
+                    None => {}
                 }
+            }
+            if let Some((host, entry)) = again {
+                self.sleeping().insert(host, entry);
             }
             wake || budget_changed
         };
@@ -478,19 +542,26 @@ impl LocalFrontier {
         self.notify.notify_waiters();
     }
 
-    /// Whether nothing is queued and nothing is in flight.
+    /// Whether nothing is queued, nothing is in flight and nothing is due again.
     pub fn is_finished(&self) -> bool {
         let s = self.sched();
-        s.queued() == 0 && s.counts().in_flight == 0
+        s.queued() == 0 && s.counts().in_flight == 0 && self.sleeping().is_empty()
     }
 
     /// Counters, queue sizes and filter fill. `extra` holds `queued_memory`, `queued_disk`,
     /// `max_queued_memory`, `memory_capacity`, `spill_bytes`, `spill_errors`,
-    /// `filter_slices` and `filter_bytes`.
+    /// `filter_slices`, `filter_bytes`, and the recrawl schedule's `sleeping` (URLs waiting to
+    /// be due again) and `next_due` (the earliest due time, Unix seconds; 0 with none).
     pub fn stats(&self) -> Stats {
-        let (q, capacity) = {
+        let (q, capacity, sleeping, next_due) = {
             let s = self.sched();
-            (s.counts(), s.capacity())
+            let sleeping = self.sleeping();
+            (
+                s.counts(),
+                s.capacity(),
+                sleeping.len(),
+                sleeping.next_due(),
+            )
         };
         let out_of_scope = OutOfScope::ALL
             .iter()
@@ -526,6 +597,8 @@ impl LocalFrontier {
                 ("spill_errors", q.spill_errors),
                 ("filter_slices", self.filter.slice_count() as u64),
                 ("filter_bytes", self.filter.heap_bytes() as u64),
+                ("sleeping", sleeping as u64),
+                ("next_due", next_due.unwrap_or(0)),
             ]
             .into_iter()
             .collect(),

@@ -26,6 +26,16 @@ impl Resumable for LocalFrontier {
             Ok(u) => host_key(&u).to_owned(),
             Err(_) => return false,
         };
+        // A URL fetched before and not yet due again sleeps until it is.
+        if entry
+            .visit
+            .as_ref()
+            .is_some_and(|v| v.due > super::unix_now())
+        {
+            self.sleeping().insert(host, entry);
+            self.notify.notify_waiters();
+            return true;
+        }
         let wake = self.sched().push(&host, entry);
         if wake {
             self.notify.notify_waiters();

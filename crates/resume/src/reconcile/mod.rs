@@ -53,6 +53,8 @@ struct Line {
     held: Option<Entry>,
     /// Read back: its offers were made again and its URL is done.
     replayed: bool,
+    /// `fetched_at`, Unix seconds (to tell the visits of a URL scheduled again apart).
+    fetched_at: Option<u64>,
 }
 
 impl Line {
@@ -80,6 +82,8 @@ struct Fields {
     warc_file: Option<String>,
     #[serde(default)]
     warc_offset: Option<u64>,
+    #[serde(default)]
+    fetched_at: Option<String>,
 }
 
 /// What a resume found after the last checkpoint's mark.
@@ -169,6 +173,9 @@ impl Tail {
             warc: fields
                 .as_ref()
                 .and_then(|f| Some((f.warc_file.clone()?, f.warc_offset?))),
+            fetched_at: fields
+                .as_ref()
+                .and_then(|f| unix_secs(f.fetched_at.as_deref()?)),
             url: fields.map(|f| f.url),
             text,
             admitted: false,
@@ -199,6 +206,18 @@ impl Tail {
         let Some(lines) = self.by_fp.get(&frontier::fingerprint(&entry.url)) else {
             return Some(entry);
         };
+        if let Some(visit) = &entry.visit {
+            // Scheduled again (`[recrawl]`): judged per visit. A line of a fetch the state
+            // holds (at or before its last fetch, whole seconds as both are written) stays;
+            // a later one goes, and the URL, due since, is fetched again at once.
+            let committed = u64::from(visit.history.last_fetch);
+            for &i in lines {
+                if self.lines[i].fetched_at.is_none_or(|t| t > committed) {
+                    self.lines[i].pending = true;
+                }
+            }
+            return Some(entry);
+        }
         for &i in lines {
             self.lines[i].pending = true;
         }
@@ -367,6 +386,35 @@ impl Tail {
 }
 
 /// `path` from byte `from` to its end (empty if it does not exist).
+/// Unix seconds of an RFC 3339 UTC time as records write it (`2026-11-25T15:40:00.123Z`).
+fn unix_secs(text: &str) -> Option<u64> {
+    let b = text.as_bytes();
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
+}
+
 fn read_from(path: &Path, from: u64) -> io::Result<Vec<u8>> {
     let mut f = match File::open(path) {
         Ok(f) => f,
