@@ -11,15 +11,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use testsite::{Changing, SiteConfig, TestSite};
 
 use crate::crawl::read_pages;
-use crate::util::{stderr, CrawlDir};
+use crate::util::{http, stderr, watch_serve, CrawlDir};
 use crate::warc::{warc_files, warcio};
 
 /// Seconds between fetches of a URL, and the share of it a due time may move either way.
 const INTERVAL: f64 = 3.0;
 const JITTER: f64 = 0.1;
-/// The least time between two recorded fetches of one URL: the interval less its jitter,
-/// less a second (due times are whole seconds after a fetch's whole second).
-const LEAST_GAP: f64 = INTERVAL * (1.0 - JITTER) - 1.0;
+/// What a due time may be early against the interval less its jitter: due times are the
+/// fetch's whole second plus a rounded interval (a second and a half).
+const ROUNDING: f64 = 1.5;
+/// The least time between two recorded fetches of one URL.
+const LEAST_GAP: f64 = INTERVAL * (1.0 - JITTER) - ROUNDING;
 
 /// A changing site: 60 pages, a "day" of 10 s, each page changing 0.05 to 5 times a day.
 async fn changing_site() -> TestSite {
@@ -194,6 +196,24 @@ async fn a_fixed_schedule_refetches_conditionally_and_archives_what_did_not_chan
         "{refetched} of {} URLs refetched in 11 s at a 3 s interval",
         urls.len()
     );
+    // A page that is gone keeps its schedule, backing off: each interval twice the last.
+    let mut gone = 0;
+    for records in urls.values() {
+        if !records
+            .iter()
+            .all(|r| r["status"] == 404 || r["status"] == 410)
+        {
+            continue;
+        }
+        for (i, pair) in records.windows(2).enumerate() {
+            let gap = unix(pair[1]["fetched_at"].as_str().unwrap())
+                - unix(pair[0]["fetched_at"].as_str().unwrap());
+            let least = INTERVAL * f64::from(1 << i) * (1.0 - JITTER) - ROUNDING;
+            assert!(gap >= least, "gap {i} of {gap:.2} s < {least}: {records:?}");
+        }
+        gone += usize::from(records.len() >= 3);
+    }
+    assert!(gone > 0, "no gone page fetched three times");
     // A 304 reads no body and says the page did not change.
     let not_modified: Vec<_> = pages.iter().filter(|p| p["status"] == 304).collect();
     assert!(!not_modified.is_empty(), "no 304 at all");
@@ -340,4 +360,150 @@ fn a_policy_that_cannot_be_kept_is_refused_before_anything_starts() {
         stderr(&out)
     );
     assert!(!dir.out.join("pages.jsonl").exists());
+}
+
+/// The JSON body of an HTTP answer from [`http`], with its status code.
+fn api(addr: &str, method: &str, path: &str, body: Option<&str>) -> (u16, serde_json::Value) {
+    let text = http(addr, method, path, body, &[]);
+    let status = text.split(' ').nth(1).unwrap().parse().unwrap();
+    let json = text
+        .split_once("\r\n\r\n")
+        .and_then(|(_, b)| serde_json::from_str(b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (status, json)
+}
+
+/// Records of `url` in `pages.jsonl` so far.
+fn records_of(out: &Path, url: &str) -> usize {
+    std::fs::read_to_string(out.join("pages.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&format!("\"url\":\"{url}\"")))
+        .count()
+}
+
+/// Waits (up to 30 s) until `done` holds.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "30 s and not {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_waits_for_due_urls_and_an_operator_moves_a_schedule() {
+    let site = TestSite::start(SiteConfig {
+        pages: 20,
+        changing: Some(Changing {
+            day_secs: 10.0,
+            min_per_day: 0.05,
+            max_per_day: 5.0,
+        }),
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let seed = site.site().seed_url();
+    let dir = CrawlDir::new(&format!(
+        "[crawl]\nseeds = [\"{seed}\"]\nconcurrency = 8\ncheckpoint_ms = 200\n\
+         [politeness]\ndelay_ms = 10\nmax_per_host = 4\n\
+         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
+         [recrawl]\npolicy = \"fixed\"\ninterval_secs = 120\nmin_interval_secs = 1\n\
+         max_interval_secs = 600\n"
+    ));
+    let mut child = dir.serve().spawn().unwrap();
+    let (addr, _log) = watch_serve(&mut child);
+    // Everything fetched once, nothing due for two minutes: waiting, and saying until when.
+    let mut status = serde_json::Value::Null;
+    eventually("waiting", || {
+        status = api(&addr, "GET", "/api/v1/status", None).1;
+        status["state"] == "waiting"
+    })
+    .await;
+    assert!(status["scheduled"].as_u64().unwrap() > 20, "{status}");
+    assert!(
+        status["next_due"]
+            .as_str()
+            .is_some_and(|d| d.ends_with('Z')),
+        "{status}"
+    );
+    assert_eq!(records_of(&dir.out, &seed), 1);
+
+    // An operator's refetch: the seed now, whatever its schedule says.
+    let body = format!("{{\"urls\": [\"{seed}\", \"http://never.test/x\", \"ftp://a.test/\"]}}");
+    let (code, answer) = api(&addr, "POST", "/api/v1/recrawl", Some(&body));
+    assert_eq!(code, 200, "{answer}");
+    let results: Vec<_> = answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["result"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(results, ["scheduled", "never_seen", "invalid"], "{answer}");
+    eventually("the seed fetched again", || {
+        records_of(&dir.out, &seed) == 2
+    })
+    .await;
+    let (code, _) = api(
+        &addr,
+        "POST",
+        "/api/v1/recrawl",
+        Some("{\"urls\": [], \"at\": 5000000000}"),
+    );
+    assert_eq!(code, 400, "an `at` after 2100");
+
+    // A host's own interval, from each URL's next completion: the seed, refetched now, comes
+    // back 2 s later, and again.
+    let host = seed.trim_start_matches("http://").trim_end_matches('/');
+    let put = |body: &str| api(&addr, "PUT", &format!("/api/v1/hosts/{host}"), Some(body));
+    assert_eq!(
+        put("{\"recrawl_secs\": 100000}").0,
+        400,
+        "beyond the maximum"
+    );
+    assert_eq!(put("{\"recrawl_secs\": 2}").0, 200);
+    let (code, _) = api(
+        &addr,
+        "POST",
+        "/api/v1/recrawl",
+        Some(&format!("{{\"urls\": [\"{seed}\"]}}")),
+    );
+    assert_eq!(code, 200);
+    eventually("the seed fetched on its host's interval", || {
+        records_of(&dir.out, &seed) >= 5
+    })
+    .await;
+    let metrics = http(&addr, "GET", "/metrics", None, &[]);
+    for name in [
+        "crawler_refetches_total{changed=\"false\"}",
+        "crawler_not_modified_total",
+        "crawler_scheduled ",
+        "crawler_due_next_hour ",
+        "crawler_next_due_timestamp_seconds ",
+    ] {
+        assert!(metrics.contains(name), "{name} missing:\n{metrics}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_crawl_without_a_schedule_refuses_recrawl_requests() {
+    let dir = CrawlDir::new("");
+    let mut child = dir.serve().spawn().unwrap();
+    let (addr, _log) = watch_serve(&mut child);
+    let (code, answer) = api(
+        &addr,
+        "POST",
+        "/api/v1/recrawl",
+        Some("{\"urls\": [\"http://a.test/\"]}"),
+    );
+    assert_eq!(code, 409, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("recrawl.policy"),
+        "{answer}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use frontier::{Admission, Canonicalizer, HostControls, HostInfo, HostPage, HostQuery, Link};
+use frontier::{
+    Admission, Canonicalizer, HostControls, HostInfo, HostPage, HostQuery, Link, Recrawled,
+};
 use tokio::sync::broadcast;
 use url::Url;
 
@@ -109,6 +111,21 @@ pub struct Control {
     pub(crate) allow_private_seeds: bool,
     /// `service.lease_secs`: an external lease's default length.
     pub(crate) lease_secs: u64,
+    /// `[recrawl]`.
+    pub(crate) recrawl: recrawl::Policy,
+}
+
+/// What `POST /api/v1/recrawl` did with a URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecrawlResult {
+    /// Fetched before: due at the time asked now.
+    Scheduled,
+    /// Queued or in flight already: fetched soon anyway.
+    Queued,
+    /// This crawl never admitted it.
+    NeverSeen,
+    /// Not a crawlable URL, and why.
+    Invalid(String),
 }
 
 impl Control {
@@ -165,6 +182,70 @@ impl Control {
                 })
             })
             .collect()
+    }
+
+    /// Why a host's `recrawl_secs` cannot be set to `secs`, if it cannot: no schedule is
+    /// kept, or it is outside the crawl's bounds (0 clears it).
+    pub fn check_host_recrawl(&self, secs: u32) -> Result<(), String> {
+        let p = &self.recrawl;
+        if p.schedule == recrawl::Schedule::None {
+            return Err("recrawl.policy is \"none\": no URL is scheduled again".into());
+        }
+        if secs != 0 && !(p.min_interval_secs..=p.max_interval_secs).contains(&secs) {
+            return Err(format!(
+                "recrawl_secs must be 0 (clear) or within [{}, {}] \
+                 (recrawl.min_interval_secs, recrawl.max_interval_secs)",
+                p.min_interval_secs, p.max_interval_secs
+            ));
+        }
+        Ok(())
+    }
+
+    /// Makes fetched URLs due again at `at` (Unix seconds; now when `None` or past). `Err`
+    /// when the crawl keeps no schedule or its frontier refuses.
+    pub async fn recrawl(
+        &self,
+        urls: &[String],
+        at: Option<u64>,
+    ) -> Result<Vec<RecrawlResult>, String> {
+        if self.recrawl.schedule == recrawl::Schedule::None {
+            return Err(
+                "recrawl.policy is \"none\": no URL is scheduled again (forget queues one)".into(),
+            );
+        }
+        let mut results: Vec<Option<RecrawlResult>> = Vec::with_capacity(urls.len());
+        let mut asked = Vec::new();
+        for raw in urls {
+            match self.check_seed(raw).and_then(|u| {
+                self.canon
+                    .canonicalize(u.as_str(), None)
+                    .map_err(|e| e.to_string())
+            }) {
+                Ok(url) => {
+                    asked.push(url);
+                    results.push(None);
+                }
+                Err(why) => results.push(Some(RecrawlResult::Invalid(why))),
+            }
+        }
+        // Only a frontier that keeps schedules gets here (a shared one refuses a policy).
+        let answers = self
+            .report
+            .frontier
+            .with_frontier("recrawl", |f| f.recrawl(asked.clone(), at))
+            .await
+            .ok_or("the crawl is stopping")?;
+        let mut answers = answers.into_iter();
+        Ok(results
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| match answers.next() {
+                    Some(Recrawled::Scheduled) => RecrawlResult::Scheduled,
+                    Some(Recrawled::Queued) => RecrawlResult::Queued,
+                    Some(Recrawled::NeverSeen) | None => RecrawlResult::NeverSeen,
+                })
+            })
+            .collect())
     }
 
     fn check_seed(&self, raw: &str) -> Result<Url, String> {

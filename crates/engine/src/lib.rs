@@ -65,7 +65,7 @@ pub use config::{
     ConfigError, CrawlConfig, DedupMode, FrontierBackend, Loader, LogFormat, QueueOrder, ScopeKind,
     Workers, DEFAULT_TOML,
 };
-pub use control::{Control, ForgetResult, HostView, MetricsSnapshot, SeedResult};
+pub use control::{Control, ForgetResult, HostView, MetricsSnapshot, RecrawlResult, SeedResult};
 use fetch::Fetcher;
 use handles::{Handles, Parts};
 pub use leases::{Completed, Completion, Leased};
@@ -456,6 +456,7 @@ pub async fn start(
             canon,
             allow_private_seeds: cfg.service.allow_private_seeds,
             lease_secs: cfg.service.lease_secs,
+            recrawl: revisit::policy(&cfg),
         },
         report,
         output,

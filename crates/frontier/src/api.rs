@@ -273,6 +273,17 @@ impl Outcome {
     }
 }
 
+/// What [`Frontier::recrawl`] did with a URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recrawled {
+    /// It was fetched and waiting to be due again: it is due at the time asked now.
+    Scheduled,
+    /// It is queued or in flight already (fetched soon anyway).
+    Queued,
+    /// This crawl never admitted it.
+    NeverSeen,
+}
+
 /// What [`Frontier::next`] gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
@@ -434,6 +445,20 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
     /// already done): each is journaled as a new admission and fetched again. Returns, in
     /// order, whether each was queued (`false`: not a canonicalisable URL).
     fn requeue(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<bool>, FrontierError>>;
+
+    /// Makes URLs fetched before due again at `at` (Unix seconds; now when `None` or past),
+    /// whatever their schedule said: an operator's refetch. Each URL is canonical. A frontier
+    /// that keeps no recrawl schedules refuses (the default).
+    fn recrawl(
+        &self,
+        urls: Vec<Url>,
+        at: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<Recrawled>, FrontierError>> {
+        let _ = (urls, at);
+        Box::pin(std::future::ready(Err(FrontierError::Failed(
+            "this frontier keeps no recrawl schedules".into(),
+        ))))
+    }
 
     /// A page of hosts with their queues, limits and state.
     fn hosts(&self, query: HostQuery) -> BoxFuture<'_, Result<HostPage, FrontierError>>;

@@ -106,6 +106,9 @@ pub struct HostControls {
     pub block_for: Option<Duration>,
     /// Most URLs admitted for this host.
     pub max_pages: Option<u64>,
+    /// The recrawl interval of this host's URLs, seconds, from each one's next completion
+    /// (replaces `recrawl.interval_secs`, within the bounds; 0 clears it).
+    pub recrawl_secs: Option<u32>,
 }
 
 /// The cursor after `h` in `sort` order: the figure, a dot, the host name.

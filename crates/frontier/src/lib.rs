@@ -42,7 +42,7 @@ mod visit;
 
 pub use api::{
     prepare_seeds, Admission, BoxFuture, End, Fenced, Frontier, FrontierError, Lease, Link, Next,
-    Outcome, RobotsShare, SharedRobots, Stats,
+    Outcome, Recrawled, RobotsShare, SharedRobots, Stats,
 };
 pub use canon::{CanonConfig, Canonicalizer, Invalid, DEFAULT_MAX_URL_LEN};
 pub use entry::{Entry, Via};

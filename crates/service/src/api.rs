@@ -9,7 +9,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::Json;
-use engine::{Completed, Completion, ForgetResult, SeedResult};
+use engine::{Completed, Completion, ForgetResult, RecrawlResult, SeedResult};
 use frontier::{HostControls, HostQuery, HostSort};
 use futures_util::Stream;
 use serde::Deserialize;
@@ -137,6 +137,40 @@ pub(crate) async fn forget(
         ForgetResult::Queued => ("queued", None),
         ForgetResult::Unknown => ("unknown", None),
         ForgetResult::Invalid(why) => ("invalid", Some(why)),
+    })))
+}
+
+/// `[recrawl]`: URLs fetched before are due again at `at` (now when absent).
+#[utoipa::path(post, path = "/api/v1/recrawl", request_body = RecrawlRequest,
+    responses((status = 200, body = UrlsResponse), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody), (status = 409, body = ErrorBody),
+              (status = 413, body = ErrorBody), (status = 415, body = ErrorBody)))]
+pub(crate) async fn recrawl(
+    State(state): State<AppState>,
+    _: StateChange,
+    JsonObject(req): JsonObject<RecrawlRequest>,
+) -> ApiResult<UrlsResponse> {
+    check_count(req.urls.len(), state.limits.max_urls, "urls")?;
+    if req.at.is_some_and(|t| t > MAX_BLOCKED_UNTIL / 1000) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "at must be at most {} (2100-01-01, in Unix seconds)",
+                MAX_BLOCKED_UNTIL / 1000
+            ),
+        )
+        .field("at"));
+    }
+    let results = state
+        .control
+        .recrawl(&req.urls, req.at)
+        .await
+        .map_err(|why| ApiError::new(StatusCode::CONFLICT, why))?;
+    Ok(Json(outcomes(req.urls, results, |r| match r {
+        RecrawlResult::Scheduled => ("scheduled", None),
+        RecrawlResult::Queued => ("queued", None),
+        RecrawlResult::NeverSeen => ("never_seen", None),
+        RecrawlResult::Invalid(why) => ("invalid", Some(why)),
     })))
 }
 
@@ -296,6 +330,12 @@ pub(crate) async fn put_host(
         )
         .field("blocked_until"));
     }
+    if let Some(secs) = u.recrawl_secs {
+        let secs = u32::try_from(secs).unwrap_or(u32::MAX);
+        if let Err(why) = state.control.check_host_recrawl(secs) {
+            return Err(ApiError::new(StatusCode::BAD_REQUEST, why).field("recrawl_secs"));
+        }
+    }
     let now_ms = unix_ms_in(Duration::ZERO);
     let controls = HostControls {
         delay: u.delay_ms.map(Duration::from_millis),
@@ -304,6 +344,7 @@ pub(crate) async fn put_host(
             .blocked_until
             .map(|t| Duration::from_millis(t.saturating_sub(now_ms))),
         max_pages: u.max_pages,
+        recrawl_secs: u.recrawl_secs.map(|s| u32::try_from(s).unwrap_or(u32::MAX)),
     };
     if !state.control.set_host(&host, controls).await {
         return Err(ApiError::new(

@@ -167,6 +167,7 @@ pub(crate) struct AppState {
         api::errors,
         api::seeds,
         api::forget,
+        api::recrawl,
         api::pause,
         api::resume,
         api::hosts,
@@ -246,6 +247,7 @@ pub fn app(control: Control, settings: &Settings, shutdown: CancellationToken) -
         .route("/errors", get(api::errors))
         .route("/seeds", post(api::seeds))
         .route("/forget", post(api::forget))
+        .route("/recrawl", post(api::recrawl))
         .route("/pause", post(api::pause))
         .route("/resume", post(api::resume))
         .route("/hosts", get(api::hosts))
@@ -342,6 +344,7 @@ mod tests {
             "/api/v1/errors",
             "/api/v1/seeds",
             "/api/v1/forget",
+            "/api/v1/recrawl",
             "/api/v1/pause",
             "/api/v1/resume",
             "/api/v1/hosts",

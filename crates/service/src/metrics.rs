@@ -173,6 +173,11 @@ pub fn encode(m: MetricsSnapshot) -> String {
         "URLs fetched and waiting to be due again (recrawl)",
         gauge(s.extra("sleeping")),
     );
+    r.register(
+        "due_next_hour",
+        "Scheduled URLs due within the next hour (recrawl)",
+        gauge(s.extra("due_next_hour")),
+    );
     r.register_with_unit(
         "next_due_timestamp",
         "When the next scheduled URL is due, Unix time (0: none)",

@@ -138,7 +138,8 @@ pub struct UrlOutcome {
     pub url: String,
     /// Seeds: `admitted`, `duplicate`, `out_of_scope` or `invalid`. Forget: `requeued` (it
     /// was done; it will be fetched again), `queued` (not fetched yet), `unknown` (never
-    /// admitted) or `invalid`.
+    /// admitted) or `invalid`. Recrawl: `scheduled` (due at the time asked), `queued`
+    /// (queued or in flight already), `never_seen` or `invalid`.
     pub result: String,
     /// The scope rule (`out_of_scope`) or the reason (`invalid`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -225,6 +226,23 @@ pub struct HostUpdate {
     #[serde(default, deserialize_with = "int::opt_u64")]
     #[schema(minimum = 0)]
     pub max_pages: Option<u64>,
+    /// `[recrawl]`: seconds between fetches of each of the host's URLs, from each one's next
+    /// completion (within the crawl's bounds; 0 clears it).
+    #[serde(default, deserialize_with = "int::opt_u64")]
+    #[schema(minimum = 0, maximum = 31_536_000)]
+    pub recrawl_secs: Option<u64>,
+}
+
+/// `POST /api/v1/recrawl`: URLs fetched before, due again at `at`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecrawlRequest {
+    /// Absolute http(s) URLs.
+    pub urls: Vec<String>,
+    /// When they are due, Unix seconds (now when absent or past; at most 2100-01-01).
+    #[serde(default, deserialize_with = "int::opt_u64")]
+    #[schema(minimum = 0, maximum = 4_102_444_800_u64)]
+    pub at: Option<u64>,
 }
 
 /// `POST /api/v1/leases`.

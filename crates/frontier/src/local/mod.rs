@@ -173,6 +173,9 @@ pub struct LocalFrontier {
     /// Admission budgets an operator set for single hosts (they replace
     /// `max_pages_per_host`).
     host_budgets: DashMap<Arc<str>, u64>,
+    /// Recrawl intervals an operator set for single hosts, seconds (they replace
+    /// `recrawl.interval_secs` from each URL's next completion).
+    host_recrawl: DashMap<Arc<str>, u32>,
     closed: AtomicBool,
     /// Serialises admissions of equal URLs (see `offer_hops`).
     admit_locks: Box<[Mutex<()>]>,
@@ -213,6 +216,7 @@ impl LocalFrontier {
             pages: AtomicU64::new(0),
             per_host: DashMap::new(),
             host_budgets: DashMap::new(),
+            host_recrawl: DashMap::new(),
             closed: AtomicBool::new(false),
             admit_locks: (0..ADMIT_STRIPES).map(|_| Mutex::new(())).collect(),
             journal: None,
@@ -483,15 +487,10 @@ impl LocalFrontier {
                 let mut entry = lease.entry().clone();
                 let fp = fingerprint(&entry.url);
                 let policy = &self.cfg.recrawl;
-                reschedule(
-                    policy,
-                    &mut entry,
-                    lease.visited(),
-                    &outcome,
-                    unix_now(),
-                    fp,
-                )
-                .then(|| (lease.host().to_owned(), entry))
+                let host_secs = self.host_recrawl.get(lease.host()).map(|s| *s);
+                let (now, seen) = (unix_now(), lease.visited());
+                reschedule(policy, &mut entry, seen, &outcome, now, fp, host_secs)
+                    .then(|| (lease.host().to_owned(), entry))
             })
             .flatten();
         let wake = {
@@ -551,16 +550,19 @@ impl LocalFrontier {
     /// Counters, queue sizes and filter fill. `extra` holds `queued_memory`, `queued_disk`,
     /// `max_queued_memory`, `memory_capacity`, `spill_bytes`, `spill_errors`,
     /// `filter_slices`, `filter_bytes`, and the recrawl schedule's `sleeping` (URLs waiting to
-    /// be due again) and `next_due` (the earliest due time, Unix seconds; 0 with none).
+    /// be due again), `next_due` (the earliest due time, Unix seconds; 0 with none) and
+    /// `due_next_hour` (to the minute).
     pub fn stats(&self) -> Stats {
-        let (q, capacity, sleeping, next_due) = {
+        let (q, capacity, sleeping, next_due, due_next_hour) = {
             let s = self.sched();
             let sleeping = self.sleeping();
+            let hour = sleeping.due_by(unix_now() + 3_600);
             (
                 s.counts(),
                 s.capacity(),
                 sleeping.len(),
                 sleeping.next_due(),
+                hour,
             )
         };
         let out_of_scope = OutOfScope::ALL
@@ -599,6 +601,7 @@ impl LocalFrontier {
                 ("filter_bytes", self.filter.heap_bytes() as u64),
                 ("sleeping", sleeping as u64),
                 ("next_due", next_due.unwrap_or(0)),
+                ("due_next_hour", due_next_hour),
             ]
             .into_iter()
             .collect(),

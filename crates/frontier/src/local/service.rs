@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::LocalFrontier;
 use crate::api::{
-    Admission, BoxFuture, Frontier, FrontierError, Lease, Link, Next, Outcome, Stats,
+    Admission, BoxFuture, Frontier, FrontierError, Lease, Link, Next, Outcome, Recrawled, Stats,
 };
 use crate::hosts::{paginate, HostControls, HostPage, HostQuery};
 
@@ -52,6 +52,42 @@ impl LocalFrontier {
             .collect()
     }
 
+    /// Makes each of `urls` (canonical) due at `at` (Unix seconds; now when `None` or past),
+    /// if it sleeps until a due time (see [`Frontier::recrawl`]). The new due time is
+    /// journaled like a completion's.
+    pub fn recrawl_urls(&self, urls: &[url::Url], at: Option<u64>) -> Vec<Recrawled> {
+        let now = super::unix_now();
+        let due = at.unwrap_or(now).max(now);
+        // One hold of the lock: the URL is never in neither place, where the crawl could
+        // look finished.
+        let mut sleeping = self.sleeping();
+        let answers = urls
+            .iter()
+            .map(|u| {
+                let fp = super::fingerprint(u.as_str());
+                let Some((host, mut entry)) = sleeping.remove(fp) else {
+                    return if self.filter.might_contain_hash(super::fp_hash(fp)) {
+                        Recrawled::Queued
+                    } else {
+                        Recrawled::NeverSeen
+                    };
+                };
+                if let Some(v) = entry.visit.as_mut() {
+                    v.due = due;
+                    v.history.generation = v.history.generation.wrapping_add(1);
+                }
+                if let Some(journal) = &self.journal {
+                    journal.rescheduled(entry.id, false, &entry);
+                }
+                sleeping.insert(host, entry);
+                Recrawled::Scheduled
+            })
+            .collect();
+        drop(sleeping);
+        self.notify.notify_waiters();
+        answers
+    }
+
     /// A lease whose host is ready now, without waiting; `None` when none is due, the page
     /// budget is spent or the frontier is closed.
     pub fn try_lease(&self) -> Option<Lease> {
@@ -87,6 +123,15 @@ impl LocalFrontier {
         if let Some(max) = controls.max_pages {
             self.host_budgets.insert(Arc::from(host), max);
         }
+        match controls.recrawl_secs {
+            Some(0) => {
+                self.host_recrawl.remove(host);
+            }
+            Some(secs) => {
+                self.host_recrawl.insert(Arc::from(host), secs);
+            }
+            None => {}
+        }
         self.notify.notify_waiters();
         true
     }
@@ -115,6 +160,21 @@ impl Frontier for LocalFrontier {
 
     fn requeue(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<bool>, FrontierError>> {
         Box::pin(std::future::ready(Ok(self.requeue_links(links))))
+    }
+
+    fn recrawl(
+        &self,
+        urls: Vec<url::Url>,
+        at: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<Recrawled>, FrontierError>> {
+        let answer = if self.cfg.recrawl.schedule == recrawl::Schedule::None {
+            Err(FrontierError::Failed(
+                "recrawl.policy is \"none\": no URL is scheduled again (forget queues one)".into(),
+            ))
+        } else {
+            Ok(self.recrawl_urls(&urls, at))
+        };
+        Box::pin(std::future::ready(answer))
     }
 
     fn hosts(&self, query: HostQuery) -> BoxFuture<'_, Result<HostPage, FrontierError>> {

@@ -9,7 +9,7 @@
 //! Due times are Unix seconds of the wall clock: a clock stepped back makes URLs late, never
 //! early.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use recrawl::{History, Observation, Policy, Schedule};
@@ -33,6 +33,10 @@ pub(crate) fn unix_now() -> u64 {
 pub(super) struct Sleeping {
     /// (due, admission id, tie-breaker) → (host key, entry).
     by_due: BTreeMap<(u64, u64, u64), (String, Entry)>,
+    /// URLs due per minute (due / 60), so that "due within the hour" is 60 additions.
+    per_minute: BTreeMap<u64, u64>,
+    /// Each sleeping URL's key, by its fingerprint (an operator's `recrawl` finds it).
+    by_fp: HashMap<u128, (u64, u64, u64)>,
     seq: u64,
 }
 
@@ -41,7 +45,30 @@ impl Sleeping {
     pub(super) fn insert(&mut self, host: String, entry: Entry) {
         let due = entry.visit.as_ref().map_or(0, |v| v.due);
         self.seq += 1;
-        self.by_due.insert((due, entry.id, self.seq), (host, entry));
+        let key = (due, entry.id, self.seq);
+        if let Some(old) = self.by_fp.insert(crate::fingerprint(&entry.url), key) {
+            // The same URL twice (it cannot be, but a second entry must not be lost track of).
+            self.by_fp.insert(crate::fingerprint(&entry.url), old);
+        }
+        self.by_due.insert(key, (host, entry));
+        *self.per_minute.entry(due / 60).or_default() += 1;
+    }
+
+    /// Takes the sleeping entry of the URL with fingerprint `fp` out, if it sleeps.
+    pub(super) fn remove(&mut self, fp: u128) -> Option<(String, Entry)> {
+        let key = self.by_fp.remove(&fp)?;
+        let taken = self.by_due.remove(&key);
+        self.uncount(key.0);
+        taken
+    }
+
+    fn uncount(&mut self, due: u64) {
+        if let Some(n) = self.per_minute.get_mut(&(due / 60)) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_minute.remove(&(due / 60));
+            }
+        }
     }
 
     /// Up to `max` entries due at `now` (Unix seconds), earliest first.
@@ -50,7 +77,14 @@ impl Sleeping {
         while out.len() < max {
             match self.by_due.first_key_value() {
                 Some((&(due, _, _), _)) if due <= now => {
-                    out.extend(self.by_due.pop_first().map(|(_, v)| v));
+                    if let Some((key, (host, entry))) = self.by_due.pop_first() {
+                        let fp = crate::fingerprint(&entry.url);
+                        if self.by_fp.get(&fp) == Some(&key) {
+                            self.by_fp.remove(&fp);
+                        }
+                        out.push((host, entry));
+                    }
+                    self.uncount(due);
                 }
                 _ => break,
             }
@@ -61,6 +95,11 @@ impl Sleeping {
     /// The earliest due time, Unix seconds.
     pub(super) fn next_due(&self) -> Option<u64> {
         self.by_due.first_key_value().map(|(&(due, _, _), _)| due)
+    }
+
+    /// URLs due by the end of the minute `until` (Unix seconds) falls in.
+    pub(super) fn due_by(&self, until: u64) -> u64 {
+        self.per_minute.range(..=until / 60).map(|(_, n)| n).sum()
     }
 
     /// URLs sleeping.
@@ -85,6 +124,7 @@ pub(super) fn reschedule(
     outcome: &Outcome,
     now: u64,
     fingerprint: u128,
+    host_secs: Option<u32>,
 ) -> bool {
     if policy.schedule == Schedule::None {
         return false;
@@ -105,8 +145,8 @@ pub(super) fn reschedule(
         }
     };
     let interval = match &before {
-        None => policy.first_interval(None),
-        Some(v) => policy.next_interval(v.history.interval, seen, None),
+        None => policy.first_interval(host_secs),
+        Some(v) => policy.next_interval(v.history.interval, seen, host_secs),
     };
     let Some(interval) = interval else {
         return false;
@@ -141,7 +181,8 @@ mod tests {
             None,
             &Outcome::Done,
             5,
-            1
+            1,
+            None,
         ));
         assert_eq!(e.visit, None);
         let p = policy(Schedule::Adaptive);
@@ -161,7 +202,8 @@ mod tests {
             Some(&first),
             &Outcome::Done,
             1_000,
-            1
+            1,
+            None,
         ));
         let v = e.visit.clone().unwrap();
         assert_eq!((v.due, v.history.interval, e.attempt), (1_100, 100, 0));
@@ -173,23 +215,45 @@ mod tests {
             Some(&again),
             &Outcome::Done,
             1_101,
-            1
+            1,
+            None,
         ));
         assert_eq!(e.visit.as_ref().unwrap().due, 1_100 + 120);
         // No word from the fetcher (a record of a URL not fetched): the interval is kept and
         // the history stays, as of now.
-        assert!(reschedule(&p, &mut e, None, &Outcome::Done, 1_300, 1));
+        assert!(reschedule(&p, &mut e, None, &Outcome::Done, 1_300, 1, None));
         let v = e.visit.as_ref().unwrap();
         assert_eq!((v.due, v.history.status), (1_420, 200));
+        // A host's own interval replaces the crawl's (from a first fetch on).
+        let mut h = Entry::new("http://b.test/".into(), 0, None);
+        let first = seen(2_000, Observation::Changed);
+        assert!(reschedule(
+            &p,
+            &mut h,
+            Some(&first),
+            &Outcome::Done,
+            2_000,
+            1,
+            Some(50)
+        ));
+        assert_eq!(h.visit.as_ref().unwrap().due, 2_050);
         // robots.txt rules it out: backs off.
-        assert!(reschedule(&p, &mut e, None, &Outcome::Skipped, 1_500, 1));
+        assert!(reschedule(
+            &p,
+            &mut e,
+            None,
+            &Outcome::Skipped,
+            1_500,
+            1,
+            None
+        ));
         assert_eq!(e.visit.as_ref().unwrap().history.interval, 240);
     }
 
     #[test]
     fn due_entries_come_out_earliest_first_and_bounded() {
         let mut s = Sleeping::default();
-        for (id, due) in [(1, 30), (2, 10), (3, 20), (4, 10)] {
+        for (id, due) in [(1, 90), (2, 10), (3, 20), (4, 10)] {
             let mut e = Entry::new(format!("http://a.test/{id}"), 0, None);
             e.id = id;
             e.visit = Some(Box::new(Visit {
@@ -199,10 +263,12 @@ mod tests {
             s.insert("a.test".into(), e);
         }
         assert_eq!(s.next_due(), Some(10));
+        // Counted to the minute.
+        assert_eq!((s.due_by(0), s.due_by(59), s.due_by(60)), (3, 3, 4));
         assert!(s.take_due(9, 10).is_empty());
         let ids = |v: Vec<(String, Entry)>| v.into_iter().map(|(_, e)| e.id).collect::<Vec<_>>();
         assert_eq!(ids(s.take_due(20, 2)), vec![2, 4]);
         assert_eq!(ids(s.take_due(20, 10)), vec![3]);
-        assert_eq!((s.len(), s.next_due()), (1, Some(30)));
+        assert_eq!((s.len(), s.next_due(), s.due_by(200)), (1, Some(90), 1));
     }
 }
