@@ -110,6 +110,10 @@ def main():
         wait_for("the crawl paused", lambda: text("state") == "paused" and api_state(api) == "paused")
         driver.find_element(By.ID, "resume").click()
         wait_for("the crawl resumed", lambda: text("state") != "paused" and api_state(api) != "paused")
+        # Pages come due again (recrawl every 2 s): the recrawl cards show the schedule and
+        # the share of refetches that found a change.
+        wait_for("the recrawl cards", lambda: driver.find_element(By.ID, "recrawl").is_displayed()
+                 and "% of" in text("changedshare") and text("nextdue") != "–")
         # Opened again, the page lists the errors the crawl kept (the site has error pages).
         driver.get(url)
         wait_for("the last errors listed",

@@ -370,11 +370,13 @@ async fn the_dashboard_in_a_real_browser_adds_a_seed_and_shows_the_crawl() {
     })
     .await
     .unwrap();
-    // A paced crawl, so the count is seen rising.
+    // A paced crawl, so the count is seen rising; pages come due again after 2 s, so the
+    // recrawl cards fill.
     let dir = CrawlDir::new(
         "[crawl]\nconcurrency = 4\n[politeness]\ndelay_ms = 20\nmax_per_host = 1\n\
          [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
-         [service]\nallow_private_seeds = true\n",
+         [service]\nallow_private_seeds = true\n\
+         [recrawl]\npolicy = \"fixed\"\ninterval_secs = 2\nmin_interval_secs = 1\n",
     );
     let (serve, api) = start_serve(&dir, 4);
     let seed = site.site().seed_url();

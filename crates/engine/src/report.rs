@@ -181,6 +181,9 @@ pub(crate) fn status(
         paused_secs: report.pause.secs(),
         scheduled: s.extra("sleeping"),
         next_due: next_due(s),
+        due_next_hour: s.extra("due_next_hour"),
+        refetches_changed: report.counters.refetches_changed.load(Ordering::Relaxed),
+        refetches_unchanged: report.counters.refetches_unchanged.load(Ordering::Relaxed),
     }
 }
 

@@ -95,6 +95,14 @@ pub struct Status {
     /// `[recrawl]`: when the next of them is due (RFC 3339, UTC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_due: Option<String>,
+    /// `[recrawl]`: of them, due within the next hour (to the minute).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub due_next_hour: u64,
+    /// `[recrawl]`: refetches recorded that found the page changed, and unchanged.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refetches_changed: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refetches_unchanged: u64,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -66,6 +66,12 @@ pub struct StatusBody {
     /// `[recrawl]`: when the next of them is due (RFC 3339); absent with none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_due: Option<String>,
+    /// `[recrawl]`: of them, due within the next hour (to the minute).
+    pub due_next_hour: u64,
+    /// `[recrawl]`: refetches recorded that found the page changed.
+    pub refetches_changed: u64,
+    /// `[recrawl]`: refetches recorded that found it unchanged (a 304 or the same digest).
+    pub refetches_unchanged: u64,
     /// When the crawl started (RFC 3339).
     pub started_at: String,
     /// Records written by this run.

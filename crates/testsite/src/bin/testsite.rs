@@ -88,6 +88,15 @@ struct Args {
     /// answers within 2 s, 1 if not: a container HEALTHCHECK.
     #[arg(long)]
     probe: bool,
+    /// Read a --request-log FILE written by a changing site of this configuration and port,
+    /// print how fresh the crawl kept it (JSON: pages, fetches, not_modified, fresh,
+    /// mean_age_secs) over --window, and exit.
+    #[arg(long, value_name = "FILE")]
+    freshness: Option<std::path::PathBuf>,
+    /// With --freshness: the window, seconds since the site started (`FROM,TO`; default: from
+    /// 0 to the last request).
+    #[arg(long, value_name = "FROM,TO")]
+    window: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -139,6 +148,9 @@ fn main() -> ExitCode {
     if let Err(e) = cfg.validate() {
         eprintln!("testsite: {e}");
         return ExitCode::from(64);
+    }
+    if let Some(log) = &args.freshness {
+        return print_freshness(cfg, args.port, log, args.window.as_deref());
     }
     if args.ground_truth {
         let crawler = testsite::Crawler {
@@ -285,4 +297,71 @@ fn print_ground_truth(cfg: SiteConfig, port: u16, crawler: testsite::Crawler) ->
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `--freshness`: the request log read back, and the freshness it kept.
+fn print_freshness(
+    cfg: SiteConfig,
+    port: u16,
+    log: &std::path::Path,
+    window: Option<&str>,
+) -> ExitCode {
+    if cfg.changing.is_none() {
+        eprintln!("testsite: --freshness needs the site's --changing");
+        return ExitCode::from(64);
+    }
+    let text = match std::fs::read_to_string(log) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("testsite: cannot read {}: {e}", log.display());
+            return ExitCode::from(66);
+        }
+    };
+    let mut records = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let v: serde_json::Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("testsite: {}:{}: {e}", log.display(), n + 1);
+                return ExitCode::from(65);
+            }
+        };
+        records.push(testsite::RequestRecord {
+            at_ms: v["at_ms"].as_f64().unwrap_or(0.0),
+            host: v["host"].as_str().unwrap_or("?").to_owned(),
+            path: v["path"].as_str().unwrap_or("").to_owned(),
+            concurrent: 0,
+            status: v["status"].as_u64().and_then(|s| u16::try_from(s).ok()).unwrap_or(0),
+            user_agent: String::new(),
+            version: v["version"].as_u64(),
+        });
+    }
+    let last = records.iter().map(|r| r.at_ms / 1000.0).fold(0.0, f64::max);
+    let (from, to) = match window.map(|w| w.split_once(',')) {
+        None => (0.0, last),
+        Some(Some((a, b))) => match (a.trim().parse(), b.trim().parse()) {
+            (Ok(a), Ok(b)) if a < b => (a, b),
+            _ => {
+                eprintln!("testsite: --window takes FROM,TO seconds with FROM < TO");
+                return ExitCode::from(64);
+            }
+        },
+        Some(None) => {
+            eprintln!("testsite: --window takes FROM,TO seconds");
+            return ExitCode::from(64);
+        }
+    };
+    let site = match Site::new(cfg, port) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("testsite: {e}");
+            return ExitCode::from(64);
+        }
+    };
+    let f = site.freshness(&records, from, to);
+    println!(
+        "{{\"from\":{from:.1},\"to\":{to:.1},\"pages\":{},\"fetches\":{},\"not_modified\":{},\"fresh\":{:.4},\"mean_age_secs\":{:.2}}}",
+        f.pages, f.fetches, f.not_modified, f.fresh, f.mean_age_secs
+    );
+    ExitCode::SUCCESS
 }
