@@ -48,10 +48,7 @@ pub(crate) async fn crawl_site(
         "*.test=127.0.0.1",
     ])
     .env("RUST_LOG", "warn");
-    let output = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .unwrap()
-        .unwrap();
+    let output = crate::util::output(cmd).await;
     assert!(output.status.success(), "{}", stderr(&output));
     (dir, out)
 }
@@ -456,11 +453,8 @@ async fn the_readme_offline_example_crawls_all_five_hosts() {
             .env("RUST_LOG", "info");
         cmd
     };
-    let mut cmd = example(&[]);
-    let output = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .unwrap()
-        .unwrap();
+    let cmd = example(&[]);
+    let output = crate::util::output(cmd).await;
     let log = stderr(&output);
     assert!(output.status.success(), "{log}");
     assert!(log.contains("crawl finished: "), "{log}");
@@ -476,11 +470,8 @@ async fn the_readme_offline_example_crawls_all_five_hosts() {
     }
 
     // A budget stops it in the words the README gives.
-    let mut cmd = example(&["--fresh", "--max-pages", "10"]);
-    let output = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .unwrap()
-        .unwrap();
+    let cmd = example(&["--fresh", "--max-pages", "10"]);
+    let output = crate::util::output(cmd).await;
     let log = stderr(&output);
     assert!(output.status.success(), "{log}");
     assert!(
@@ -512,11 +503,8 @@ async fn max_duration_stops_a_long_crawl_cleanly_and_a_rerun_resumes() {
         cmd.args(["--max-duration", "2"]).env("RUST_LOG", "info");
         cmd
     };
-    let mut cmd = run(&dir);
-    let first = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .unwrap()
-        .unwrap();
+    let cmd = run(&dir);
+    let first = crate::util::output(cmd).await;
     let log = stderr(&first);
     assert!(first.status.success(), "{log}");
     assert!(
@@ -532,11 +520,8 @@ async fn max_duration_stops_a_long_crawl_cleanly_and_a_rerun_resumes() {
     assert!(done > 0 && done < 1_000, "{s1}");
     assert_eq!(read_pages(&dir.out).len() as u64, done);
     // Again: it goes on from where it stopped, with nothing fetched twice.
-    let mut cmd = run(&dir);
-    let second = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .unwrap()
-        .unwrap();
+    let cmd = run(&dir);
+    let second = crate::util::output(cmd).await;
     assert!(second.status.success(), "{}", stderr(&second));
     let s2 = stats(&dir.out);
     assert!(s2["pages_total"].as_u64().unwrap() > done, "{s2}");

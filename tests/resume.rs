@@ -47,11 +47,8 @@ impl Crawl {
     }
 
     async fn run(&self, more: &[&str]) -> std::process::Output {
-        let mut cmd = self.command(more);
-        tokio::task::spawn_blocking(move || cmd.output())
-            .await
-            .unwrap()
-            .unwrap()
+        let cmd = self.command(more);
+        crate::util::output(cmd).await
     }
 
     /// Every line of pages.jsonl as (url, status); a partial line fails the test.

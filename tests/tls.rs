@@ -96,10 +96,7 @@ async fn crawl(port: u16, ca: &str) -> (tempfile::TempDir, std::process::Output)
         .env_remove("SSL_CERT_DIR")
         .env("CRAWLER_FETCH_MAX_RETRIES", "0")
         .env("RUST_LOG", "warn");
-    let output = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .unwrap()
-        .unwrap();
+    let output = crate::util::output(cmd).await;
     (dir, output)
 }
 

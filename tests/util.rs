@@ -181,3 +181,12 @@ impl CrawlDir {
         self.dir.path()
     }
 }
+
+/// Runs `cmd` to its end off the async runtime (a test's other tasks — the test site — keep
+/// serving meanwhile) and returns its output.
+pub async fn output(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .expect("the command's thread")
+        .expect("the command runs")
+}

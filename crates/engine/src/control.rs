@@ -184,19 +184,11 @@ impl Control {
             .collect()
     }
 
-    /// Why a host's `recrawl_secs` cannot be set to `secs`, if it cannot: no schedule is
-    /// kept, or it is outside the crawl's bounds (0 clears it).
-    pub fn check_host_recrawl(&self, secs: u32) -> Result<(), String> {
-        let p = &self.recrawl;
-        if p.schedule == recrawl::Schedule::None {
+    /// Why a host's `recrawl_secs` cannot be set, if it cannot: the crawl keeps no schedule.
+    /// (A value outside the crawl's bounds is clamped to them when it applies.)
+    pub fn check_host_recrawl(&self) -> Result<(), String> {
+        if self.recrawl.schedule == recrawl::Schedule::None {
             return Err("recrawl.policy is \"none\": no URL is scheduled again".into());
-        }
-        if secs != 0 && !(p.min_interval_secs..=p.max_interval_secs).contains(&secs) {
-            return Err(format!(
-                "recrawl_secs must be 0 (clear) or within [{}, {}] \
-                 (recrawl.min_interval_secs, recrawl.max_interval_secs)",
-                p.min_interval_secs, p.max_interval_secs
-            ));
         }
         Ok(())
     }

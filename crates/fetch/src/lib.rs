@@ -17,10 +17,12 @@ mod client;
 pub mod decode;
 mod error;
 pub mod guard;
+mod revisit;
 
 pub use capture::{Capture, RevisitRecord, Spool, SPOOL_MEMORY};
 pub use client::ClientError;
 pub use error::{transient_status, FetchError};
+pub use revisit::Revisit;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -30,8 +32,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::Body as _;
 use hyper::header::{
     HeaderValue, ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, CONNECTION, CONTENT_ENCODING,
-    CONTENT_TYPE, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, LOCATION, RETRY_AFTER,
-    USER_AGENT,
+    CONTENT_TYPE, ETAG, LAST_MODIFIED, LOCATION, RETRY_AFTER, USER_AGENT,
 };
 use hyper_util::client::legacy::connect::HttpInfo;
 use sha1::{Digest as _, Sha1};
@@ -69,23 +70,6 @@ struct Whole;
 
 impl Pieces for Whole {
     async fn piece(&mut self, _: Option<&str>, _: &mut Vec<u8>) {}
-}
-
-/// A fetch of a URL whose history the crawl keeps: the validators to send (from its last
-/// full response), and the measures to take (its validators, the payload's digest).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Revisit {
-    /// Sent as `If-None-Match`: the last response's `ETag`, as the server sent it.
-    pub etag: Option<String>,
-    /// Sent as `If-Modified-Since`: the last response's `Last-Modified`, Unix seconds.
-    pub last_modified: Option<u32>,
-}
-
-impl Revisit {
-    /// Whether the request is conditional (a 304 may answer it).
-    pub fn has_validators(&self) -> bool {
-        self.etag.is_some() || self.last_modified.is_some()
-    }
 }
 
 /// What a fetch produced.
@@ -340,20 +324,7 @@ impl Fetcher {
             request = request.header(CONNECTION, HeaderValue::from_static("close"));
         }
         if let Some(r) = revisit {
-            // A stored tag that is not a header value (it was checked when kept) is not sent.
-            if let Some(tag) = r
-                .etag
-                .as_deref()
-                .and_then(|t| HeaderValue::from_str(t).ok())
-            {
-                request = request.header(IF_NONE_MATCH, tag);
-            }
-            if let Some(secs) = r.last_modified {
-                let date = std::time::UNIX_EPOCH + Duration::from_secs(secs.into());
-                if let Ok(v) = HeaderValue::from_str(&httpdate::fmt_http_date(date)) {
-                    request = request.header(IF_MODIFIED_SINCE, v);
-                }
-            }
+            request = r.conditional(request);
         }
         let request = match request.body(Empty::new()) {
             Ok(r) => r,
@@ -438,7 +409,7 @@ impl Fetcher {
         let mut payload_hash = None;
         if revisit.is_some() {
             out.etag = header(ETAG);
-            out.last_modified = header(LAST_MODIFIED).and_then(|v| unix_secs(&v));
+            out.last_modified = header(LAST_MODIFIED).and_then(|v| revisit::unix_secs(&v));
             payload_hash = Some(Sha1::new());
         }
         if keep_body && decoder.is_identity() {
@@ -576,14 +547,6 @@ fn parse_retry_after(value: &str) -> Option<Duration> {
         at.duration_since(std::time::SystemTime::now())
             .unwrap_or_default(),
     )
-}
-
-/// An HTTP date (`Last-Modified`) as Unix seconds; `None` when unreadable or outside what
-/// 32 bits of seconds since 1970 hold.
-fn unix_secs(value: &str) -> Option<u32> {
-    let at = httpdate::parse_http_date(value.trim()).ok()?;
-    let secs = at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
-    u32::try_from(secs).ok()
 }
 
 /// A one-line description of an error with its causes.

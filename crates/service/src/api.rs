@@ -307,7 +307,8 @@ pub(crate) async fn hosts(
     params(("host" = String, Path, description = "`host` or `host:port`")),
     responses((status = 200, body = StateResponse), (status = 400, body = ErrorBody),
               (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-              (status = 413, body = ErrorBody), (status = 415, body = ErrorBody)))]
+              (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+              (status = 415, body = ErrorBody)))]
 pub(crate) async fn put_host(
     State(state): State<AppState>,
     _: StateChange,
@@ -333,10 +334,16 @@ pub(crate) async fn put_host(
         )
         .field("blocked_until"));
     }
-    if let Some(secs) = u.recrawl_secs {
-        let secs = u32::try_from(secs).unwrap_or(u32::MAX);
-        if let Err(why) = state.control.check_host_recrawl(secs) {
-            return Err(ApiError::new(StatusCode::BAD_REQUEST, why).field("recrawl_secs"));
+    if u.recrawl_secs.is_some_and(|s| s > MAX_SECS) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "recrawl_secs must be at most a year",
+        )
+        .field("recrawl_secs"));
+    }
+    if u.recrawl_secs.is_some() {
+        if let Err(why) = state.control.check_host_recrawl() {
+            return Err(ApiError::new(StatusCode::CONFLICT, why).field("recrawl_secs"));
         }
     }
     let now_ms = unix_ms_in(Duration::ZERO);

@@ -233,7 +233,7 @@ pub struct HostUpdate {
     #[schema(minimum = 0)]
     pub max_pages: Option<u64>,
     /// `[recrawl]`: seconds between fetches of each of the host's URLs, from each one's next
-    /// completion (within the crawl's bounds; 0 clears it).
+    /// completion (clamped to the crawl's bounds; 0 clears it; 409 without a schedule).
     #[serde(default, deserialize_with = "int::opt_u64")]
     #[schema(minimum = 0, maximum = 31_536_000)]
     pub recrawl_secs: Option<u64>,

@@ -36,10 +36,14 @@ impl Site {
     pub fn freshness(&self, log: &[RequestRecord], from: f64, to: f64) -> Freshness {
         // Each changing page's fetches: (time, version got), in time order.
         let mut fetches: BTreeMap<u64, Vec<(f64, u64)>> = BTreeMap::new();
+        let mut not_modified = 0;
         for r in log {
             let (Some(v), 200 | 304) = (r.version, r.status) else {
                 continue;
             };
+            if r.status == 304 && (from..=to).contains(&(r.at_ms / 1000.0)) {
+                not_modified += 1;
+            }
             let Some(h) = self.host_id(&r.host) else {
                 continue;
             };
@@ -48,19 +52,13 @@ impl Site {
             }
         }
         let span = (to - from).max(f64::MIN_POSITIVE);
-        let (mut fresh_time, mut age_time, mut in_window, mut not_modified) = (0.0, 0.0, 0, 0);
+        let (mut fresh_time, mut age_time, mut in_window) = (0.0, 0.0, 0);
         for (&p, list) in &mut fetches {
             list.sort_by(|a, b| a.0.total_cmp(&b.0));
             let (f, a) = self.page_freshness(p, list, from, to);
             fresh_time += f;
             age_time += a;
             in_window += list.iter().filter(|(t, _)| (from..=to).contains(t)).count() as u64;
-        }
-        for r in log {
-            let t = r.at_ms / 1000.0;
-            if r.status == 304 && r.version.is_some() && (from..=to).contains(&t) {
-                not_modified += 1;
-            }
         }
         let pages = fetches.len() as u64;
         let denominator = span * pages.max(1) as f64;

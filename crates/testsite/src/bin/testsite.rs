@@ -331,7 +331,10 @@ fn print_freshness(
             host: v["host"].as_str().unwrap_or("?").to_owned(),
             path: v["path"].as_str().unwrap_or("").to_owned(),
             concurrent: 0,
-            status: v["status"].as_u64().and_then(|s| u16::try_from(s).ok()).unwrap_or(0),
+            status: v["status"]
+                .as_u64()
+                .and_then(|s| u16::try_from(s).ok())
+                .unwrap_or(0),
             user_agent: String::new(),
             version: v["version"].as_u64(),
         });
