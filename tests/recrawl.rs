@@ -23,10 +23,10 @@ const ROUNDING: f64 = 1.5;
 /// The least time between two recorded fetches of one URL.
 const LEAST_GAP: f64 = INTERVAL * (1.0 - JITTER) - ROUNDING;
 
-/// A changing site: 60 pages, a "day" of 10 s, each page changing 0.05 to 5 times a day.
-async fn changing_site() -> TestSite {
+/// A changing site of `pages` pages: a "day" of 10 s, each page changing 0.05 to 5 times a day.
+async fn changing_site(pages: u64) -> TestSite {
     TestSite::start(SiteConfig {
-        pages: 60,
+        pages,
         changing: Some(Changing {
             day_secs: 10.0,
             min_per_day: 0.05,
@@ -174,7 +174,7 @@ print(json.dumps(out))
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixed_schedule_refetches_conditionally_and_archives_what_did_not_change() {
-    let site = changing_site().await;
+    let site = changing_site(60).await;
     let dir = crawl_dir(10, 200);
     let mut cmd = dir.crawl(&site.site().seed_url());
     cmd.args(["--max-duration", "11"]);
@@ -282,7 +282,7 @@ async fn a_fixed_schedule_refetches_conditionally_and_archives_what_did_not_chan
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kill_mid_recrawl_loses_no_schedule_and_records_no_visit_early() {
-    let site = changing_site().await;
+    let site = changing_site(60).await;
     // Slow enough (about 50 pages a second over 5 hosts) that refetches of the first pages
     // mix with the first fetches of the last: the kill lands while both are in flight, with
     // up to a second of records after the last checkpoint.
@@ -387,17 +387,7 @@ async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_waits_for_due_urls_and_an_operator_moves_a_schedule() {
-    let site = TestSite::start(SiteConfig {
-        pages: 20,
-        changing: Some(Changing {
-            day_secs: 10.0,
-            min_per_day: 0.05,
-            max_per_day: 5.0,
-        }),
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
+    let site = changing_site(20).await;
     let seed = site.site().seed_url();
     let dir = CrawlDir::new(&format!(
         "[crawl]\nseeds = [\"{seed}\"]\nconcurrency = 8\ncheckpoint_ms = 200\n\

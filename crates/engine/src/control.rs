@@ -208,11 +208,7 @@ impl Control {
         let mut results: Vec<Option<RecrawlResult>> = Vec::with_capacity(urls.len());
         let mut asked = Vec::new();
         for raw in urls {
-            match self.check_seed(raw).and_then(|u| {
-                self.canon
-                    .canonicalize(u.as_str(), None)
-                    .map_err(|e| e.to_string())
-            }) {
+            match self.canonical(raw) {
                 Ok(url) => {
                     asked.push(url);
                     results.push(None);
@@ -240,6 +236,14 @@ impl Control {
             .collect())
     }
 
+    /// An operator's URL in the crawl's canonical form, or why it is not a crawlable URL.
+    fn canonical(&self, raw: &str) -> Result<Url, String> {
+        let url = self.check_seed(raw)?;
+        self.canon
+            .canonicalize(url.as_str(), None)
+            .map_err(|e| e.to_string())
+    }
+
     fn check_seed(&self, raw: &str) -> Result<Url, String> {
         let url = Url::parse(raw.trim()).map_err(|e| e.to_string())?;
         if !matches!(url.scheme(), "http" | "https") {
@@ -261,11 +265,7 @@ impl Control {
         let mut results: Vec<Option<ForgetResult>> = Vec::with_capacity(urls.len());
         let mut asked = Vec::new();
         for raw in urls {
-            match self.check_seed(raw).and_then(|u| {
-                self.canon
-                    .canonicalize(u.as_str(), None)
-                    .map_err(|e| e.to_string())
-            }) {
+            match self.canonical(raw) {
                 Ok(url) => {
                     let url = url.to_string();
                     let fp = frontier::fingerprint(&url);
