@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# A second pass over an unchanged static site (Debian's rust-doc served by nginx, ETag and
+# Last-Modified on, as nginx sends them by default): a `fixed` recrawl schedule brings every
+# URL back after INTERVAL seconds, and the second pass's conditional GETs should read almost no
+# body. The first run stops after 0.8 INTERVAL (the first pass must fit); the resumed run
+# starts once every URL is due, so the second pass goes at the crawl's pace, not the schedule's.
+# Prints per pass: records, 304s, unchanged, body bytes, and pages/s (first to last record).
+#
+#   scripts/bench-revisit.sh [INTERVAL]        # default 60 s
+#   N=64 PROFILE=debug DOCROOT=… START=…      # fetches in flight; the binaries; the site
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+interval="${1:-60}" n="${N:-64}" port=18722
+docroot="${DOCROOT:-/usr/share/doc/rust-doc/html}"
+start="${START:-std/index.html}"
+need=()
+command -v nginx >/dev/null || need+=(nginx-light)
+[[ -n ${DOCROOT:-} || -d $docroot ]] || need+=(rust-doc)
+if ((${#need[@]})); then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}") >/dev/null
+fi
+profile="${PROFILE:-release}"
+if [[ $profile == release ]]; then
+    cargo build --release -p crawler >/dev/null 2>&1
+else
+    cargo build -p crawler >/dev/null 2>&1
+fi
+work="$(mktemp -d)"
+mkdir -p "$work/tmp"
+cat >"$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/error.log;
+events { worker_connections 4096; }
+http {
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    access_log off;
+    sendfile on;
+    keepalive_requests 1000000;
+    client_body_temp_path $work/tmp;
+    proxy_temp_path $work/tmp;
+    fastcgi_temp_path $work/tmp;
+    uwsgi_temp_path $work/tmp;
+    scgi_temp_path $work/tmp;
+    server {
+        listen 127.0.0.1:$port;
+        root $docroot;
+    }
+}
+CONF
+nginx -c "$work/nginx.conf" -g 'daemon off;' &
+server=$!
+trap 'kill ${server:-} 2>/dev/null || true; [[ -n ${KEEP:-} ]] && echo "kept $work" || rm -rf "$work"' EXIT
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+cat >"$work/c.toml" <<EOF
+[crawl]
+concurrency = $n
+[politeness]
+delay_ms = 0
+max_per_host = $n
+[recrawl]
+policy = "fixed"
+interval_secs = $interval
+min_interval_secs = 1
+jitter = 0.05
+EOF
+run() {
+    "target/$profile/crawler" crawl --config "$work/c.toml" --seed "http://127.0.0.1:$port/$start" \
+        --out "$work/out" --max-duration "$1" >/dev/null 2>>"$work/crawl.log" || true
+}
+# The first pass, stopped before any URL is due again (the interval less its 5% jitter).
+run "$((interval * 4 / 5))"
+# Until its last URL is due (fetched at most 0.8 INTERVAL in, due an interval and its jitter
+# later), then a run shorter than the interval: the second pass, no third.
+sleep "$((interval + interval / 10 + 2))"
+run "$((interval * 2 / 3))"
+python3 - "$work/out/pages.jsonl" <<'PY'
+import json, sys
+from datetime import datetime
+recs = [json.loads(l) for l in open(sys.argv[1])]
+def t(r):
+    return datetime.strptime(r["fetched_at"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+print("pass\trecords\t304s\tunchanged\tbody MB\tpages/s")
+for name, rs in (("first", [r for r in recs if not r.get("refetch")]),
+                 ("second", [r for r in recs if r.get("refetch")])):
+    if not rs:
+        print(f"{name}\t0"); continue
+    secs = max(t(r) for r in rs) - min(t(r) for r in rs)
+    body = sum(r["bytes"] for r in rs)
+    print(f"{name}\t{len(rs)}\t{sum(r['status'] == 304 for r in rs)}\t"
+          f"{sum(r.get('changed') is False for r in rs)}\t{body / 1e6:.2f}\t{len(rs) / max(secs, 1e-3):.0f}")
+PY
