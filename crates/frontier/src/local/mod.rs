@@ -481,8 +481,10 @@ impl LocalFrontier {
         let id = lease.entry().id;
         let finished = outcome.is_final();
         let recorded = outcome.is_recorded();
-        // Under a recrawl schedule a finished URL is not done: it sleeps until due again.
-        let again = finished
+        // Under a recrawl schedule a finished URL is not done: it sleeps until due again. (A
+        // one-shot crawl copies nothing here.)
+        let scheduling = self.cfg.recrawl.schedule != recrawl::Schedule::None;
+        let again = (finished && scheduling)
             .then(|| {
                 let mut entry = lease.entry().clone();
                 let fp = fingerprint(&entry.url);
