@@ -15,8 +15,8 @@ use crate::util::{http, stderr, watch_serve, CrawlDir};
 use crate::warc::{warc_files, warcio};
 
 /// Seconds between fetches of a URL, and the share of it a due time may move either way.
-const INTERVAL: f64 = 3.0;
-const JITTER: f64 = 0.1;
+pub(crate) const INTERVAL: f64 = 3.0;
+pub(crate) const JITTER: f64 = 0.1;
 /// What a due time may be early against the interval less its jitter: due times are the
 /// fetch's whole second plus a rounded interval (a second and a half).
 const ROUNDING: f64 = 1.5;
@@ -24,7 +24,7 @@ const ROUNDING: f64 = 1.5;
 const LEAST_GAP: f64 = INTERVAL * (1.0 - JITTER) - ROUNDING;
 
 /// A changing site of `pages` pages: a "day" of 10 s, each page changing 0.05 to 5 times a day.
-async fn changing_site(pages: u64) -> TestSite {
+pub(crate) async fn changing_site(pages: u64) -> TestSite {
     TestSite::start(SiteConfig {
         pages,
         changing: Some(Changing {
@@ -52,7 +52,7 @@ fn crawl_dir(delay_ms: u32, checkpoint_ms: u32) -> CrawlDir {
 }
 
 /// Unix seconds (with fractions) of a record's `fetched_at`.
-fn unix(text: &str) -> f64 {
+pub(crate) fn unix(text: &str) -> f64 {
     let secs = |r: std::ops::Range<usize>| text[r].parse::<i64>().unwrap();
     let (y, m, d) = (secs(0..4), secs(5..7), secs(8..10));
     let y = if m <= 2 { y - 1 } else { y };
@@ -65,7 +65,7 @@ fn unix(text: &str) -> f64 {
 }
 
 /// Each URL's records, in order.
-fn by_url(pages: &[serde_json::Value]) -> BTreeMap<String, Vec<serde_json::Value>> {
+pub(crate) fn by_url(pages: &[serde_json::Value]) -> BTreeMap<String, Vec<serde_json::Value>> {
     let mut out: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
     for p in pages {
         out.entry(p["url"].as_str().unwrap().to_owned())
@@ -77,7 +77,7 @@ fn by_url(pages: &[serde_json::Value]) -> BTreeMap<String, Vec<serde_json::Value
 
 /// Every URL's records are a first fetch and then refetches, each at least [`LEAST_GAP`]
 /// after the one before; every 200 carries its digest.
-fn assert_schedule_kept(pages: &[serde_json::Value]) {
+pub(crate) fn assert_schedule_kept(pages: &[serde_json::Value]) {
     for (url, records) in by_url(pages) {
         assert!(
             records[0].get("refetch").is_none(),

@@ -6,6 +6,7 @@ mod credentials;
 mod guard;
 mod hostile;
 mod recrawl;
+mod recrawl_shared;
 mod redis;
 mod redis_faults;
 mod resume;

@@ -278,15 +278,6 @@ impl Loader {
                     ),
                 });
             }
-            if redis && r.policy != crate::RecrawlPolicy::None {
-                problems.push(Problem {
-                    key: "recrawl.policy".into(),
-                    origin: origin("recrawl.policy"),
-                    message: "recrawl schedules are kept by the local frontier only for now: \
-                              with frontier.backend = \"redis\" it must be \"none\""
-                        .into(),
-                });
-            }
             if c.frontier.dedup == DedupMode::Exact && !c.crawl.persist && !redis {
                 problems.push(Problem {
                     key: "frontier.dedup".into(),

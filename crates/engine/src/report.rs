@@ -131,7 +131,7 @@ pub(crate) fn live_state(report: &Report, s: &frontier::Stats) -> &'static str {
         "draining"
     } else if report.run.held() {
         "paused"
-    } else if s.queued == 0 && s.in_flight == 0 && s.extra("sleeping") > 0 {
+    } else if s.queued == 0 && s.in_flight == 0 && s.extra("scheduled") > 0 {
         "waiting"
     } else if s.queued == 0 && s.in_flight == 0 {
         "idle"
@@ -179,7 +179,7 @@ pub(crate) fn status(
         frontier_error: report.frontier.health().problem(),
         paused: report.pause.active(),
         paused_secs: report.pause.secs(),
-        scheduled: s.extra("sleeping"),
+        scheduled: s.extra("scheduled"),
         next_due: next_due(s),
         due_next_hour: s.extra("due_next_hour"),
         refetches_changed: report.counters.refetches_changed.load(Ordering::Relaxed),
@@ -252,7 +252,7 @@ pub(crate) fn spawn_bar(report: Arc<Report>, started: Instant) -> tokio::task::J
             let average = pages as f64 / started.elapsed().as_secs_f64().max(1e-9);
             let rate = report.counters.rate.rate(Instant::now(), pages, average);
             let waiting = match next_due(&s) {
-                Some(at) => format!(" | {} scheduled, next due {at}", s.extra("sleeping")),
+                Some(at) => format!(" | {} scheduled, next due {at}", s.extra("scheduled")),
                 None => String::new(),
             };
             bar.0.set_message(format!(
@@ -292,7 +292,7 @@ pub(crate) fn spawn_progress(report: Arc<Report>, started: Instant) -> tokio::ta
                 hosts = s.hosts,
                 filter_fill = format_args!("{:.4}", s.filter_fill()),
                 filter_fpp = format_args!("{:.2e}", s.filter_fpp),
-                scheduled = s.extra("sleeping"),
+                scheduled = s.extra("scheduled"),
                 next_due = next_due(&s).unwrap_or_default(),
                 state = live_state(&report, &s),
                 "progress"

@@ -57,4 +57,4 @@ pub use scope::{
     registrable_domain, HostScope, OutOfScope, PatternError, Scope, ScopeConfig,
     DEFAULT_MAX_PATH_SEGMENTS, DEFAULT_MAX_QUERY_PARAMS, DEFAULT_MAX_REPEATED_SEGMENTS,
 };
-pub use visit::{Visit, Visited};
+pub use visit::{reschedule, Visit, Visited};

@@ -30,6 +30,9 @@
 //! - `leases` — lease ids scored by expiry (ms); `leased` — id → `HOLDER\nHOST\nENTRY`;
 //! - `stats` — crawl-wide counters (`queued`, `pages`, `offered`, `admitted`, `duplicates`,
 //!   `oos:REASON`, `expired`, `lease_seq`); `seeds` — seed URLs (they widen the scope);
+//! - `due:S` — URLs fetched under a recrawl schedule that are due again at second `S` of the
+//!   server's clock (elements `HOST\nENTRY`, the entry carrying its history); `duez` — those
+//!   seconds, scored by themselves; `stats.scheduled` counts the URLs in them;
 //! - `clock` — the crawl clock (`last`: server ms of the last script, `off`: ms not counted,
 //!   `step`: the longest gap counted whole, a quarter of a lease; `grace`: the crawl time
 //!   before which no lease expires, one lease after the last outage).
@@ -45,6 +48,8 @@ local D_MAX = tonumber(ARGV[3])
 local B_BASE = tonumber(ARGV[4])
 local B_MAX = tonumber(ARGV[5])
 local function I(x) return string.format('%d', x) end
+-- The server's own time (ms) as the last `now_ms` read it: due times of recrawl schedules.
+local SERVER_MS = 0
 -- The crawl's clock (see the module header); its write comes first in every script that
 -- changes the crawl.
 local function now_ms()
@@ -53,6 +58,7 @@ local function now_ms()
   local c = redis.call('HMGET', P .. 'clock', 'last', 'off', 'step')
   local last, off, step = tonumber(c[1] or server), tonumber(c[2] or 0), tonumber(c[3] or 10000)
   local gap = server - last
+  SERVER_MS = server
   -- A silence longer than a step is an outage: only a step of it counts, and no lease
   -- expires for a whole lease (four steps) after it, so a process that reconnects later
   -- than another still renews in time. A server clock set back does not take the crawl's back.
@@ -120,10 +126,45 @@ local function repace(hk, at)
   local held = hnum(hk, 'held_at', nil) or hnum(hk, 'next_at', 0)
   redis.call('HSET', hk, 'next_at', I(math.max(held, at)))
 end
+-- Puts a fetched URL to sleep until `due_s` (server seconds): its element joins that
+-- second's list, and the second joins `duez`.
+local function sleep_until(host, entry, due_s)
+  local s = I(due_s)
+  redis.call('RPUSH', P .. 'due:' .. s, host .. '\n' .. entry)
+  redis.call('ZADD', P .. 'duez', s, s)
+  redis.call('HINCRBY', P .. 'stats', 'scheduled', 1)
+end
+-- Moves at most `most` URLs due by now (server seconds) into their hosts' queues, earliest
+-- second first. A promotion is not an admission: no visited bits, no host budget.
+local function promote(most)
+  local now_s = math.floor(SERVER_MS / 1000)
+  local moved = 0
+  while moved < most do
+    local z = redis.call('ZRANGE', P .. 'duez', '-inf', I(now_s), 'BYSCORE', 'LIMIT', 0, 1)
+    if #z == 0 then break end
+    local dk = P .. 'due:' .. z[1]
+    local els = redis.call('LPOP', dk, most - moved)
+    if els then
+      for _, el in ipairs(els) do
+        local nl = string.find(el, '\n', 1, true)
+        local host = string.sub(el, 1, nl - 1)
+        redis.call('RPUSH', P .. 'q:' .. host, string.sub(el, nl + 1))
+        if redis.call('HINCRBY', hkey(host), 'queued', 1) == 1 then reschedule(host) end
+      end
+      moved = moved + #els
+    end
+    if redis.call('EXISTS', dk) == 0 then redis.call('ZREM', P .. 'duez', z[1]) end
+  end
+  if moved > 0 then
+    redis.call('HINCRBY', P .. 'stats', 'queued', moved)
+    redis.call('HINCRBY', P .. 'stats', 'scheduled', -moved)
+  end
+end
 -- Ends lease `id` with `kind` (done, error, skip, retry, release); false if it is not out
 -- (or, `holder` given, not that holder's: after a crash of Redis lost its last writes, a lease
--- id may have been handed out again).
-local function finish(id, kind, hint, retry_entry, now, holder)
+-- id may have been handed out again). A final kind (done, error, skip) with `again` (an entry
+-- carrying its next visit) puts the URL to sleep for `again_s` seconds of the server's clock.
+local function finish(id, kind, hint, retry_entry, now, holder, again, again_s)
   local blob = redis.call('HGET', P .. 'leased', id)
   if not blob then return false end
   if holder and string.sub(blob, 1, #holder + 1) ~= holder .. '\n' then return false end
@@ -161,6 +202,9 @@ local function finish(id, kind, hint, retry_entry, now, holder)
     push_front(host, retry_entry)
   else
     push_front(host, entry)
+  end
+  if again and again ~= '' and (kind == 'done' or kind == 'skip' or kind == 'error') then
+    sleep_until(host, again, math.ceil(SERVER_MS / 1000) + tonumber(again_s))
   end
   reschedule(host)
   return true
@@ -300,14 +344,17 @@ return out
 
 /// Hands out a URL whose host is ready. ARGV: holder, lease (ms), most pages (0: none), and
 /// optionally a completion of this holder's to make first (as `COMPLETE`'s: id, kind, hint,
-/// retry entry) — a worker's completion and its next lease in one call. Expired leases go
-/// back to the front of their hosts' queues first. Returns
-/// `{'lease', id, host, entry, last_of_host}`, `{'budget'}` or
-/// `{'wait', next due (ms, -1: none), queued, leases out, now}`.
+/// retry entry, next visit, its delay) — a worker's completion and its next lease in one call.
+/// Expired leases go back to the front of their hosts' queues first, then URLs due again are
+/// promoted. Returns `{'lease', id, host, entry, last_of_host, host's recrawl_secs (0: none)}`,
+/// `{'budget'}` or `{'wait', next due (ms, -1: none), queued, leases out, now, scheduled,
+/// next scheduled (crawl ms, -1: none)}`.
 const LEASE: &str = r"
 local holder, lease_ms, max_pages = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local now = now_ms()
-if #ARGV >= 12 then finish(ARGV[9], ARGV[10], tonumber(ARGV[11]), ARGV[12], now, holder) end
+if #ARGV >= 12 then
+  finish(ARGV[9], ARGV[10], tonumber(ARGV[11]), ARGV[12], now, holder, ARGV[13], ARGV[14])
+end
 local expired = {}
 if now >= tonumber(redis.call('HGET', P .. 'clock', 'grace') or 0) then
   expired = redis.call('ZRANGE', P .. 'leases', '-inf', I(now), 'BYSCORE', 'LIMIT', 0, 64)
@@ -315,12 +362,15 @@ end
 for _, id in ipairs(expired) do
   if finish(id, 'release', 0, '', now) then redis.call('HINCRBY', P .. 'stats', 'expired', 1) end
 end
+promote(64)
 local leases = redis.call('ZCARD', P .. 'leases')
 local pages = tonumber(redis.call('HGET', P .. 'stats', 'pages') or 0)
 local queued = tonumber(redis.call('HGET', P .. 'stats', 'queued') or 0)
 if max_pages > 0 then
   if pages >= max_pages then return {'budget'} end
-  if pages + leases >= max_pages then return {'wait', -1, queued, leases, now} end
+  if pages + leases >= max_pages then
+    return {'wait', -1, queued, leases, now, tonumber(redis.call('HGET', P .. 'stats', 'scheduled') or 0), -1}
+  end
 end
 for _ = 1, 16 do
   local r = redis.call('ZRANGE', P .. 'ready', '-inf', I(now), 'BYSCORE', 'LIMIT', 0, 1)
@@ -339,7 +389,7 @@ for _ = 1, 16 do
     redis.call('ZADD', P .. 'leases', I(now + lease_ms), id)
     local last = 0
     if left <= 0 and inflight == 1 then last = 1 end
-    return {'lease', id, host, entry, last}
+    return {'lease', id, host, entry, last, hnum(hk, 'recrawl_secs', 0)}
   end
   -- A ready host with an empty queue (not expected): repair its count.
   redis.call('HSET', hk, 'queued', 0)
@@ -348,15 +398,22 @@ end
 local first = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
 local due = -1
 if #first > 0 then due = tonumber(first[2]) end
-return {'wait', due, queued, leases, now}
+local sleeping = tonumber(redis.call('HGET', P .. 'stats', 'scheduled') or 0)
+local soonest = redis.call('ZRANGE', P .. 'duez', 0, 0, 'WITHSCORES')
+local wake = -1
+if #soonest > 0 then wake = math.max(0, tonumber(soonest[2]) * 1000 - (SERVER_MS - now)) end
+return {'wait', due, queued, leases, now, sleeping, wake}
 ";
 
 /// Gives a lease back. ARGV: id, kind (done, error, skip, retry, release), the server's
-/// wait hint (ms, 0: none), the entry to queue for a retry, the holder. Returns 1, or 0 when
-/// the lease was not out or not the holder's (a late or repeated completion: nothing
-/// changes).
+/// wait hint (ms, 0: none), the entry to queue for a retry, the holder, and under a recrawl
+/// schedule the entry with its next visit and its delay (s). Returns 1, or 0 when the lease
+/// was not out or not the holder's (a late or repeated completion: nothing changes).
 const COMPLETE: &str = r"
-if finish(ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9], now_ms(), ARGV[10]) then return 1 end
+local now = now_ms()
+if finish(ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9], now, ARGV[10], ARGV[11], ARGV[12]) then
+  return 1
+end
 return 0
 ";
 
@@ -423,7 +480,8 @@ return 1
 ";
 
 /// An operator's controls of a host. ARGV: host, delay (ms), most in flight, block for
-/// (ms), budget — each empty to leave it. Returns 0 for a host the crawl does not know.
+/// (ms), budget, recrawl interval (s) — each empty to leave it. Returns 0 for a host the
+/// crawl does not know.
 const SET_HOST: &str = r"
 local host = ARGV[6]
 if redis.call('SISMEMBER', P .. 'hosts', host) == 0 then return 0 end
@@ -437,6 +495,7 @@ if ARGV[9] ~= '' then
   redis.call('HSET', hk, 'blocked_until', I(block))
 end
 if ARGV[10] ~= '' then redis.call('HSET', hk, 'budget', ARGV[10]) end
+if ARGV[11] and ARGV[11] ~= '' then redis.call('HSET', hk, 'recrawl_secs', ARGV[11]) end
 reschedule(host)
 return 1
 ";
@@ -461,6 +520,21 @@ redis.call('DEL', P .. 'robots-claim:' .. ARGV[6])
 return 1
 ";
 
+/// The recrawl schedule's figures, read only: `{scheduled, next due (server s, 0: none), due
+/// within the hour (counting those due already)}`.
+const SCHEDULE: &str = r"
+local now_s = tonumber(redis.call('TIME')[1])
+local n = tonumber(redis.call('HGET', P .. 'stats', 'scheduled') or 0)
+local first = redis.call('ZRANGE', P .. 'duez', 0, 0, 'WITHSCORES')
+local next_due = 0
+if #first > 0 then next_due = tonumber(first[2]) end
+local hour = 0
+for _, s in ipairs(redis.call('ZRANGE', P .. 'duez', '-inf', I(now_s + 3600), 'BYSCORE')) do
+  hour = hour + redis.call('LLEN', P .. 'due:' .. s)
+end
+return {n, next_due, hour}
+";
+
 /// The scripts, hashed once.
 #[derive(Debug)]
 pub(crate) struct Scripts {
@@ -474,6 +548,7 @@ pub(crate) struct Scripts {
     pub set_host: redis::Script,
     pub robots_get: redis::Script,
     pub robots_put: redis::Script,
+    pub schedule: redis::Script,
 }
 
 impl Scripts {
@@ -503,6 +578,7 @@ impl Scripts {
             set_host: s(SET_HOST),
             robots_get: s(ROBOTS_GET),
             robots_put: s(ROBOTS_PUT),
+            schedule: s(SCHEDULE),
         }
     }
 }

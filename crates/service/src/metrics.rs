@@ -171,7 +171,7 @@ pub fn encode(m: MetricsSnapshot) -> String {
     r.register(
         "scheduled",
         "URLs fetched and waiting to be due again (recrawl)",
-        gauge(s.extra("sleeping")),
+        gauge(s.extra("scheduled")),
     );
     r.register(
         "due_next_hour",

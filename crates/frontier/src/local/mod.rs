@@ -29,7 +29,8 @@ mod resume;
 mod service;
 mod sleeping;
 
-use sleeping::{reschedule, unix_now, Sleeping, PROMOTE_AT_ONCE};
+use crate::visit::reschedule;
+use sleeping::{unix_now, Sleeping};
 
 /// Default number of URLs the visited-set filter is sized for before it grows.
 pub const DEFAULT_EXPECTED_URLS: u64 = 10_000_000;
@@ -237,26 +238,8 @@ impl LocalFrontier {
         self.sched.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn sleeping(&self) -> MutexGuard<'_, Sleeping> {
+    pub(super) fn sleeping(&self) -> MutexGuard<'_, Sleeping> {
         self.sleeping.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Moves URLs now due again into their hosts' queues (a bounded number); returns the
-    /// next due time of those still sleeping, as an instant to wake at.
-    fn promote_due(&self, sched: &mut Scheduler) -> Option<Instant> {
-        let mut sleeping = self.sleeping();
-        if sleeping.is_empty() {
-            return None;
-        }
-        let now = unix_now();
-        for (host, entry) in sleeping.take_due(now, PROMOTE_AT_ONCE) {
-            sched.push(&host, entry);
-        }
-        sleeping.next_due().map(|due| {
-            // Due this second: look again shortly (more than a call's worth was due).
-            let wait = due.saturating_sub(now).max(u64::from(due <= now));
-            Instant::now() + Duration::from_secs(wait)
-        })
     }
 
     /// Canonicalises, scope-checks and deduplicates `url` (absolute; resolve relative links
@@ -492,7 +475,7 @@ impl LocalFrontier {
                 let host_secs = self.host_recrawl.get(lease.host()).map(|s| *s);
                 let (now, seen) = (unix_now(), lease.visited());
                 reschedule(policy, &mut entry, seen, &outcome, now, fp, host_secs)
-                    .then(|| (lease.host().to_owned(), entry))
+                    .then(|| (lease.host().to_owned(), entry, fp))
             })
             .flatten();
         let wake = {
@@ -511,13 +494,13 @@ impl LocalFrontier {
                     journal.host_backoff(&change);
                 }
                 match &again {
-                    Some((_, entry)) => journal.rescheduled(id, recorded, entry),
+                    Some((_, entry, _)) => journal.rescheduled(id, recorded, entry),
                     None if finished => journal.done(id, recorded),
                     None => {}
                 }
             }
-            if let Some((host, entry)) = again {
-                self.sleeping().insert(host, entry);
+            if let Some((host, entry, fp)) = again {
+                self.sleeping().insert(host, entry, fp);
             }
             wake || budget_changed
         };
@@ -551,7 +534,7 @@ impl LocalFrontier {
 
     /// Counters, queue sizes and filter fill. `extra` holds `queued_memory`, `queued_disk`,
     /// `max_queued_memory`, `memory_capacity`, `spill_bytes`, `spill_errors`,
-    /// `filter_slices`, `filter_bytes`, and the recrawl schedule's `sleeping` (URLs waiting to
+    /// `filter_slices`, `filter_bytes`, and the recrawl schedule's `scheduled` (URLs waiting to
     /// be due again), `next_due` (the earliest due time, Unix seconds; 0 with none) and
     /// `due_next_hour` (to the minute).
     pub fn stats(&self) -> Stats {
@@ -601,7 +584,7 @@ impl LocalFrontier {
                 ("spill_errors", q.spill_errors),
                 ("filter_slices", self.filter.slice_count() as u64),
                 ("filter_bytes", self.filter.heap_bytes() as u64),
-                ("sleeping", sleeping as u64),
+                ("scheduled", sleeping as u64),
                 ("next_due", next_due.unwrap_or(0)),
                 ("due_next_hour", due_next_hour),
             ]

@@ -32,7 +32,8 @@ impl Resumable for LocalFrontier {
             .as_ref()
             .is_some_and(|v| v.due > super::unix_now())
         {
-            self.sleeping().insert(host, entry);
+            let fp = super::fingerprint(&entry.url);
+            self.sleeping().insert(host, entry, fp);
             self.notify.notify_waiters();
             return true;
         }

@@ -74,12 +74,11 @@ impl LocalFrontier {
                 };
                 if let Some(v) = entry.visit.as_mut() {
                     v.due = due;
-                    v.history.generation = v.history.generation.wrapping_add(1);
                 }
                 if let Some(journal) = &self.journal {
                     journal.rescheduled(entry.id, false, &entry);
                 }
-                sleeping.insert(host, entry);
+                sleeping.insert(host, entry, fp);
                 Recrawled::Scheduled
             })
             .collect();

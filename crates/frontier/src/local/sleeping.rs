@@ -10,13 +10,12 @@
 //! early.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use recrawl::{History, Observation, Policy, Schedule};
+use tokio::time::Instant;
 
-use crate::api::Outcome;
 use crate::entry::Entry;
-use crate::visit::{Visit, Visited};
+use crate::scheduler::Scheduler;
 
 /// Most due URLs moved into the host queues by one `next`.
 pub(super) const PROMOTE_AT_ONCE: usize = 1024;
@@ -30,9 +29,9 @@ pub(crate) fn unix_now() -> u64 {
 
 /// URLs waiting for their due time, by due time.
 #[derive(Debug, Default)]
-pub(super) struct Sleeping {
+pub(crate) struct Sleeping {
     /// (due, admission id, tie-breaker) → (host key, entry).
-    by_due: BTreeMap<(u64, u64, u64), (String, Entry)>,
+    by_due: BTreeMap<(u64, u64, u64), (String, Entry, u128)>,
     /// URLs due per minute (due / 60), so that "due within the hour" is 60 additions.
     per_minute: BTreeMap<u64, u64>,
     /// Each sleeping URL's key, by its fingerprint (an operator's `recrawl` finds it).
@@ -41,16 +40,15 @@ pub(super) struct Sleeping {
 }
 
 impl Sleeping {
-    /// Puts an entry with a visit to sleep until its due time.
-    pub(super) fn insert(&mut self, host: String, entry: Entry) {
+    /// Puts an entry with a visit to sleep until its due time; `fp` is its URL's fingerprint.
+    pub(super) fn insert(&mut self, host: String, entry: Entry, fp: u128) {
         let due = entry.visit.as_ref().map_or(0, |v| v.due);
         self.seq += 1;
         let key = (due, entry.id, self.seq);
-        if let Some(old) = self.by_fp.insert(crate::fingerprint(&entry.url), key) {
-            // The same URL twice (it cannot be, but a second entry must not be lost track of).
-            self.by_fp.insert(crate::fingerprint(&entry.url), old);
-        }
-        self.by_due.insert(key, (host, entry));
+        // The same URL twice cannot be; were it, the older entry would stay reachable by its
+        // due time only.
+        self.by_fp.insert(fp, key);
+        self.by_due.insert(key, (host, entry, fp));
         *self.per_minute.entry(due / 60).or_default() += 1;
     }
 
@@ -59,7 +57,7 @@ impl Sleeping {
         let key = self.by_fp.remove(&fp)?;
         let taken = self.by_due.remove(&key);
         self.uncount(key.0);
-        taken
+        taken.map(|(host, entry, _)| (host, entry))
     }
 
     fn uncount(&mut self, due: u64) {
@@ -77,8 +75,7 @@ impl Sleeping {
         while out.len() < max {
             match self.by_due.first_key_value() {
                 Some((&(due, _, _), _)) if due <= now => {
-                    if let Some((key, (host, entry))) = self.by_due.pop_first() {
-                        let fp = crate::fingerprint(&entry.url);
+                    if let Some((key, (host, entry, fp))) = self.by_due.pop_first() {
                         if self.by_fp.get(&fp) == Some(&key) {
                             self.by_fp.remove(&fp);
                         }
@@ -113,142 +110,31 @@ impl Sleeping {
     }
 }
 
-/// Schedules `entry` again after a final `outcome` under `policy`: its visit becomes the next
-/// due time and the history `visited` reports (or, when the fetcher said nothing — a record
-/// of a URL not fetched, an external fetcher — the history it had, as of `now`). `false`
-/// under [`Schedule::None`]: the URL is done.
-pub(super) fn reschedule(
-    policy: &Policy,
-    entry: &mut Entry,
-    visited: Option<&Visited>,
-    outcome: &Outcome,
-    now: u64,
-    fingerprint: u128,
-    host_secs: Option<u32>,
-) -> bool {
-    if policy.schedule == Schedule::None {
-        return false;
-    }
-    let before = entry.visit.take();
-    let (mut history, seen) = match visited {
-        Some(v) => (v.history.clone(), v.seen),
-        None => {
-            let mut h = before
-                .as_ref()
-                .map_or_else(History::default, |v| v.history.clone());
-            h.last_fetch = u32::try_from(now).unwrap_or(u32::MAX);
-            let seen = match outcome {
-                Outcome::Skipped => Observation::Skipped,
-                _ => Observation::Failed,
-            };
-            (h, seen)
+impl super::LocalFrontier {
+    /// Moves URLs now due again into their hosts' queues (a bounded number); returns the
+    /// next due time of those still sleeping, as an instant to wake at.
+    pub(super) fn promote_due(&self, sched: &mut Scheduler) -> Option<Instant> {
+        let mut sleeping = self.sleeping();
+        if sleeping.is_empty() {
+            return None;
         }
-    };
-    let interval = match &before {
-        None => policy.first_interval(host_secs),
-        Some(v) => policy.next_interval(v.history.interval, seen, host_secs),
-    };
-    let Some(interval) = interval else {
-        return false;
-    };
-    history.interval = interval;
-    let due = policy.due_at(u64::from(history.last_fetch), interval, fingerprint as u64);
-    entry.attempt = 0;
-    entry.visit = Some(Box::new(Visit { due, history }));
-    true
+        let now = unix_now();
+        for (host, entry) in sleeping.take_due(now, PROMOTE_AT_ONCE) {
+            sched.push(&host, entry);
+        }
+        sleeping.next_due().map(|due| {
+            // Due this second: look again shortly (more than a call's worth was due).
+            let wait = due.saturating_sub(now).max(u64::from(due <= now));
+            Instant::now() + Duration::from_secs(wait)
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn policy(schedule: Schedule) -> Policy {
-        Policy {
-            schedule,
-            interval_secs: 100,
-            min_interval_secs: 10,
-            max_interval_secs: 1_000,
-            jitter: 0.0,
-        }
-    }
-
-    #[test]
-    fn a_completion_becomes_the_next_due_time() {
-        let mut e = Entry::new("http://a.test/".into(), 0, None);
-        assert!(!reschedule(
-            &policy(Schedule::None),
-            &mut e,
-            None,
-            &Outcome::Done,
-            5,
-            1,
-            None,
-        ));
-        assert_eq!(e.visit, None);
-        let p = policy(Schedule::Adaptive);
-        let seen = |last_fetch, seen| Visited {
-            history: History {
-                last_fetch,
-                status: 200,
-                ..History::default()
-            },
-            seen,
-        };
-        e.attempt = 2;
-        let first = seen(1_000, Observation::Changed);
-        assert!(reschedule(
-            &p,
-            &mut e,
-            Some(&first),
-            &Outcome::Done,
-            1_000,
-            1,
-            None,
-        ));
-        let v = e.visit.clone().unwrap();
-        assert_eq!((v.due, v.history.interval, e.attempt), (1_100, 100, 0));
-        // Unchanged: a fifth longer, from the fetch's time.
-        let again = seen(1_100, Observation::Unchanged);
-        assert!(reschedule(
-            &p,
-            &mut e,
-            Some(&again),
-            &Outcome::Done,
-            1_101,
-            1,
-            None,
-        ));
-        assert_eq!(e.visit.as_ref().unwrap().due, 1_100 + 120);
-        // No word from the fetcher (a record of a URL not fetched): the interval is kept and
-        // the history stays, as of now.
-        assert!(reschedule(&p, &mut e, None, &Outcome::Done, 1_300, 1, None));
-        let v = e.visit.as_ref().unwrap();
-        assert_eq!((v.due, v.history.status), (1_420, 200));
-        // A host's own interval replaces the crawl's (from a first fetch on).
-        let mut h = Entry::new("http://b.test/".into(), 0, None);
-        let first = seen(2_000, Observation::Changed);
-        assert!(reschedule(
-            &p,
-            &mut h,
-            Some(&first),
-            &Outcome::Done,
-            2_000,
-            1,
-            Some(50)
-        ));
-        assert_eq!(h.visit.as_ref().unwrap().due, 2_050);
-        // robots.txt rules it out: backs off.
-        assert!(reschedule(
-            &p,
-            &mut e,
-            None,
-            &Outcome::Skipped,
-            1_500,
-            1,
-            None
-        ));
-        assert_eq!(e.visit.as_ref().unwrap().history.interval, 240);
-    }
+    use crate::visit::Visit;
+    use recrawl::History;
 
     #[test]
     fn due_entries_come_out_earliest_first_and_bounded() {
@@ -260,7 +146,7 @@ mod tests {
                 due,
                 history: History::default(),
             }));
-            s.insert("a.test".into(), e);
+            s.insert("a.test".into(), e, u128::from(id));
         }
         assert_eq!(s.next_due(), Some(10));
         // Counted to the minute.

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use frontier::{End, Entry, FrontierError, Lease, Next, Outcome};
+use frontier::{reschedule, End, Entry, FrontierError, Lease, Next, Outcome};
 use redis::Value;
 
 use super::{ms, Shared, IDLE, POLL};
@@ -19,6 +19,10 @@ pub(super) enum Leased {
         queued: u64,
         leases: u64,
         now: u64,
+        /// URLs sleeping until due again (a recrawl schedule).
+        scheduled: u64,
+        /// When the first of them is due, on the crawl clock (ms).
+        wake: Option<u64>,
     },
 }
 
@@ -75,18 +79,22 @@ pub(super) async fn heartbeat(shared: std::sync::Weak<Shared>) {
     }
 }
 
-/// A completion as the scripts take it: lease id, kind, the server's wait hint and the entry
-/// to queue for a retry (encoded; empty for none).
+/// A completion as the scripts take it: lease id, kind, the server's wait hint, the entry
+/// to queue for a retry (encoded; empty for none) and, under a recrawl schedule, the entry
+/// with its next visit and the seconds until it is due (empty and 0 for none).
 pub(super) struct Completion {
     id: u64,
     kind: &'static str,
     hint: Option<Duration>,
     retry: Vec<u8>,
+    again: Vec<u8>,
+    again_secs: u64,
 }
 
 impl Completion {
-    fn of(lease: Lease, outcome: Outcome) -> Self {
+    fn of(lease: Lease, outcome: Outcome, again: Option<(Vec<u8>, u64)>) -> Self {
         let id = lease.token();
+        let (again, again_secs) = again.unwrap_or_default();
         let (kind, hint, retry) = match outcome {
             Outcome::Done => ("done", None, None),
             Outcome::Skipped => ("skip", None, None),
@@ -107,8 +115,17 @@ impl Completion {
             kind,
             hint,
             retry: bytes,
+            again,
+            again_secs,
         }
     }
+}
+
+/// Now, in Unix seconds of this machine's clock.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 impl Shared {
@@ -125,7 +142,9 @@ impl Shared {
             call.arg(c.id)
                 .arg(c.kind)
                 .arg(c.hint.map_or(0, ms))
-                .arg(c.retry.as_slice());
+                .arg(c.retry.as_slice())
+                .arg(c.again.as_slice())
+                .arg(c.again_secs);
         }
         let reply: Vec<Value> = call
             .invoke_async(&mut self.conn.clone())
@@ -142,7 +161,7 @@ impl Shared {
             _ => None,
         };
         match reply.first().and_then(text).as_deref() {
-            Some(b"lease") if reply.len() == 5 => {
+            Some(b"lease") if reply.len() == 6 => {
                 let id = int(&reply[1])
                     .and_then(|n| u64::try_from(n).ok())
                     .ok_or_else(bad)?;
@@ -151,6 +170,7 @@ impl Shared {
                     .ok_or_else(bad)?;
                 let bytes = text(&reply[3]).ok_or_else(bad)?;
                 let last = int(&reply[4]) == Some(1);
+                let recrawl_secs = int(&reply[5]).and_then(|n| u32::try_from(n).ok());
                 let Some(entry) = Entry::decode_all(&bytes, 1).and_then(|mut v| v.pop()) else {
                     // Not an entry this version writes: give it up rather than loop on it.
                     self.finish(id, "skip", None, None).await?;
@@ -162,18 +182,26 @@ impl Shared {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .insert(id);
+                if let Some(secs) = recrawl_secs.filter(|s| *s > 0) {
+                    self.host_recrawl
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(id, secs);
+                }
                 Ok(Leased::Lease(
                     Lease::new(entry, Arc::from(host), id).with_last_of_host(last),
                 ))
             }
             Some(b"budget") => Ok(Leased::Budget),
-            Some(b"wait") if reply.len() == 5 => {
+            Some(b"wait") if reply.len() == 7 => {
                 let n = |i: usize| int(&reply[i]).ok_or_else(bad);
                 Ok(Leased::Wait {
                     due: u64::try_from(n(1)?).ok(),
                     queued: u64::try_from(n(2)?).unwrap_or(0),
                     leases: u64::try_from(n(3)?).unwrap_or(0),
                     now: u64::try_from(n(4)?).unwrap_or(0),
+                    scheduled: u64::try_from(n(5)?).unwrap_or(0),
+                    wake: u64::try_from(n(6)?).ok(),
                 })
             }
             _ => Err(bad()),
@@ -192,7 +220,7 @@ impl Shared {
         if let Some(e) = retry {
             e.encode(&mut bytes);
         }
-        self.finish_encoded(id, kind, hint, &bytes).await
+        self.finish_encoded(id, kind, hint, &bytes, (&[], 0)).await
     }
 
     async fn finish_encoded(
@@ -201,18 +229,54 @@ impl Shared {
         kind: &str,
         hint: Option<Duration>,
         retry: &[u8],
+        again: (&[u8], u64),
     ) -> Result<bool, FrontierError> {
         let mut call = self.invoke(&self.scripts.complete);
         call.arg(id)
             .arg(kind)
             .arg(hint.map_or(0, ms))
             .arg(retry)
-            .arg(self.holder.as_str());
+            .arg(self.holder.as_str())
+            .arg(again.0)
+            .arg(again.1);
         let done: u8 = call
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(|e| self.failed(e))?;
         Ok(done == 1)
+    }
+
+    /// Under a recrawl schedule, what a final `outcome` of `lease` makes of it: its entry with
+    /// the next visit, encoded, and the seconds until it is due (the script adds them to the
+    /// server's clock, so every process agrees on due times). `None` when the URL is done.
+    fn next_visit(&self, lease: &Lease, outcome: &Outcome) -> Option<(Vec<u8>, u64)> {
+        let host_secs = self
+            .host_recrawl
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&lease.token());
+        let policy = &self.cfg.recrawl;
+        if policy.schedule == recrawl::Schedule::None || !outcome.is_final() {
+            return None;
+        }
+        let mut entry = lease.entry().clone();
+        let fp = frontier::fingerprint(&entry.url);
+        let now = unix_now();
+        if !reschedule(
+            policy,
+            &mut entry,
+            lease.visited(),
+            outcome,
+            now,
+            fp,
+            host_secs,
+        ) {
+            return None;
+        }
+        let due = entry.visit.as_ref().map_or(now, |v| v.due);
+        let mut bytes = Vec::new();
+        entry.encode(&mut bytes);
+        Some((bytes, due.saturating_sub(now).max(1)))
     }
 
     pub(super) async fn next(&self) -> Result<Next, FrontierError> {
@@ -226,7 +290,8 @@ impl Shared {
         lease: Lease,
         outcome: Outcome,
     ) -> Result<Next, FrontierError> {
-        let completion = Completion::of(lease, outcome);
+        let again = self.next_visit(&lease, &outcome);
+        let completion = Completion::of(lease, outcome, again);
         let was_held = self.unhold(completion.id);
         self.next_after(Some(&completion))
             .await
@@ -294,11 +359,17 @@ impl Shared {
                     queued,
                     leases,
                     now,
+                    scheduled,
+                    wake,
                 } => {
-                    if queued == 0 && leases == 0 && !self.cfg.keep_open {
+                    if queued == 0 && leases == 0 && scheduled == 0 && !self.cfg.keep_open {
                         self.wake.notify_waiters();
                         return Ok(Next::End(End::Finished));
                     }
+                    let due = match (due, wake) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
                     let nap = due.map_or(POLL, |d| {
                         Duration::from_millis(d.saturating_sub(now))
                             .clamp(Duration::from_millis(1), POLL)
@@ -370,11 +441,16 @@ impl Shared {
         lease: Lease,
         outcome: Outcome,
     ) -> Result<(), FrontierError> {
-        let c = Completion::of(lease, outcome);
+        let again = self.next_visit(&lease, &outcome);
+        let c = Completion::of(lease, outcome, again);
         let was_held = self.unhold(c.id);
         // A completion that comes back after the lease expired changes nothing (`false`):
         // the URL was handed to another process, which completes it.
-        if let Err(e) = self.finish_encoded(c.id, c.kind, c.hint, &c.retry).await {
+        let again = (c.again.as_slice(), c.again_secs);
+        if let Err(e) = self
+            .finish_encoded(c.id, c.kind, c.hint, &c.retry, again)
+            .await
+        {
             if was_held {
                 self.rehold(c.id);
             }

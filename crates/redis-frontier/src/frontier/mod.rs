@@ -20,7 +20,7 @@
 //! worker that gets a lease wakes the next, so a burst of ready URLs is taken quickly, and an
 //! idle process makes at most one call per poll interval.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -89,6 +89,9 @@ struct Shared {
     holder: String,
     /// Lease ids this process holds (renewed by the heartbeat).
     held: Mutex<HashSet<u64>>,
+    /// The hosts' own recrawl intervals (`recrawl_secs`), by lease id, for leases of hosts
+    /// that have one.
+    host_recrawl: Mutex<HashMap<u64, u32>>,
     /// Leases this process held that expired and went to another process meanwhile.
     lost: AtomicU64,
     closed: AtomicBool,
@@ -169,6 +172,7 @@ impl RedisFrontier {
             cfg,
             holder,
             held: Mutex::default(),
+            host_recrawl: Mutex::default(),
             lost: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             near,
@@ -346,6 +350,16 @@ impl Shared {
         stats.offered += pending;
         stats.duplicates += pending;
         stats.extra.insert("leases_expired", get("expired"));
+        if self.cfg.recrawl.schedule != recrawl::Schedule::None {
+            let (scheduled, next_due, hour): (u64, u64, u64) = self
+                .invoke(&self.scripts.schedule)
+                .invoke_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| self.failed(e))?;
+            stats.extra.insert("scheduled", scheduled);
+            stats.extra.insert("next_due", next_due);
+            stats.extra.insert("due_next_hour", hour);
+        }
         stats
             .extra
             .insert("leases_lost_here", self.lost.load(Ordering::Relaxed));
@@ -452,6 +466,7 @@ impl Frontier for RedisFrontier {
                 opt(controls.max_in_flight.map(|n| u64::from(n.max(1)))),
                 opt(controls.block_for.map(ms)),
                 opt(controls.max_pages),
+                opt(controls.recrawl_secs.map(u64::from)),
             ];
             s.host_script(&s.scripts.set_host, host, &args).await
         })

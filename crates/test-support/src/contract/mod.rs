@@ -1,6 +1,7 @@
 //! The frontier contract: one test suite that every [`Frontier`] implementation passes
 //! unchanged — exactly-once admission under concurrent offers, per-host delay and in-flight
-//! limit, lease completion and retry, the end of the crawl, budgets, and restore.
+//! limit, lease completion and retry, the end of the crawl, budgets, restore, and recrawl
+//! schedules.
 //!
 //! An implementation's tests give a [`Harness`] that opens frontiers from a
 //! [`FrontierConfig`], and call [`run_all`] (or one check per test). The checks use real
@@ -22,8 +23,12 @@ use frontier::{HostScope, OutOfScope, ScopeConfig};
 
 mod backoff;
 mod hosts;
+mod recrawl;
 pub use backoff::{a_success_ends_the_back_off_at_once, failures_in_flight_together_back_off_once};
 pub use hosts::host_listing_and_controls;
+pub use recrawl::{
+    a_fetched_url_is_due_again, scheduled_config, skipped_urls_back_off_and_one_shot_crawls_end,
+};
 
 /// How the suite gets frontiers of one implementation.
 pub trait Harness: Send + Sync {
@@ -103,6 +108,8 @@ pub async fn run_all(h: &dyn Harness) {
     entries_carry_how_they_were_found(h).await;
     completing_and_leasing_in_one_call(h).await;
     a_held_lease_is_held(h).await;
+    a_fetched_url_is_due_again(h).await;
+    skipped_urls_back_off_and_one_shot_crawls_end(h).await;
 }
 
 /// `complete_and_next` is `complete` then `next`: the outcome counts, a retried URL comes

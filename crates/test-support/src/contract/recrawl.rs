@@ -1,0 +1,159 @@
+//! The recrawl contract: under a schedule a fetched URL is not done but due again, never
+//! before its due time, carrying the history its fetch left; the crawl waits for it instead
+//! of ending; a host's own interval replaces the crawl's.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use frontier::{Frontier, FrontierConfig, HostControls, Next, Outcome, Visited};
+use recrawl::{History, Observation, Policy, Schedule};
+
+use super::{base_config, lease, next, offer, Harness, HANG};
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A fixed schedule of `secs`, without jitter.
+pub fn scheduled_config(secs: u32) -> FrontierConfig {
+    FrontierConfig {
+        recrawl: Policy {
+            schedule: Schedule::Fixed,
+            interval_secs: secs,
+            min_interval_secs: 1,
+            max_interval_secs: 3_600,
+            jitter: 0.0,
+        },
+        ..base_config()
+    }
+}
+
+/// What a fetch of a page left: a 200 with a validator, now.
+fn fetched(etag_len: u32) -> Visited {
+    Visited {
+        history: History {
+            status: 200,
+            last_fetch: u32::try_from(unix_now()).unwrap_or(u32::MAX),
+            body_bytes: etag_len,
+            fetches: 1,
+            ..History::default()
+        },
+        seen: Observation::Changed,
+    }
+}
+
+async fn scheduled_figures(f: &dyn Frontier) -> (u64, u64, u64) {
+    let s = f.stats().await.expect("stats");
+    (
+        s.extra("scheduled"),
+        s.extra("next_due"),
+        s.extra("due_next_hour"),
+    )
+}
+
+/// A URL fetched under a fixed two-second schedule comes back through `next` (which waits
+/// rather than ending the crawl), not before its due time, with the history its fetch left;
+/// the schedule shows in the figures; a host's `recrawl_secs` sets its URLs' next interval.
+pub async fn a_fetched_url_is_due_again(h: &dyn Harness) {
+    let f = h.open(scheduled_config(2), &[]);
+    offer(&*f, None, &["http://r.test/1".into()]).await;
+    let mut l = lease(&*f).await;
+    assert!(l.entry().visit.is_none(), "a first fetch has no history");
+    l.set_visited(fetched(1234));
+    let done_at = Instant::now();
+    let before = unix_now();
+    f.complete(l, Outcome::Done).await.expect("complete");
+
+    let (scheduled, next_due, hour) = scheduled_figures(&*f).await;
+    assert_eq!(scheduled, 1, "the fetched URL sleeps until due");
+    assert!(
+        next_due > before,
+        "due after its fetch: {next_due} <= {before}"
+    );
+    assert_eq!(hour, 1, "due within the hour");
+    assert_eq!(f.stats().await.expect("stats").pages, 1);
+    assert!(
+        f.try_next().await.expect("try_next").is_none(),
+        "nothing is due yet"
+    );
+
+    // The host's own interval replaces the crawl's for its URLs leased from now on (the
+    // shared frontier reads it with the lease).
+    assert!(f
+        .set_host(
+            "r.test",
+            HostControls {
+                recrawl_secs: Some(600),
+                ..HostControls::default()
+            },
+        )
+        .await
+        .expect("set_host"));
+
+    // `next` waits for the due time instead of ending the crawl.
+    let again = match tokio::time::timeout(HANG, f.next()).await {
+        Ok(Ok(Next::Lease(l))) => l,
+        other => panic!("expected the URL due again, got {other:?}"),
+    };
+    assert!(
+        done_at.elapsed() >= Duration::from_secs(1),
+        "fetched again {:?} after its completion under a 2 s schedule",
+        done_at.elapsed()
+    );
+    assert_eq!(again.entry().url, "http://r.test/1");
+    let visit = again
+        .entry()
+        .visit
+        .clone()
+        .expect("a refetch carries its visit");
+    assert_eq!(visit.history.body_bytes, 1234, "the history its fetch left");
+    assert_eq!(visit.history.interval, 2);
+    assert_eq!(
+        scheduled_figures(&*f).await.0,
+        0,
+        "none sleeps while it is out"
+    );
+
+    let mut again = again;
+    again.set_visited(fetched(99));
+    let before = unix_now();
+    f.complete(again, Outcome::Done).await.expect("complete");
+    let (scheduled, next_due, _) = scheduled_figures(&*f).await;
+    assert_eq!(scheduled, 1);
+    assert!(
+        next_due >= before + 590,
+        "the host's 600 s interval: due at {next_due}, completed at {before}"
+    );
+    // Still nothing due: a closed frontier ends the wait.
+    f.close();
+    assert!(matches!(next(&*f).await, Next::End(_)));
+}
+
+/// A URL that a fetch did not reach (robots.txt ruled it out) keeps its schedule;
+/// a one-shot frontier (no schedule) ends when its only URL is done.
+pub async fn skipped_urls_back_off_and_one_shot_crawls_end(h: &dyn Harness) {
+    let f = h.open(scheduled_config(100), &[]);
+    offer(&*f, None, &["http://s.test/1".into()]).await;
+    let l = lease(&*f).await;
+    let before = unix_now();
+    f.complete(l, Outcome::Skipped).await.expect("complete");
+    let (scheduled, next_due, _) = scheduled_figures(&*f).await;
+    assert_eq!(scheduled, 1, "a skipped URL keeps its schedule");
+    assert!(
+        next_due >= before + 99,
+        "a skip is due again after the interval: due at {next_due}, skipped at {before}"
+    );
+    f.close();
+
+    let f = h.open(base_config(), &[]);
+    offer(&*f, None, &["http://o.test/1".into()]).await;
+    let mut l = lease(&*f).await;
+    l.set_visited(fetched(1));
+    f.complete(l, Outcome::Done).await.expect("complete");
+    assert!(
+        matches!(next(&*f).await, Next::End(frontier::End::Finished)),
+        "a one-shot crawl ends"
+    );
+    assert_eq!(scheduled_figures(&*f).await.0, 0);
+}
