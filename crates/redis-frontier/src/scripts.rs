@@ -32,7 +32,10 @@
 //!   `oos:REASON`, `expired`, `lease_seq`); `seeds` — seed URLs (they widen the scope);
 //! - `due:S` — URLs fetched under a recrawl schedule that are due again at second `S` of the
 //!   server's clock (elements `HOST\nENTRY`, the entry carrying its history); `duez` — those
-//!   seconds, scored by themselves; `stats.scheduled` counts the URLs in them;
+//!   seconds, scored by themselves; `stats.scheduled` counts the URLs in them; `dueat:B` —
+//!   which second a sleeping URL is due at, by the high 8 bytes of its fingerprint, in
+//!   buckets `B` by its low bits (small hashes, Redis' compact encoding), kept when the URL
+//!   is promoted (overwritten when it sleeps again);
 //! - `clock` — the crawl clock (`last`: server ms of the last script, `off`: ms not counted,
 //!   `step`: the longest gap counted whole, a quarter of a lease; `grace`: the crawl time
 //!   before which no lease expires, one lease after the last outage).
@@ -127,12 +130,14 @@ local function repace(hk, at)
   redis.call('HSET', hk, 'next_at', I(math.max(held, at)))
 end
 -- Puts a fetched URL to sleep until `due_s` (server seconds): its element joins that
--- second's list, and the second joins `duez`.
-local function sleep_until(host, entry, due_s)
+-- second's list, the second joins `duez`, and the URL's field of index bucket `b` (`f`: its
+-- fingerprint's high 8 bytes) says which second, for an operator's recrawl to find it.
+local function sleep_until(host, entry, due_s, b, f)
   local s = I(due_s)
   redis.call('RPUSH', P .. 'due:' .. s, host .. '\n' .. entry)
   redis.call('ZADD', P .. 'duez', s, s)
   redis.call('HINCRBY', P .. 'stats', 'scheduled', 1)
+  if b and b ~= '' then redis.call('HSET', P .. 'dueat:' .. b, f, s) end
 end
 -- Moves at most `most` URLs due by now (server seconds) into their hosts' queues, earliest
 -- second first. A promotion is not an admission: no visited bits, no host budget.
@@ -164,7 +169,7 @@ end
 -- (or, `holder` given, not that holder's: after a crash of Redis lost its last writes, a lease
 -- id may have been handed out again). A final kind (done, error, skip) with `again` (an entry
 -- carrying its next visit) puts the URL to sleep for `again_s` seconds of the server's clock.
-local function finish(id, kind, hint, retry_entry, now, holder, again, again_s)
+local function finish(id, kind, hint, retry_entry, now, holder, again, again_s, at_b, at_f)
   local blob = redis.call('HGET', P .. 'leased', id)
   if not blob then return false end
   if holder and string.sub(blob, 1, #holder + 1) ~= holder .. '\n' then return false end
@@ -204,7 +209,7 @@ local function finish(id, kind, hint, retry_entry, now, holder, again, again_s)
     push_front(host, entry)
   end
   if again and again ~= '' and (kind == 'done' or kind == 'skip' or kind == 'error') then
-    sleep_until(host, again, math.ceil(SERVER_MS / 1000) + tonumber(again_s))
+    sleep_until(host, again, math.ceil(SERVER_MS / 1000) + tonumber(again_s), at_b, at_f)
   end
   reschedule(host)
   return true
@@ -344,7 +349,8 @@ return out
 
 /// Hands out a URL whose host is ready. ARGV: holder, lease (ms), most pages (0: none), and
 /// optionally a completion of this holder's to make first (as `COMPLETE`'s: id, kind, hint,
-/// retry entry, next visit, its delay) — a worker's completion and its next lease in one call.
+/// retry entry, next visit, its delay, its index bucket and field) — a worker's completion and
+/// its next lease in one call.
 /// Expired leases go back to the front of their hosts' queues first, then URLs due again are
 /// promoted. Returns `{'lease', id, host, entry, last_of_host, host's recrawl_secs (0: none)}`,
 /// `{'budget'}` or `{'wait', next due (ms, -1: none), queued, leases out, now, scheduled,
@@ -353,7 +359,7 @@ const LEASE: &str = r"
 local holder, lease_ms, max_pages = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local now = now_ms()
 if #ARGV >= 12 then
-  finish(ARGV[9], ARGV[10], tonumber(ARGV[11]), ARGV[12], now, holder, ARGV[13], ARGV[14])
+  finish(ARGV[9], ARGV[10], tonumber(ARGV[11]), ARGV[12], now, holder, ARGV[13], ARGV[14], ARGV[15], ARGV[16])
 end
 local expired = {}
 if now >= tonumber(redis.call('HGET', P .. 'clock', 'grace') or 0) then
@@ -407,11 +413,12 @@ return {'wait', due, queued, leases, now, sleeping, wake}
 
 /// Gives a lease back. ARGV: id, kind (done, error, skip, retry, release), the server's
 /// wait hint (ms, 0: none), the entry to queue for a retry, the holder, and under a recrawl
-/// schedule the entry with its next visit and its delay (s). Returns 1, or 0 when the lease
+/// schedule the entry with its next visit, its delay (s), and its index bucket and field.
+/// Returns 1, or 0 when the lease
 /// was not out or not the holder's (a late or repeated completion: nothing changes).
 const COMPLETE: &str = r"
 local now = now_ms()
-if finish(ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9], now, ARGV[10], ARGV[11], ARGV[12]) then
+if finish(ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9], now, ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14]) then
   return 1
 end
 return 0
@@ -520,6 +527,40 @@ redis.call('DEL', P .. 'robots-claim:' .. ARGV[6])
 return 1
 ";
 
+/// An operator's recrawl: URLs sleeping until due are made due at second `at` of the server's
+/// clock (now when earlier). ARGV: at, then per URL its index bucket, field and URL. Returns
+/// per URL 1 (moved) or 0 (not sleeping: queued, in flight, or never seen). The URL is found
+/// in its second's list by the URL inside each element (`HOST\nENTRY`; an entry's URL length
+/// is a u32 LE at byte 14, its URL follows); the index names the second.
+const RECRAWL: &str = r"
+now_ms()
+local now_s = math.floor(SERVER_MS / 1000)
+local at = I(math.max(tonumber(ARGV[6]), now_s))
+local out = {}
+for i = 7, #ARGV - 2, 3 do
+  local ik, field, url = P .. 'dueat:' .. ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local sec = redis.call('HGET', ik, field)
+  local moved = 0
+  if sec then
+    local dk = P .. 'due:' .. sec
+    for _, el in ipairs(redis.call('LRANGE', dk, 0, -1)) do
+      local o = string.find(el, '\n', 1, true) + 14
+      if #el >= o + 4 and string.sub(el, o + 5, o + 4 + struct.unpack('<I4', el, o + 1)) == url then
+        redis.call('LREM', dk, 1, el)
+        if redis.call('EXISTS', dk) == 0 then redis.call('ZREM', P .. 'duez', sec) end
+        redis.call('RPUSH', P .. 'due:' .. at, el)
+        redis.call('ZADD', P .. 'duez', at, at)
+        redis.call('HSET', ik, field, at)
+        moved = 1
+        break
+      end
+    end
+  end
+  out[#out + 1] = moved
+end
+return out
+";
+
 /// The recrawl schedule's figures, read only: `{scheduled, next due (server s, 0: none), due
 /// within the hour (counting those due already)}`.
 const SCHEDULE: &str = r"
@@ -549,6 +590,7 @@ pub(crate) struct Scripts {
     pub robots_get: redis::Script,
     pub robots_put: redis::Script,
     pub schedule: redis::Script,
+    pub recrawl: redis::Script,
 }
 
 impl Scripts {
@@ -579,6 +621,7 @@ impl Scripts {
             robots_get: s(ROBOTS_GET),
             robots_put: s(ROBOTS_PUT),
             schedule: s(SCHEDULE),
+            recrawl: s(RECRAWL),
         }
     }
 }

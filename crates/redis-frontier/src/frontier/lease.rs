@@ -89,12 +89,17 @@ pub(super) struct Completion {
     retry: Vec<u8>,
     again: Vec<u8>,
     again_secs: u64,
+    /// The URL's bucket and field in the `dueat` index (see [`Shared::due_index`]).
+    index: (String, Vec<u8>),
 }
 
 impl Completion {
-    fn of(lease: Lease, outcome: Outcome, again: Option<(Vec<u8>, u64)>) -> Self {
+    fn of(lease: Lease, outcome: Outcome, again: Option<Again>) -> Self {
         let id = lease.token();
-        let (again, again_secs) = again.unwrap_or_default();
+        let (again, again_secs, index) = match again {
+            Some(a) => (a.entry, a.secs, (a.bucket.to_string(), a.field.to_vec())),
+            None => Default::default(),
+        };
         let (kind, hint, retry) = match outcome {
             Outcome::Done => ("done", None, None),
             Outcome::Skipped => ("skip", None, None),
@@ -117,8 +122,18 @@ impl Completion {
             retry: bytes,
             again,
             again_secs,
+            index,
         }
     }
+}
+
+/// A URL's next visit as the scripts take it: its entry (encoded), the seconds until it is
+/// due, and its place in the `dueat` index.
+pub(super) struct Again {
+    entry: Vec<u8>,
+    secs: u64,
+    bucket: u64,
+    field: [u8; 8],
 }
 
 /// Now, in Unix seconds of this machine's clock.
@@ -144,7 +159,9 @@ impl Shared {
                 .arg(c.hint.map_or(0, ms))
                 .arg(c.retry.as_slice())
                 .arg(c.again.as_slice())
-                .arg(c.again_secs);
+                .arg(c.again_secs)
+                .arg(c.index.0.as_str())
+                .arg(c.index.1.as_slice());
         }
         let reply: Vec<Value> = call
             .invoke_async(&mut self.conn.clone())
@@ -220,7 +237,8 @@ impl Shared {
         if let Some(e) = retry {
             e.encode(&mut bytes);
         }
-        self.finish_encoded(id, kind, hint, &bytes, (&[], 0)).await
+        self.finish_encoded(id, kind, hint, &bytes, (&[], 0, ("", &[])))
+            .await
     }
 
     async fn finish_encoded(
@@ -229,7 +247,7 @@ impl Shared {
         kind: &str,
         hint: Option<Duration>,
         retry: &[u8],
-        again: (&[u8], u64),
+        again: (&[u8], u64, (&str, &[u8])),
     ) -> Result<bool, FrontierError> {
         let mut call = self.invoke(&self.scripts.complete);
         call.arg(id)
@@ -238,7 +256,9 @@ impl Shared {
             .arg(retry)
             .arg(self.holder.as_str())
             .arg(again.0)
-            .arg(again.1);
+            .arg(again.1)
+            .arg(again.2 .0)
+            .arg(again.2 .1);
         let done: u8 = call
             .invoke_async(&mut self.conn.clone())
             .await
@@ -249,7 +269,7 @@ impl Shared {
     /// Under a recrawl schedule, what a final `outcome` of `lease` makes of it: its entry with
     /// the next visit, encoded, and the seconds until it is due (the script adds them to the
     /// server's clock, so every process agrees on due times). `None` when the URL is done.
-    fn next_visit(&self, lease: &Lease, outcome: &Outcome) -> Option<(Vec<u8>, u64)> {
+    fn next_visit(&self, lease: &Lease, outcome: &Outcome) -> Option<Again> {
         let host_secs = self
             .host_recrawl
             .lock()
@@ -276,7 +296,13 @@ impl Shared {
         let due = entry.visit.as_ref().map_or(now, |v| v.due);
         let mut bytes = Vec::new();
         entry.encode(&mut bytes);
-        Some((bytes, due.saturating_sub(now).max(1)))
+        let (bucket, field) = self.due_index(fp);
+        Some(Again {
+            entry: bytes,
+            secs: due.saturating_sub(now).max(1),
+            bucket,
+            field,
+        })
     }
 
     pub(super) async fn next(&self) -> Result<Next, FrontierError> {
@@ -446,7 +472,8 @@ impl Shared {
         let was_held = self.unhold(c.id);
         // A completion that comes back after the lease expired changes nothing (`false`):
         // the URL was handed to another process, which completes it.
-        let again = (c.again.as_slice(), c.again_secs);
+        let index = (c.index.0.as_str(), c.index.1.as_slice());
+        let again = (c.again.as_slice(), c.again_secs, index);
         if let Err(e) = self
             .finish_encoded(c.id, c.kind, c.hint, &c.retry, again)
             .await

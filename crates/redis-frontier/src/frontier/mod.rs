@@ -27,8 +27,8 @@ use std::time::Duration;
 
 use frontier::{
     prepare_seeds, Admission, BoxFuture, Canonicalizer, Frontier, FrontierConfig, FrontierError,
-    HostControls, HostPage, HostQuery, Lease, Link, Next, OutOfScope, Outcome, RobotsShare, Scope,
-    SharedRobots, Stats,
+    HostControls, HostPage, HostQuery, Lease, Link, Next, OutOfScope, Outcome, Recrawled,
+    RobotsShare, Scope, SharedRobots, Stats,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Value;
@@ -89,6 +89,9 @@ struct Shared {
     holder: String,
     /// Lease ids this process holds (renewed by the heartbeat).
     held: Mutex<HashSet<u64>>,
+    /// Buckets of the `dueat` index (a power of two, from the visited set's size: about 250
+    /// URLs a bucket at the expected count, so each stays a compact hash).
+    due_buckets: u64,
     /// The hosts' own recrawl intervals (`recrawl_secs`), by lease id, for leases of hosts
     /// that have one.
     host_recrawl: Mutex<HashMap<u64, u32>>,
@@ -162,6 +165,7 @@ impl RedisFrontier {
             .unwrap_or_else(default_holder)
             .replace('\n', " ");
         let near = near_cache(&cfg).map(RwLock::new);
+        let due_buckets = (visited.bit_size() >> 12).max(1).next_power_of_two();
         let shared = Arc::new(Shared {
             conn,
             scripts: Scripts::new(visited.hashes()),
@@ -173,6 +177,7 @@ impl RedisFrontier {
             holder,
             held: Mutex::default(),
             host_recrawl: Mutex::default(),
+            due_buckets,
             lost: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             near,
@@ -252,6 +257,60 @@ fn ms(d: Duration) -> u64 {
 }
 
 impl Shared {
+    /// Where the `dueat` index keeps the URL of fingerprint `fp`: its bucket (the low bits)
+    /// and field (the high 8 bytes).
+    fn due_index(&self, fp: u128) -> (u64, [u8; 8]) {
+        let bucket = (fp as u64) & (self.due_buckets - 1);
+        (bucket, ((fp >> 64) as u64).to_be_bytes())
+    }
+
+    /// An operator's recrawl (see [`Frontier::recrawl`]): sleeping URLs are moved in Redis;
+    /// the others are told apart by the visited set (queued or in flight, or never seen).
+    async fn recrawl(
+        &self,
+        urls: Vec<Url>,
+        at: Option<u64>,
+    ) -> Result<Vec<Recrawled>, FrontierError> {
+        if self.cfg.recrawl.schedule == recrawl::Schedule::None {
+            return Err(FrontierError::Failed(
+                "this crawl keeps no recrawl schedules".into(),
+            ));
+        }
+        let mut call = self.invoke(&self.scripts.recrawl);
+        call.arg(at.unwrap_or(0));
+        for u in &urls {
+            let (bucket, field) = self.due_index(frontier::fingerprint(u.as_str()));
+            call.arg(bucket).arg(field.as_slice()).arg(u.as_str());
+        }
+        let moved: Vec<i64> = call
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.failed(e))?;
+        let mut pipe = redis::pipe();
+        for u in &urls {
+            let mut cmd = redis::cmd("BITFIELD_RO");
+            cmd.arg(self.visited.bits_key());
+            for i in self.visited.indices(u.as_str()) {
+                cmd.arg("GET").arg("u1").arg(i);
+            }
+            pipe.add_command(cmd);
+        }
+        let bits: Vec<Vec<i64>> = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.failed(e))?;
+        self.wake.notify_waiters();
+        Ok(moved
+            .iter()
+            .zip(&bits)
+            .map(|(m, b)| match (m, b.iter().all(|x| *x == 1)) {
+                (1, _) => Recrawled::Scheduled,
+                (_, true) => Recrawled::Queued,
+                _ => Recrawled::NeverSeen,
+            })
+            .collect())
+    }
+
     /// A call of `script` with the arguments every script takes.
     fn invoke<'s>(&self, script: &'s redis::Script) -> redis::ScriptInvocation<'s> {
         let p = &self.cfg.politeness;
@@ -470,6 +529,14 @@ impl Frontier for RedisFrontier {
             ];
             s.host_script(&s.scripts.set_host, host, &args).await
         })
+    }
+
+    fn recrawl(
+        &self,
+        urls: Vec<Url>,
+        at: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<Recrawled>, FrontierError>> {
+        Box::pin(self.shared.recrawl(urls, at))
     }
 
     fn close(&self) {

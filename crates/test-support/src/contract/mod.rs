@@ -27,7 +27,8 @@ mod recrawl;
 pub use backoff::{a_success_ends_the_back_off_at_once, failures_in_flight_together_back_off_once};
 pub use hosts::host_listing_and_controls;
 pub use recrawl::{
-    a_fetched_url_is_due_again, scheduled_config, skipped_urls_back_off_and_one_shot_crawls_end,
+    a_fetched_url_is_due_again, an_operator_moves_a_schedule, scheduled_config,
+    skipped_urls_back_off_and_one_shot_crawls_end,
 };
 
 /// How the suite gets frontiers of one implementation.
@@ -110,6 +111,7 @@ pub async fn run_all(h: &dyn Harness) {
     a_held_lease_is_held(h).await;
     a_fetched_url_is_due_again(h).await;
     skipped_urls_back_off_and_one_shot_crawls_end(h).await;
+    an_operator_moves_a_schedule(h).await;
 }
 
 /// `complete_and_next` is `complete` then `next`: the outcome counts, a retried URL comes

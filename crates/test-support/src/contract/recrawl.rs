@@ -1,10 +1,10 @@
 //! The recrawl contract: under a schedule a fetched URL is not done but due again, never
 //! before its due time, carrying the history its fetch left; the crawl waits for it instead
-//! of ending; a host's own interval replaces the crawl's.
+//! of ending; a host's own interval replaces the crawl's; an operator moves a URL's due time.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use frontier::{Frontier, FrontierConfig, HostControls, Next, Outcome, Visited};
+use frontier::{Frontier, FrontierConfig, HostControls, Next, Outcome, Recrawled, Visited};
 use recrawl::{History, Observation, Policy, Schedule};
 
 use super::{base_config, lease, next, offer, Harness, HANG};
@@ -156,4 +156,55 @@ pub async fn skipped_urls_back_off_and_one_shot_crawls_end(h: &dyn Harness) {
         "a one-shot crawl ends"
     );
     assert_eq!(scheduled_figures(&*f).await.0, 0);
+}
+
+/// An operator's recrawl: a sleeping URL is made due at the time asked (now when none), a
+/// URL queued or in flight says so, one never admitted says that.
+pub async fn an_operator_moves_a_schedule(h: &dyn Harness) {
+    let f = h.open(scheduled_config(600), &[]);
+    offer(
+        &*f,
+        None,
+        &["http://x.test/1".into(), "http://x.test/2".into()],
+    )
+    .await;
+    let mut first = lease(&*f).await;
+    let second = lease(&*f).await;
+    first.set_visited(fetched(1));
+    let (first_url, second_url) = (first.entry().url.clone(), second.entry().url.clone());
+    f.complete(first, Outcome::Done).await.expect("complete");
+    let url = |u: &str| url::Url::parse(u).expect("URL");
+    let asked = vec![
+        url(&first_url),
+        url(&second_url),
+        url("http://x.test/never"),
+    ];
+    assert_eq!(
+        f.recrawl(asked, None).await.expect("recrawl"),
+        vec![
+            Recrawled::Scheduled,
+            Recrawled::Queued,
+            Recrawled::NeverSeen
+        ]
+    );
+    // Due now, not in 600 s.
+    let again = lease(&*f).await;
+    assert_eq!(again.entry().url, first_url);
+    assert!(again.entry().visit.is_some());
+
+    // Moved later: the second URL, fetched, is due in an hour rather than in 600 s.
+    let mut second = second;
+    second.set_visited(fetched(2));
+    f.complete(second, Outcome::Done).await.expect("complete");
+    let later = unix_now() + 3_600;
+    assert_eq!(
+        f.recrawl(vec![url(&second_url)], Some(later))
+            .await
+            .expect("recrawl"),
+        vec![Recrawled::Scheduled]
+    );
+    let (scheduled, next_due, hour) = scheduled_figures(&*f).await;
+    assert_eq!((scheduled, next_due), (1, later), "due when asked");
+    assert_eq!(hour, 1, "within the hour, to the second or the minute");
+    f.close();
 }
