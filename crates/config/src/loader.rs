@@ -612,7 +612,8 @@ mod tests {
             .build()
             .unwrap_err()
             .to_string();
+        // The bounds are checked; a schedule on the shared frontier is not refused.
         assert!(err.contains("recrawl.interval_secs (c.toml:3)"), "{err}");
-        assert!(err.contains("recrawl.policy (c.toml:2)"), "{err}");
+        assert!(!err.contains("recrawl.policy"), "{err}");
     }
 }

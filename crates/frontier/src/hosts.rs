@@ -107,7 +107,8 @@ pub struct HostControls {
     /// Most URLs admitted for this host.
     pub max_pages: Option<u64>,
     /// The recrawl interval of this host's URLs, seconds, from each one's next completion
-    /// (replaces `recrawl.interval_secs`, within the bounds; 0 clears it).
+    /// (replaces `recrawl.interval_secs`, within the bounds; 0 clears it). The shared
+    /// frontier reads it with a lease: it applies to URLs leased after the change.
     pub recrawl_secs: Option<u32>,
 }
 

@@ -10,6 +10,11 @@
 //! `--index-mb`: memory for exact mode's in-memory index (default 256); a budget smaller than
 //! the set measures lookups that fall through to the database. The last phase, `reopen`, is
 //! a resume: the state opened again (exact mode rebuilds its index from the log).
+//!
+//! Mode `recrawl` is bloom mode under a fixed daily schedule: each completion carries a
+//! fetch's history (nginx's validators, a digest) and the URL sleeps until due, its entry
+//! kept in the state — `state_mb` against bloom mode's is what schedules cost on disk, and
+//! `peak_rss_mb` what they cost in memory (`--modes "bloom recrawl"`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,7 +25,7 @@ use store::Store;
 
 #[path = "../../frontier/benches/common/mod.rs"]
 mod common;
-use common::{peak_rss, timed_drain, timed_offers};
+use common::{fetched, parallel, peak_rss, timed_drain, timed_offers};
 
 fn main() {
     let mut ns = vec![1_000_000u64];
@@ -60,6 +65,15 @@ fn run(n: u64, t: u64, mode: &str, index_bytes: usize) {
         expected_urls: n,
         fpp: 0.01,
         memory_capacity: 10_000,
+        recrawl: if mode == "recrawl" {
+            recrawl::Policy {
+                schedule: recrawl::Schedule::Fixed,
+                interval_secs: 86_400,
+                ..recrawl::Policy::default()
+            }
+        } else {
+            recrawl::Policy::default()
+        },
         dedup: if mode == "exact" {
             Dedup::Exact
         } else {
@@ -104,12 +118,30 @@ fn run(n: u64, t: u64, mode: &str, index_bytes: usize) {
         timed_offers(&f, t, n),
         store.as_deref(),
     );
-    let drained = timed_drain(&f, t, n, |lease| {
-        if let Some(s) = &store {
-            s.done(lease.entry().id, true);
-        }
-    });
-    report("next_complete", n, drained, store.as_deref());
+    if mode == "recrawl" {
+        // Every URL fetched once and asleep until due: `next` would wait for them.
+        let t0 = Instant::now();
+        parallel(t, n, |_, _| {
+            while let Some(mut lease) = f.try_lease() {
+                lease.set_visited(fetched(lease.entry().id));
+                f.complete(lease, frontier::Outcome::Done);
+            }
+        });
+        let scheduled = f.stats().extra("scheduled");
+        report(
+            "reschedule",
+            scheduled,
+            t0.elapsed().as_secs_f64(),
+            store.as_deref(),
+        );
+    } else {
+        let drained = timed_drain(&f, t, n, |lease| {
+            if let Some(s) = &store {
+                s.done(lease.entry().id, true);
+            }
+        });
+        report("next_complete", n, drained, store.as_deref());
+    }
     if let Some(s) = &store {
         let t0 = Instant::now();
         s.close().unwrap();

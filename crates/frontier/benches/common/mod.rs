@@ -88,3 +88,29 @@ pub fn timed_drain(
     });
     t0.elapsed().as_secs_f64()
 }
+
+/// What a fetch of URL `i` left just now: nginx's validators and a digest.
+pub fn fetched(i: u64) -> frontier::Visited {
+    let r = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as u32);
+    frontier::Visited {
+        history: recrawl::History {
+            status: 200,
+            last_fetch: now,
+            last_modified: Some(1_790_000_000 + (r % 1_000_000) as u32),
+            captured_at: (1_795_000_000, (r % 1000) as u16),
+            digest: r.to_le_bytes(),
+            body_bytes: (r % 200_000) as u32,
+            fetches: 1,
+            etag: recrawl::Etag::from_header(&format!(
+                "\"{:x}-{:x}\"",
+                0x5c00_0000 + (r & 0xff_ffff),
+                r >> 52
+            )),
+            ..recrawl::History::default()
+        },
+        seen: recrawl::Observation::Changed,
+    }
+}
