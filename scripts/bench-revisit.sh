@@ -13,12 +13,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 interval="${1:-60}" n="${N:-64}" port=18722
 docroot="${DOCROOT:-/usr/share/doc/rust-doc/html}"
 start="${START:-std/index.html}"
-need=()
-command -v nginx >/dev/null || need+=(nginx-light)
-[[ -n ${DOCROOT:-} || -d $docroot ]] || need+=(rust-doc)
-if ((${#need[@]})); then
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}") >/dev/null
-fi
+source scripts/lib/nginx.sh
+nginx_need $([[ -n ${DOCROOT:-} || -d $docroot ]] || echo rust-doc)
 profile="${PROFILE:-release}"
 if [[ $profile == release ]]; then
     cargo build --release -p crawler >/dev/null 2>&1
@@ -26,33 +22,9 @@ else
     cargo build -p crawler >/dev/null 2>&1
 fi
 work="$(mktemp -d)"
-mkdir -p "$work/tmp"
-cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 4096; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    access_log off;
-    sendfile on;
-    keepalive_requests 1000000;
-    client_body_temp_path $work/tmp;
-    proxy_temp_path $work/tmp;
-    fastcgi_temp_path $work/tmp;
-    uwsgi_temp_path $work/tmp;
-    scgi_temp_path $work/tmp;
-    server {
-        listen 127.0.0.1:$port;
-        root $docroot;
-    }
-}
-CONF
-nginx -c "$work/nginx.conf" -g 'daemon off;' &
-server=$!
+nginx_start "$work" "$port" "$docroot"
+server=$nginx_pid
 trap 'kill ${server:-} 2>/dev/null || true; [[ -n ${KEEP:-} ]] && echo "kept $work" || rm -rf "$work"' EXIT
-for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 cat >"$work/c.toml" <<EOF
 [crawl]
 concurrency = $n

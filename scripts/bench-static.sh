@@ -16,44 +16,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 n="${1:-64}" runs="${2:-2}" port=18720
 docroot="${DOCROOT:-/usr/share/doc/rust-doc/html}"
 start="${START:-std/index.html}"
-need=()
-command -v nginx >/dev/null || need+=(nginx-light)
-command -v curl >/dev/null || need+=(curl)
-[[ -n ${DOCROOT:-} || -d $docroot ]] || need+=(rust-doc)
-if ((${#need[@]})); then
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}") >/dev/null
-fi
+source scripts/lib/nginx.sh
+nginx_need $([[ -n ${DOCROOT:-} || -d $docroot ]] || echo rust-doc)
 cargo build --release -p crawler >/dev/null 2>&1
 crawler="${BIN:-target/release/crawler}"
 
 work="$(mktemp -d)"
-mkdir -p "$work/tmp"
-cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 4096; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    access_log off;
-    sendfile on;
-    keepalive_requests 1000000;
-    client_body_temp_path $work/tmp;
-    proxy_temp_path $work/tmp;
-    fastcgi_temp_path $work/tmp;
-    uwsgi_temp_path $work/tmp;
-    scgi_temp_path $work/tmp;
-    server {
-        listen 127.0.0.1:$port;
-        root $docroot;
-    }
-}
-CONF
-nginx -c "$work/nginx.conf" -g 'daemon off;' &
-server=$!
+nginx_start "$work" "$port" "$docroot"
+server=$nginx_pid
 trap 'kill ${server:-} 2>/dev/null || true; rm -rf "$work"' EXIT
-for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 
 export CRAWLER_CRAWL_CONCURRENCY=$n CRAWLER_POLITENESS_DELAY_MS=0 CRAWLER_POLITENESS_MAX_PER_HOST=$n
 crawl() {

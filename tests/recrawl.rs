@@ -53,15 +53,8 @@ fn crawl_dir(delay_ms: u32, checkpoint_ms: u32) -> CrawlDir {
 
 /// Unix seconds (with fractions) of a record's `fetched_at`.
 pub(crate) fn unix(text: &str) -> f64 {
-    let secs = |r: std::ops::Range<usize>| text[r].parse::<i64>().unwrap();
-    let (y, m, d) = (secs(0..4), secs(5..7), secs(8..10));
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
-    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
-    let whole = days * 86_400 + secs(11..13) * 3600 + secs(14..16) * 60 + secs(17..19);
-    whole as f64 + text[19..text.len() - 1].parse::<f64>().unwrap_or(0.0)
+    let at = warc::Utc::parse_rfc3339(text).unwrap_or_else(|| panic!("not RFC 3339: {text}"));
+    at.duration_since(UNIX_EPOCH).unwrap().as_secs_f64()
 }
 
 /// Each URL's records, in order.

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 mod loader;
+mod rules;
 mod schema;
 mod suggest;
 

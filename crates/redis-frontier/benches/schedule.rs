@@ -45,6 +45,29 @@ async fn used_memory(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
         .unwrap()
 }
 
+/// Leases and completes URLs from `tasks` tasks until none is ready; how many.
+async fn complete_all(f: &Arc<RedisFrontier>, tasks: u64) -> u64 {
+    let mut handles = Vec::new();
+    for _ in 0..tasks {
+        let f = Arc::clone(f);
+        handles.push(tokio::spawn(async move {
+            let mut done = 0u64;
+            while let Some(mut lease) = f.try_next().await.unwrap() {
+                let i = lease.entry().id;
+                lease.set_visited(fetched(i));
+                f.complete(lease, Outcome::Done).await.unwrap();
+                done += 1;
+            }
+            done
+        }));
+    }
+    let mut completed = 0;
+    for h in handles {
+        completed += h.await.unwrap();
+    }
+    completed
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let (urls, tasks) = (arg("--urls", 1_000_000), arg("--tasks", 16));
@@ -88,23 +111,10 @@ async fn main() {
     let queued = used_memory(&mut conn).await;
 
     let start = Instant::now();
-    let mut handles = Vec::new();
-    for _ in 0..tasks {
-        let f = Arc::clone(&f);
-        handles.push(tokio::spawn(async move {
-            let mut done = 0u64;
-            while let Some(mut lease) = f.try_next().await.unwrap() {
-                let i = lease.entry().id;
-                lease.set_visited(fetched(i));
-                f.complete(lease, Outcome::Done).await.unwrap();
-                done += 1;
-            }
-            done
-        }));
-    }
     let mut completed = 0;
-    for h in handles {
-        completed += h.await.unwrap();
+    // Until every URL is asleep: a task stops when no host has room at that moment.
+    while f.stats().await.unwrap().queued > 0 {
+        completed += complete_all(&f, tasks).await;
     }
     let secs = start.elapsed().as_secs_f64();
     let scheduled = used_memory(&mut conn).await;

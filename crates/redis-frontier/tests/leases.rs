@@ -226,3 +226,62 @@ async fn a_full_redis_refuses_every_change_whole() {
     let after = a.stats().await.unwrap();
     assert_eq!((after.queued, after.pages), (before.queued, 1));
 }
+
+/// Under a recrawl schedule, a refetch whose holder dies comes back to another process once
+/// its lease expires, still carrying the history of the fetches before (its validators, its
+/// interval): the schedule outlives the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_holders_refetch_is_served_again_with_its_history() {
+    let Some(server) = redis(&[]) else { return };
+    let lease = Duration::from_millis(300);
+    let cfg = test_support::contract::scheduled_config(1);
+    let a = RedisFrontier::connect(cfg.clone(), settings(&server, "refetch", lease), &[])
+        .await
+        .unwrap();
+    a.offer(None, links(&["http://a.test/1"])).await.unwrap();
+    let Next::Lease(mut first) = a.next().await.unwrap() else {
+        panic!("no lease")
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    first.set_visited(frontier::Visited {
+        history: recrawl::History {
+            status: 200,
+            last_fetch: now as u32,
+            body_bytes: 777,
+            ..recrawl::History::default()
+        },
+        seen: recrawl::Observation::Changed,
+    });
+    a.complete(first, Outcome::Done).await.unwrap();
+    // Due again a second later: A takes the refetch, then dies holding it.
+    let Next::Lease(refetch) = a.next().await.unwrap() else {
+        panic!("the URL did not come back")
+    };
+    assert_eq!(
+        refetch.entry().visit.as_ref().unwrap().history.body_bytes,
+        777
+    );
+    drop(refetch);
+    drop(a);
+
+    let b = RedisFrontier::connect(cfg, settings(&server, "refetch", lease), &[])
+        .await
+        .unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(30), b.next())
+        .await
+        .expect("the dead holder's lease was never served again")
+        .unwrap();
+    let Next::Lease(again) = got else {
+        panic!("no lease: {got:?}")
+    };
+    assert_eq!(again.entry().url, "http://a.test/1");
+    let visit = again.entry().visit.clone().expect("served with its visit");
+    assert_eq!(
+        (visit.history.body_bytes, visit.history.interval),
+        (777, 1),
+        "the history of the fetch before"
+    );
+}

@@ -172,8 +172,8 @@ pub(crate) struct AppState {
         api::resume,
         api::hosts,
         api::put_host,
-        api::leases,
-        api::complete,
+        api::leases::leases,
+        api::leases::complete,
         api::events
     ),
     components(schemas(types::ErrorBody)),
@@ -252,8 +252,8 @@ pub fn app(control: Control, settings: &Settings, shutdown: CancellationToken) -
         .route("/resume", post(api::resume))
         .route("/hosts", get(api::hosts))
         .route("/hosts/{host}", put(api::put_host))
-        .route("/leases", post(api::leases))
-        .route("/leases/complete", post(api::complete))
+        .route("/leases", post(api::leases::leases))
+        .route("/leases/complete", post(api::leases::complete))
         .route("/events", get(api::events))
         .fallback(api::not_found)
         .layer(auth.clone());

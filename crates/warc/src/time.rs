@@ -71,6 +71,53 @@ impl Utc {
         out
     }
 
+    /// The moment an RFC 3339 UTC time names, as records and WARC-Date write it
+    /// (`2026-11-25T15:40:00.123Z`; fractions optional, to the millisecond); `None` for text
+    /// that is not one or a time before 1970.
+    pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
+        let b = text.as_bytes();
+        let shape = b.len() >= 20
+            && b[4] == b'-'
+            && b[7] == b'-'
+            && b[10] == b'T'
+            && b[13] == b':'
+            && b[16] == b':'
+            && b[b.len() - 1] == b'Z';
+        if !shape {
+            return None;
+        }
+        let num = |r: std::ops::Range<usize>| -> Option<i64> {
+            let t = text.get(r)?;
+            t.bytes()
+                .all(|c| c.is_ascii_digit())
+                .then(|| t.parse().ok())?
+        };
+        let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+        let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+        if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+            return None;
+        }
+        let millis = match &text[19..text.len() - 1] {
+            "" => 0,
+            f if f.len() >= 2
+                && f.starts_with('.')
+                && f[1..].bytes().all(|c| c.is_ascii_digit()) =>
+            {
+                let digits = &f[1..f.len().min(4)];
+                digits.parse::<u64>().ok()? * 10u64.pow(3 - digits.len() as u32)
+            }
+            _ => return None,
+        };
+        // Days from the civil date (Howard Hinnant's algorithm, the inverse of `of`).
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+        let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+        let secs = u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()?;
+        Some(UNIX_EPOCH + std::time::Duration::from_millis(secs * 1000 + millis))
+    }
+
     /// Digits only, to the millisecond: `20261125154000123` (file names sort by time).
     pub fn compact(&self) -> String {
         format!(
@@ -100,6 +147,35 @@ mod tests {
         assert_eq!(at(951_782_400_000).rfc3339(), "2000-02-29T00:00:00.000Z");
         assert_eq!(at(1_795_621_200_123).rfc3339(), "2026-11-25T15:40:00.123Z");
         assert_eq!(at(1_795_621_200_123).compact(), "20261125154000123");
+    }
+
+    #[test]
+    fn rfc3339_reads_back_what_it_writes() {
+        let mut ms: u64 = 1;
+        for _ in 0..5_000 {
+            let at = UNIX_EPOCH + Duration::from_millis(ms);
+            assert_eq!(Utc::parse_rfc3339(&Utc::of(at).rfc3339()), Some(at));
+            ms = ms.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1) % 253_402_300_800_000;
+        }
+        let secs = |t: &str| {
+            Utc::parse_rfc3339(t).map(|t| t.duration_since(UNIX_EPOCH).unwrap().as_millis())
+        };
+        assert_eq!(secs("2026-11-25T15:40:00Z"), Some(1_795_621_200_000));
+        assert_eq!(secs("2026-11-25T15:40:00.1Z"), Some(1_795_621_200_100));
+        assert_eq!(secs("2026-11-25T15:40:00.123456Z"), Some(1_795_621_200_123));
+        for bad in [
+            "",
+            "2026-11-25 15:40:00Z",
+            "2026-13-25T15:40:00Z",
+            "2026-11-25T15:40:00",
+            "2026-11-25T15:40:00.Z",
+            "2026-11-25T15:40:00+01:00",
+            "+026-11-25T15:40:00Z",
+            "1969-12-31T23:59:59Z",
+            "2026-11-25T15:40:00.1é2Z",
+        ] {
+            assert_eq!(Utc::parse_rfc3339(bad), None, "{bad:?}");
+        }
     }
 
     /// The digits written one by one are what the padded format gives, at any moment.

@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use url::Url;
 
-use crate::api::{Admission, End, Lease, Link, Next, Outcome, Stats};
+use crate::api::{Admission, End, Lease, Link, Next, Outcome};
 use crate::canon::{CanonConfig, Canonicalizer, Invalid};
 use crate::entry::{Entry, Via};
 use crate::resume::{Journal, Resumable};
@@ -28,6 +28,7 @@ use crate::spill::Spill;
 mod resume;
 mod service;
 mod sleeping;
+mod stats;
 
 use crate::visit::reschedule;
 use sleeping::{unix_now, Sleeping};
@@ -500,7 +501,7 @@ impl LocalFrontier {
                 }
             }
             if let Some((host, entry, fp)) = again {
-                self.sleeping().insert(host, entry, fp);
+                self.sleeping().insert(&host, &entry, fp);
             }
             wake || budget_changed
         };
@@ -530,67 +531,6 @@ impl LocalFrontier {
     pub fn is_finished(&self) -> bool {
         let s = self.sched();
         s.queued() == 0 && s.counts().in_flight == 0 && self.sleeping().is_empty()
-    }
-
-    /// Counters, queue sizes and filter fill. `extra` holds `queued_memory`, `queued_disk`,
-    /// `max_queued_memory`, `memory_capacity`, `spill_bytes`, `spill_errors`,
-    /// `filter_slices`, `filter_bytes`, and the recrawl schedule's `scheduled` (URLs waiting to
-    /// be due again), `next_due` (the earliest due time, Unix seconds; 0 with none) and
-    /// `due_next_hour` (to the minute).
-    pub fn stats(&self) -> Stats {
-        let (q, capacity, sleeping, next_due, due_next_hour) = {
-            let s = self.sched();
-            let sleeping = self.sleeping();
-            let hour = sleeping.due_by(unix_now() + 3_600);
-            (
-                s.counts(),
-                s.capacity(),
-                sleeping.len(),
-                sleeping.next_due(),
-                hour,
-            )
-        };
-        let out_of_scope = OutOfScope::ALL
-            .iter()
-            .map(|r| (*r, self.counters.out_of_scope[r.index()].sum()))
-            .filter(|(_, n)| *n > 0)
-            .collect();
-        let duplicates = self.counters.duplicate.sum();
-        let admitted = self.counters.admitted.sum();
-        let rejected: u64 = self
-            .counters
-            .out_of_scope
-            .iter()
-            .map(StripedCounter::sum)
-            .sum();
-        Stats {
-            offered: duplicates + admitted + rejected,
-            admitted,
-            duplicates,
-            out_of_scope,
-            queued: q.memory + q.disk,
-            in_flight: q.in_flight,
-            hosts: q.hosts,
-            pages: self.pages.load(Ordering::Relaxed),
-            filter_bits: self.filter.bit_size(),
-            filter_bits_set: self.filter.bit_count(),
-            filter_fpp: self.filter.expected_fpp(),
-            extra: [
-                ("queued_memory", q.memory),
-                ("queued_disk", q.disk),
-                ("max_queued_memory", q.max_memory),
-                ("memory_capacity", capacity as u64),
-                ("spill_bytes", q.spill_bytes),
-                ("spill_errors", q.spill_errors),
-                ("filter_slices", self.filter.slice_count() as u64),
-                ("filter_bytes", self.filter.heap_bytes() as u64),
-                ("scheduled", sleeping as u64),
-                ("next_due", next_due.unwrap_or(0)),
-                ("due_next_hour", due_next_hour),
-            ]
-            .into_iter()
-            .collect(),
-        }
     }
 
     /// The canonicaliser (for callers that need the canonical form of a URL).

@@ -33,7 +33,7 @@ impl Resumable for LocalFrontier {
             .is_some_and(|v| v.due > super::unix_now())
         {
             let fp = super::fingerprint(&entry.url);
-            self.sleeping().insert(host, entry, fp);
+            self.sleeping().insert(&host, &entry, fp);
             self.notify.notify_waiters();
             return true;
         }

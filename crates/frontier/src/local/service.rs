@@ -78,7 +78,7 @@ impl LocalFrontier {
                 if let Some(journal) = &self.journal {
                     journal.rescheduled(entry.id, false, &entry);
                 }
-                sleeping.insert(host, entry, fp);
+                sleeping.insert(&host, &entry, fp);
                 Recrawled::Scheduled
             })
             .collect();

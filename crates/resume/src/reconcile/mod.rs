@@ -385,36 +385,13 @@ impl Tail {
     }
 }
 
-/// `path` from byte `from` to its end (empty if it does not exist).
 /// Unix seconds of an RFC 3339 UTC time as records write it (`2026-11-25T15:40:00.123Z`).
 fn unix_secs(text: &str) -> Option<u64> {
-    let b = text.as_bytes();
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
-    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
-        return None;
-    }
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
+    let at = warc::Utc::parse_rfc3339(text)?;
+    Some(at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs())
 }
 
+/// `path` from byte `from` to its end (empty if it does not exist).
 fn read_from(path: &Path, from: u64) -> io::Result<Vec<u8>> {
     let mut f = match File::open(path) {
         Ok(f) => f,

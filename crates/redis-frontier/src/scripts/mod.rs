@@ -43,6 +43,8 @@
 //! Every script takes `ARGV[1..5]` = prefix, default delay (ms), default `max_per_host`,
 //! back-off base (ms), most back-off (ms); its own arguments follow.
 
+mod schedule;
+
 /// Helpers every script starts with.
 const HELPERS: &str = r"
 local P = ARGV[1]
@@ -129,42 +131,10 @@ local function repace(hk, at)
   local held = hnum(hk, 'held_at', nil) or hnum(hk, 'next_at', 0)
   redis.call('HSET', hk, 'next_at', I(math.max(held, at)))
 end
--- Puts a fetched URL to sleep until `due_s` (server seconds): its element joins that
--- second's list, the second joins `duez`, and the URL's field of index bucket `b` (`f`: its
--- fingerprint's high 8 bytes) says which second, for an operator's recrawl to find it.
-local function sleep_until(host, entry, due_s, b, f)
-  local s = I(due_s)
-  redis.call('RPUSH', P .. 'due:' .. s, host .. '\n' .. entry)
-  redis.call('ZADD', P .. 'duez', s, s)
-  redis.call('HINCRBY', P .. 'stats', 'scheduled', 1)
-  if b and b ~= '' then redis.call('HSET', P .. 'dueat:' .. b, f, s) end
-end
--- Moves at most `most` URLs due by now (server seconds) into their hosts' queues, earliest
--- second first. A promotion is not an admission: no visited bits, no host budget.
-local function promote(most)
-  local now_s = math.floor(SERVER_MS / 1000)
-  local moved = 0
-  while moved < most do
-    local z = redis.call('ZRANGE', P .. 'duez', '-inf', I(now_s), 'BYSCORE', 'LIMIT', 0, 1)
-    if #z == 0 then break end
-    local dk = P .. 'due:' .. z[1]
-    local els = redis.call('LPOP', dk, most - moved)
-    if els then
-      for _, el in ipairs(els) do
-        local nl = string.find(el, '\n', 1, true)
-        local host = string.sub(el, 1, nl - 1)
-        redis.call('RPUSH', P .. 'q:' .. host, string.sub(el, nl + 1))
-        if redis.call('HINCRBY', hkey(host), 'queued', 1) == 1 then reschedule(host) end
-      end
-      moved = moved + #els
-    end
-    if redis.call('EXISTS', dk) == 0 then redis.call('ZREM', P .. 'duez', z[1]) end
-  end
-  if moved > 0 then
-    redis.call('HINCRBY', P .. 'stats', 'queued', moved)
-    redis.call('HINCRBY', P .. 'stats', 'scheduled', -moved)
-  end
-end
+";
+
+/// The end of a lease (after the schedule's helpers, which it calls).
+const FINISH: &str = r"
 -- Ends lease `id` with `kind` (done, error, skip, retry, release); false if it is not out
 -- (or, `holder` given, not that holder's: after a crash of Redis lost its last writes, a lease
 -- id may have been handed out again). A final kind (done, error, skip) with `again` (an entry
@@ -414,8 +384,8 @@ return {'wait', due, queued, leases, now, sleeping, wake}
 /// Gives a lease back. ARGV: id, kind (done, error, skip, retry, release), the server's
 /// wait hint (ms, 0: none), the entry to queue for a retry, the holder, and under a recrawl
 /// schedule the entry with its next visit, its delay (s), and its index bucket and field.
-/// Returns 1, or 0 when the lease
-/// was not out or not the holder's (a late or repeated completion: nothing changes).
+/// Returns 1, or 0 when the lease was not out or not the holder's (a late or repeated
+/// completion: nothing changes).
 const COMPLETE: &str = r"
 local now = now_ms()
 if finish(ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9], now, ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14]) then
@@ -527,55 +497,6 @@ redis.call('DEL', P .. 'robots-claim:' .. ARGV[6])
 return 1
 ";
 
-/// An operator's recrawl: URLs sleeping until due are made due at second `at` of the server's
-/// clock (now when earlier). ARGV: at, then per URL its index bucket, field and URL. Returns
-/// per URL 1 (moved) or 0 (not sleeping: queued, in flight, or never seen). The URL is found
-/// in its second's list by the URL inside each element (`HOST\nENTRY`; an entry's URL length
-/// is a u32 LE at byte 14, its URL follows); the index names the second.
-const RECRAWL: &str = r"
-now_ms()
-local now_s = math.floor(SERVER_MS / 1000)
-local at = I(math.max(tonumber(ARGV[6]), now_s))
-local out = {}
-for i = 7, #ARGV - 2, 3 do
-  local ik, field, url = P .. 'dueat:' .. ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local sec = redis.call('HGET', ik, field)
-  local moved = 0
-  if sec then
-    local dk = P .. 'due:' .. sec
-    for _, el in ipairs(redis.call('LRANGE', dk, 0, -1)) do
-      local o = string.find(el, '\n', 1, true) + 14
-      if #el >= o + 4 and string.sub(el, o + 5, o + 4 + struct.unpack('<I4', el, o + 1)) == url then
-        redis.call('LREM', dk, 1, el)
-        if redis.call('EXISTS', dk) == 0 then redis.call('ZREM', P .. 'duez', sec) end
-        redis.call('RPUSH', P .. 'due:' .. at, el)
-        redis.call('ZADD', P .. 'duez', at, at)
-        redis.call('HSET', ik, field, at)
-        moved = 1
-        break
-      end
-    end
-  end
-  out[#out + 1] = moved
-end
-return out
-";
-
-/// The recrawl schedule's figures, read only: `{scheduled, next due (server s, 0: none), due
-/// within the hour (counting those due already)}`.
-const SCHEDULE: &str = r"
-local now_s = tonumber(redis.call('TIME')[1])
-local n = tonumber(redis.call('HGET', P .. 'stats', 'scheduled') or 0)
-local first = redis.call('ZRANGE', P .. 'duez', 0, 0, 'WITHSCORES')
-local next_due = 0
-if #first > 0 then next_due = tonumber(first[2]) end
-local hour = 0
-for _, s in ipairs(redis.call('ZRANGE', P .. 'duez', '-inf', I(now_s + 3600), 'BYSCORE')) do
-  hour = hour + redis.call('LLEN', P .. 'due:' .. s)
-end
-return {n, next_due, hour}
-";
-
 /// The scripts, hashed once.
 #[derive(Debug)]
 pub(crate) struct Scripts {
@@ -599,7 +520,9 @@ impl Scripts {
     /// arguments go straight from the script's arguments to the command, with no table built
     /// per URL.
     pub(crate) fn new(k: u32) -> Self {
-        let s = |body: &str| redis::Script::new(&format!("{HELPERS}{body}"));
+        let s = |body: &str| {
+            redis::Script::new(&format!("{HELPERS}{}{FINISH}{body}", schedule::HELPERS))
+        };
         let sets: Vec<String> = (0..k)
             .map(|i| format!("'SET', 'u1', ARGV[b + {i}], 1"))
             .collect();
@@ -620,8 +543,8 @@ impl Scripts {
             set_host: s(SET_HOST),
             robots_get: s(ROBOTS_GET),
             robots_put: s(ROBOTS_PUT),
-            schedule: s(SCHEDULE),
-            recrawl: s(RECRAWL),
+            schedule: s(schedule::FIGURES),
+            recrawl: s(schedule::RECRAWL),
         }
     }
 }
