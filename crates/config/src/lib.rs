@@ -16,13 +16,15 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 mod loader;
+mod problem;
 mod rules;
 mod schema;
 mod suggest;
 
 pub mod redact;
 
-pub use loader::{ConfigError, Loader, Origin, Problem};
+pub use loader::Loader;
+pub use problem::{ConfigError, Origin, Problem};
 
 /// A setting with a fixed set of values: an enum whose names are the schema's choices, so
 /// the file, the validation and the code cannot disagree on them.

@@ -2,66 +2,13 @@
 //! of everything against the schema, reporting every problem with its key and origin.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use toml::{Table, Value};
 
 use super::schema::{check, kind_of, Kind, SCHEMA, SECTIONS};
 use super::suggest::{did_you_mean, did_you_mean_key};
 use super::{CrawlConfig, DEFAULT_TOML};
-
-/// Where a setting came from, for error messages.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
-    /// The built-in defaults.
-    Default,
-    /// A file, with the line of the key when known.
-    File { path: String, line: Option<usize> },
-    /// An environment variable.
-    Env(String),
-    /// A command-line flag.
-    Flag(String),
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::Default => f.write_str("default"),
-            Origin::File {
-                path,
-                line: Some(l),
-            } => write!(f, "{path}:{l}"),
-            Origin::File { path, line: None } => f.write_str(path),
-            Origin::Env(v) => write!(f, "environment {v}"),
-            Origin::Flag(flag) => write!(f, "flag {flag}"),
-        }
-    }
-}
-
-/// One problem with a setting.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// `section.key`.
-    pub key: String,
-    /// Where the value came from.
-    pub origin: Origin,
-    /// What is wrong.
-    pub message: String,
-}
-
-/// Every problem found, in one error.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct ConfigError(pub Vec<Problem>);
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{} configuration problem(s):", self.0.len())?;
-        for p in &self.0 {
-            writeln!(f, "  {} ({}): {}", p.key, p.origin, p.message)?;
-        }
-        Ok(())
-    }
-}
+use crate::problem::{ConfigError, Origin, Problem};
 
 /// Builds a configuration from layers, then checks everything at once.
 #[derive(Debug, Clone)]
@@ -385,7 +332,7 @@ mod tests {
     /// Every choice's names parse into its enum and back.
     #[test]
     fn choices_round_trip() {
-        fn check<T: for<'de> Deserialize<'de> + Copy + fmt::Display>(names: &[&str]) {
+        fn check<T: for<'de> Deserialize<'de> + Copy + std::fmt::Display>(names: &[&str]) {
             for name in names {
                 let v: T = Value::String((*name).to_owned()).try_into().unwrap();
                 assert_eq!(v.to_string(), *name);

@@ -2,7 +2,7 @@
 //! recrawl bounds, a scope's domains, the service's token and address): checked once every
 //! layer is applied, each problem named with where its key was set.
 
-use crate::loader::{Origin, Problem};
+use crate::problem::{Origin, Problem};
 use crate::{CrawlConfig, DedupMode, FrontierBackend, ScopeKind};
 
 /// Every cross-key problem of `c`; `origin` says where a key was set.

@@ -34,6 +34,7 @@ pub mod credentials;
 mod entry;
 mod hosts;
 mod local;
+mod reschedule;
 mod resume;
 mod scheduler;
 mod scope;
@@ -51,10 +52,11 @@ pub use local::{
     fingerprint, host_key, BuildError, Dedup, FrontierConfig, LocalFrontier, DEFAULT_EXPECTED_URLS,
     DEFAULT_FPP, DEFAULT_MAX_REDIRECTS, DEFAULT_MEMORY_CAPACITY,
 };
+pub use reschedule::reschedule;
 pub use resume::{Journal, Resumable};
 pub use scheduler::{HostBackoff, Order, Politeness, DEFAULT_DELAY, DEFAULT_MAX_PER_HOST};
 pub use scope::{
     registrable_domain, HostScope, OutOfScope, PatternError, Scope, ScopeConfig,
     DEFAULT_MAX_PATH_SEGMENTS, DEFAULT_MAX_QUERY_PARAMS, DEFAULT_MAX_REPEATED_SEGMENTS,
 };
-pub use visit::{reschedule, Visit, Visited};
+pub use visit::{Visit, Visited};

@@ -13,13 +13,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use frontier::{Frontier, FrontierConfig, HostScope, Link, Politeness, ScopeConfig};
-use redis_frontier::{RedisConfig, RedisFrontier};
+use frontier::{Frontier, Link};
+use redis_frontier::RedisFrontier;
 use sha1::{Digest, Sha1};
 use test_support::redis_server::RedisServer;
 
 mod common;
-use common::arg;
+use common::{arg, bench_config, settings};
 
 /// URL `i`: on one of 1,000 hosts, or (`same_host`) on its page's host, as most links of a
 /// real page are.
@@ -114,25 +114,8 @@ async fn main() {
     let same = arg("--same-host", 0) == 1;
     let server =
         RedisServer::start(&[]).expect("a private redis-server (apt-get install redis-server)");
-    let cfg = FrontierConfig {
-        scope: ScopeConfig {
-            hosts: HostScope::Any,
-            ..ScopeConfig::default()
-        },
-        expected_urls: urls,
-        fpp: 0.01,
-        politeness: Politeness {
-            delay: Duration::ZERO,
-            ..Politeness::default()
-        },
-        ..FrontierConfig::default()
-    };
-    let settings = RedisConfig {
-        url: server.url(),
-        crawl_id: "bench".into(),
-        lease: Duration::from_secs(30),
-        holder: None,
-    };
+    let cfg = bench_config(urls);
+    let settings = settings(server.url(), Duration::from_secs(30));
     let f = Arc::new(
         RedisFrontier::connect(cfg.clone(), settings.clone(), &[])
             .await

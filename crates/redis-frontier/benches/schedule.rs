@@ -11,13 +11,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use frontier::DEFAULT_MAX_PER_HOST;
-use frontier::{Frontier, FrontierConfig, HostScope, Link, Outcome, Politeness, ScopeConfig};
+use frontier::{Frontier, Link, Outcome};
 use recrawl::{Policy, Schedule};
-use redis_frontier::{RedisConfig, RedisFrontier};
+use redis_frontier::RedisFrontier;
 use test_support::redis_server::RedisServer;
 
 mod common;
-use common::arg;
+use common::{arg, bench_config, settings};
 #[path = "../../frontier/benches/common/mod.rs"]
 mod history;
 use history::fetched;
@@ -75,31 +75,14 @@ async fn main() {
         RedisServer::start(&[]).expect("a private redis-server (apt-get install redis-server)");
     let client = redis::Client::open(server.url()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let cfg = FrontierConfig {
-        scope: ScopeConfig {
-            hosts: HostScope::Any,
-            ..ScopeConfig::default()
-        },
-        expected_urls: urls,
-        fpp: 0.01,
-        politeness: Politeness {
-            delay: Duration::ZERO,
-            max_per_host: DEFAULT_MAX_PER_HOST.max(4),
-            ..Politeness::default()
-        },
-        recrawl: Policy {
-            schedule: Schedule::Fixed,
-            interval_secs: 86_400,
-            ..Policy::default()
-        },
-        ..FrontierConfig::default()
+    let mut cfg = bench_config(urls);
+    cfg.politeness.max_per_host = DEFAULT_MAX_PER_HOST.max(4);
+    cfg.recrawl = Policy {
+        schedule: Schedule::Fixed,
+        interval_secs: 86_400,
+        ..Policy::default()
     };
-    let settings = RedisConfig {
-        url: server.url(),
-        crawl_id: "bench".into(),
-        lease: Duration::from_secs(60),
-        holder: None,
-    };
+    let settings = settings(server.url(), Duration::from_secs(60));
     let empty = used_memory(&mut conn).await;
     let f = Arc::new(RedisFrontier::connect(cfg, settings, &[]).await.unwrap());
     for first in (0..urls).step_by(1000) {

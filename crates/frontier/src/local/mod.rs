@@ -30,7 +30,7 @@ mod service;
 mod sleeping;
 mod stats;
 
-use crate::visit::reschedule;
+use crate::reschedule::reschedule;
 use sleeping::{unix_now, Sleeping};
 
 /// Default number of URLs the visited-set filter is sized for before it grows.
