@@ -4,7 +4,7 @@
 #
 #   scripts/test.sh            # everything
 #   SKIP_JAVA=1 scripts/test.sh  # Rust tests only (the committed Guava fixtures still run)
-#   SKIP_SERVICE_TOOLS=1 …       # do not install Python's prometheus_client and selenium
+#   SKIP_SERVICE_TOOLS=1 …       # do not install Python's prometheus_client, selenium, grpcio-tools
 #                                  # nor Chromium (the tests needing them then skip)
 #   SKIP_REDIS=1 …               # do not install redis-server (the Redis tests then skip)
 #   SKIP_WARCIO=1 …              # do not install warcio (the WARC reading tests then skip)
@@ -35,7 +35,8 @@ install_java() {
 }
 
 # What the service's tests use from outside Rust: Python's prometheus_client (the real
-# Prometheus text parser), schemathesis (the API against its OpenAPI document) and selenium,
+# Prometheus text parser), schemathesis (the API against its OpenAPI document), grpcio-tools
+# (Google's protoc and protobuf runtime, against the url-frontier .proto) and selenium,
 # Debian's chromium and its driver (the dashboard in a real browser). Installed only when
 # missing; the tests then require them.
 install_service_test_tools() {
@@ -43,6 +44,8 @@ install_service_test_tools() {
     python3 -c "import prometheus_client" 2>/dev/null || py_missing+=(prometheus_client)
     python3 -c "import selenium" 2>/dev/null || py_missing+=(selenium)
     command -v schemathesis >/dev/null 2>&1 || py_missing+=(schemathesis)
+    # protoc as url-frontier's Python clients use it: crates/urlfrontier-proto's tests.
+    python3 -c "import grpc_tools.protoc" 2>/dev/null || py_missing+=(grpcio-tools)
     if ((${#py_missing[@]})); then
         echo "test.sh: pip installing ${py_missing[*]}" >&2
         python3 -m pip install -q "${py_missing[@]}" 2>/dev/null \

@@ -6,7 +6,8 @@
 //! regenerates it with the pure-Rust `protox` and fails when the committed file differs
 //! (`UPDATE_GENERATED=1 cargo test -p urlfrontier-proto --test generated` rewrites it).
 //! `tests/wire.rs` holds the `.proto` to the protocol's wire contract: every message's field
-//! numbers and types, every RPC's streaming, and byte-exact encodings.
+//! numbers and types, every RPC's streaming, and byte-exact encodings; `tests/python.rs` has
+//! Google's `protoc` and Python's protobuf runtime encode and read the same bytes.
 
 /// The protocol's package `urlfrontier`: messages, `url_frontier_client`, `url_frontier_server`.
 #[allow(
