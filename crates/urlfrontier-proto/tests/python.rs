@@ -10,7 +10,9 @@ use std::process::Command;
 use prost::Message;
 use urlfrontier_proto::v2;
 
-/// Builds the messages of `encodings_are_byte_exact` (tests/wire.rs) in Python, prints each
+mod common;
+
+/// Builds the messages of `common::samples` in Python, prints each
 /// one's bytes in hex, then decodes the hex given on stdin (the Rust side's bytes) and
 /// prints the fields it reads.
 const SCRIPT: &str = r#"
@@ -109,54 +111,10 @@ fn python_protobuf_encodes_and_reads_the_same_bytes() {
     let text = String::from_utf8(run.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
 
-    let ours = [
-        v2::GetParams {
-            max_urls_per_queue: 10,
-            max_queues: 2,
-            key: "k".into(),
-            delay_requestable: 30,
-            item: Some(v2::get_params::Item::CrawlId("c".into())),
-        }
-        .encode_to_vec(),
-        v2::GetParams {
-            item: Some(v2::get_params::Item::AnyCrawlId(v2::AnyCrawlId {})),
-            ..Default::default()
-        }
-        .encode_to_vec(),
-        v2::UrlItem {
-            item: Some(v2::url_item::Item::Known(v2::KnownUrlItem {
-                info: Some(v2::UrlInfo {
-                    url: "u".into(),
-                    ..Default::default()
-                }),
-                refetchable_from_date: 5,
-            })),
-            id: "i".into(),
-            creation_date: 0,
-        }
-        .encode_to_vec(),
-        v2::AckMessage {
-            id: "x".into(),
-            status: v2::ack_message::Status::Fail as i32,
-        }
-        .encode_to_vec(),
-        v2::BatchAck {
-            id: "b".into(),
-            statuses: vec![0, 1, 2],
-        }
-        .encode_to_vec(),
-        v2::UrlInfo {
-            metadata: [(
-                "m".to_owned(),
-                v2::StringList {
-                    values: vec!["v".into()],
-                },
-            )]
-            .into(),
-            ..Default::default()
-        }
-        .encode_to_vec(),
-    ];
+    let ours: Vec<Vec<u8>> = common::samples()
+        .into_iter()
+        .map(|(ours, _)| ours)
+        .collect();
     assert_eq!(lines.len(), ours.len() + 1, "{text}");
     for (python, rust) in lines.iter().zip(&ours) {
         assert_eq!(*python, hex(rust), "Python's bytes against Rust's");

@@ -10,6 +10,8 @@ use std::path::Path;
 use prost::Message;
 use urlfrontier_proto::v2;
 
+mod common;
+
 const MESSAGES: &str = "
 Stats: size=1 uint64, inProcess=2 uint32, counts=3 map<string,uint64>, numberOfQueues=4 uint64, crawlID=5 string
 Pagination: start=1 uint32, size=2 uint32, include_inactive=3 bool, crawlID=4 string, local=5 bool
@@ -174,74 +176,15 @@ fn type_of(f: &prost_types::FieldDescriptorProto) -> String {
 
 #[test]
 fn encodings_are_byte_exact() {
-    // GetParams: 1 varint 10, 2 varint 2, 3 "k", 4 varint 30, the oneof's crawlID (6) "c".
-    let get = v2::GetParams {
-        max_urls_per_queue: 10,
-        max_queues: 2,
-        key: "k".into(),
-        delay_requestable: 30,
-        item: Some(v2::get_params::Item::CrawlId("c".into())),
-    };
-    let bytes = [
-        0x08, 0x0a, 0x10, 0x02, 0x1a, 0x01, b'k', 0x20, 0x1e, 0x32, 0x01, b'c',
-    ];
-    assert_eq!(get.encode_to_vec(), bytes);
-    assert_eq!(v2::GetParams::decode(&bytes[..]).unwrap(), get);
-    // anyCrawlID (5): an empty message, present.
-    let any = v2::GetParams {
-        item: Some(v2::get_params::Item::AnyCrawlId(v2::AnyCrawlId {})),
-        ..Default::default()
-    };
-    assert_eq!(any.encode_to_vec(), [0x2a, 0x00]);
-
-    // URLItem: known (2) { info (1) { url (1) "u" }, refetchable_from_date (2) 5 }, ID (3) "i".
-    let item = v2::UrlItem {
-        item: Some(v2::url_item::Item::Known(v2::KnownUrlItem {
-            info: Some(v2::UrlInfo {
-                url: "u".into(),
-                ..Default::default()
-            }),
-            refetchable_from_date: 5,
-        })),
-        id: "i".into(),
-        creation_date: 0,
-    };
-    let bytes = [
-        0x12, 0x07, 0x0a, 0x03, 0x0a, 0x01, b'u', 0x10, 0x05, 0x1a, 0x01, b'i',
-    ];
-    assert_eq!(item.encode_to_vec(), bytes);
-    assert_eq!(v2::UrlItem::decode(&bytes[..]).unwrap(), item);
-
-    // AckMessage: ID (1) "x", status (2) FAIL = 2.
-    let ack = v2::AckMessage {
-        id: "x".into(),
-        status: v2::ack_message::Status::Fail as i32,
-    };
-    assert_eq!(ack.encode_to_vec(), [0x0a, 0x01, b'x', 0x10, 0x02]);
-
-    // BatchAck: ID (1) "b", statuses (2) packed [OK, SKIPPED, FAIL].
-    let batch = v2::BatchAck {
-        id: "b".into(),
-        statuses: vec![0, 1, 2],
-    };
-    assert_eq!(
-        batch.encode_to_vec(),
-        [0x0a, 0x01, b'b', 0x12, 0x03, 0x00, 0x01, 0x02]
-    );
-
-    // URLInfo's metadata: a map entry (3) { key (1) "m", value (2) StringList { values "v" } }.
-    let info = v2::UrlInfo {
-        metadata: [(
-            "m".to_owned(),
-            v2::StringList {
-                values: vec!["v".into()],
-            },
-        )]
-        .into(),
-        ..Default::default()
-    };
-    assert_eq!(
-        info.encode_to_vec(),
-        [0x1a, 0x08, 0x0a, 0x01, b'm', 0x12, 0x03, 0x0a, 0x01, b'v']
-    );
+    let samples = common::samples();
+    for (ours, by_hand) in &samples {
+        assert_eq!(ours, by_hand);
+    }
+    // Read back: the first GetParams and the URLItem decode to what encodes them again.
+    let get = v2::GetParams::decode(&samples[0].1[..]).unwrap();
+    assert_eq!(get.item, Some(v2::get_params::Item::CrawlId("c".into())));
+    assert_eq!(get.encode_to_vec(), samples[0].1);
+    let item = v2::UrlItem::decode(&samples[2].1[..]).unwrap();
+    assert_eq!(item.id, "i");
+    assert_eq!(item.encode_to_vec(), samples[2].1);
 }
