@@ -217,6 +217,9 @@ pub struct ServeArgs {
     /// Address and port to listen on (service.listen).
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<String>,
+    /// Address and port of the url-frontier gRPC API (service.grpc_listen; off unless set).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub grpc_listen: Option<String>,
 }
 
 #[derive(Debug, Args)]

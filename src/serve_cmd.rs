@@ -1,11 +1,13 @@
 //! `crawler serve`: the crawl of `crawler crawl` (same flags, configuration, state and
 //! output) kept running as a service, with the HTTP API of `crates/service` on
-//! `service.listen`. It stops on SIGINT/SIGTERM, draining as a crawl does.
+//! `service.listen` and, when `service.grpc_listen` is set, the url-frontier gRPC API of
+//! `crates/urlfrontier-service`. It stops on SIGINT/SIGTERM, draining as a crawl does.
 //!
 //! `crawler demo` is the same service with the bundled test site started in-process and
 //! seeded: the first thing to run on a fresh machine, with nothing else to start.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use toml::Value;
@@ -39,11 +41,14 @@ async fn bind(addr: SocketAddr, fallback: bool) -> Result<tokio::net::TcpListene
 }
 
 /// The service's settings under this process's open-file limit (raised to its hard limit
-/// first): the connection cap lowered when the limit could not hold it.
-fn settings_within_limits(cfg: &engine::CrawlConfig) -> service::Settings {
+/// first): the connection cap lowered when the limit could not hold it (each of the
+/// `listeners`, HTTP and gRPC, has the cap; together they keep within the quarter).
+fn settings_within_limits(cfg: &engine::CrawlConfig, grpc: bool) -> service::Settings {
     let mut settings = service::Settings::from_config(cfg);
     let nofile = crate::limits::raise_open_files();
-    let cap = crate::limits::connection_cap(settings.max_connections, nofile);
+    let listeners = if grpc { 2 } else { 1 };
+    let cap =
+        crate::limits::connection_cap(settings.max_connections, nofile.map(|n| n / listeners));
     if cap < settings.max_connections {
         tracing::warn!(
             configured = settings.max_connections,
@@ -57,11 +62,18 @@ fn settings_within_limits(cfg: &engine::CrawlConfig) -> service::Settings {
     settings
 }
 
-/// Runs the crawl of `cfg` as a service on `listener` until SIGINT/SIGTERM.
+/// The url-frontier gRPC API's listener and what it needs, when `service.grpc_listen` is set.
+struct Grpc {
+    listener: tokio::net::TcpListener,
+    log_levels: Option<Arc<crate::telemetry::Levels>>,
+}
+
+/// Runs the crawl of `cfg` as a service on `listener` (and `grpc`'s) until SIGINT/SIGTERM.
 async fn run_service(
     cfg: engine::CrawlConfig,
     settings: service::Settings,
     listener: tokio::net::TcpListener,
+    grpc: Option<Grpc>,
     fresh: bool,
 ) -> Result<(), Failure> {
     let bound = listener.local_addr().map_err(|e| Failure::new(IO, e))?;
@@ -73,6 +85,30 @@ async fn run_service(
         serve: true,
     };
     let running = launch::start(cfg, opts).await.map_err(engine_failure)?;
+    let grpc_server = match grpc {
+        Some(grpc) => {
+            let at = grpc
+                .listener
+                .local_addr()
+                .map_err(|e| Failure::new(IO, e))?;
+            let grpc_settings = urlfrontier_service::Settings {
+                api: settings.clone(),
+                log_levels: grpc
+                    .log_levels
+                    .map(|l| l as Arc<dyn urlfrontier_service::LogLevels>),
+            };
+            let task = tokio::spawn(urlfrontier_service::serve_grpc(
+                grpc.listener,
+                running.control(),
+                grpc_settings,
+                shutdown.clone(),
+            ));
+            tracing::info!("url-frontier gRPC API on {at}");
+            eprintln!("crawler: url-frontier gRPC API on grpc://{at}");
+            Some(task)
+        }
+        None => None,
+    };
     let server = tokio::spawn(service::serve(
         listener,
         running.control(),
@@ -83,6 +119,13 @@ async fn run_service(
     eprintln!("crawler: dashboard on http://{bound}/ (Ctrl-C stops)");
     let summary = running.finish(shutdown.clone()).await;
     shutdown.cancel();
+    if let Some(task) = grpc_server {
+        match task.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "the gRPC API ended with an error"),
+            Err(e) => tracing::warn!(error = %e, "the gRPC API task failed"),
+        }
+    }
     match server.await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::warn!(error = %e, "the API server ended with an error"),
@@ -137,7 +180,7 @@ pub fn demo(args: DemoArgs) -> Result<(), Failure> {
     cfg.fetch.retry_base_ms = 50;
     cfg.service.listen = addr.to_string();
     crate::telemetry::init(cfg.crawl.log_format);
-    let settings = settings_within_limits(&cfg);
+    let settings = settings_within_limits(&cfg, false);
     service::check_exposure(addr, &settings).map_err(|e| Failure::new(USAGE, e))?;
     runtime()?.block_on(async move {
         let site = testsite::TestSite::start(testsite::SiteConfig {
@@ -157,26 +200,54 @@ pub fn demo(args: DemoArgs) -> Result<(), Failure> {
         let listener = bind(addr, true).await?;
         // The operator's seed (the SSRF guard allows the test site's address and port).
         cfg.crawl.seeds = vec![seed];
-        run_service(cfg, settings, listener, true).await
+        run_service(cfg, settings, listener, None, true).await
     })
 }
 
 pub fn serve(args: ServeArgs) -> Result<(), Failure> {
-    let listen = args.listen.clone();
-    let cfg = load_with(&args.crawl, |loader| match listen {
-        Some(addr) => loader.flag("--listen", "service", "listen", Value::String(addr)),
-        None => loader,
+    let (listen, grpc_listen) = (args.listen.clone(), args.grpc_listen.clone());
+    let cfg = load_with(&args.crawl, |mut loader| {
+        if let Some(addr) = listen {
+            loader = loader.flag("--listen", "service", "listen", Value::String(addr));
+        }
+        if let Some(addr) = grpc_listen {
+            loader = loader.flag(
+                "--grpc-listen",
+                "service",
+                "grpc_listen",
+                Value::String(addr),
+            );
+        }
+        loader
     })?;
-    crate::telemetry::init(cfg.crawl.log_format);
+    let log_levels = crate::telemetry::init(cfg.crawl.log_format);
     let addr: SocketAddr = cfg
         .service
         .listen
         .parse()
         .map_err(|e| Failure::new(USAGE, format!("service.listen: {e}")))?;
-    let settings = settings_within_limits(&cfg);
+    let grpc_addr: Option<SocketAddr> = match cfg.service.grpc_listen.as_str() {
+        "" => None,
+        a => Some(
+            a.parse()
+                .map_err(|e| Failure::new(USAGE, format!("service.grpc_listen: {e}")))?,
+        ),
+    };
+    let settings = settings_within_limits(&cfg, grpc_addr.is_some());
     service::check_exposure(addr, &settings).map_err(|e| Failure::new(USAGE, e))?;
+    if let Some(grpc) = grpc_addr {
+        service::check_exposure(grpc, &settings)
+            .map_err(|e| Failure::new(USAGE, format!("service.grpc_listen: {e}")))?;
+    }
     runtime()?.block_on(async move {
         let listener = bind(addr, false).await?;
-        run_service(cfg, settings, listener, args.crawl.fresh).await
+        let grpc = match grpc_addr {
+            Some(at) => Some(Grpc {
+                listener: bind(at, false).await?,
+                log_levels,
+            }),
+            None => None,
+        };
+        run_service(cfg, settings, listener, grpc, args.crawl.fresh).await
     })
 }

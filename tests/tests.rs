@@ -3,6 +3,7 @@
 mod bloom_cli;
 mod crawl;
 mod credentials;
+mod grpc;
 mod guard;
 mod hostile;
 mod recrawl;

@@ -295,6 +295,9 @@ pub struct FrontierSection {
 pub struct ServiceSection {
     /// Address and port to listen on (a non-loopback address needs `api_token`).
     pub listen: String,
+    /// Address and port of the url-frontier v2 gRPC API ("" = off); under the same token,
+    /// exposure and connection rules as `listen`.
+    pub grpc_listen: String,
     /// Bearer token every `/api` call must present ("" = none; allowed on loopback only).
     pub api_token: String,
     /// `/metrics` needs the token too (when one is set).

@@ -446,6 +446,34 @@ mod tests {
     }
 
     #[test]
+    fn the_grpc_listener_is_off_by_default_and_needs_an_address_of_its_own() {
+        assert_eq!(CrawlConfig::default().service.grpc_listen, "");
+        let c = Loader::new()
+            .env([(
+                "CRAWLER_SERVICE_GRPC_LISTEN".to_owned(),
+                "127.0.0.1:7071".to_owned(),
+            )])
+            .build()
+            .unwrap();
+        assert_eq!(c.service.grpc_listen, "127.0.0.1:7071");
+        for (value, needle) in [
+            ("localhost:7071", "is not an IP address and port"),
+            ("127.0.0.1:8700", "is service.listen too"),
+        ] {
+            let err = Loader::new()
+                .env([("CRAWLER_SERVICE_GRPC_LISTEN".to_owned(), value.to_owned())])
+                .build()
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("service.grpc_listen (environment CRAWLER_SERVICE_GRPC_LISTEN)")
+                    && err.contains(needle),
+                "{value}: {err}"
+            );
+        }
+    }
+
+    #[test]
     fn cross_key_rules() {
         let err = Loader::new()
             .file("c.toml", "[fetch]\nfirst_byte_timeout_ms = 9000\ntotal_timeout_ms = 1000\nresolve = { \"*.test\" = \"nowhere\" }\n[frontier]\nscope = \"domains\"\n")

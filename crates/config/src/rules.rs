@@ -90,6 +90,31 @@ pub(crate) fn cross_key(c: &CrawlConfig, origin: impl Fn(&str) -> Origin) -> Vec
             ),
         });
     }
+    let grpc = &c.service.grpc_listen;
+    if !grpc.is_empty() {
+        match grpc.parse::<std::net::SocketAddr>() {
+            Err(_) => problems.push(Problem {
+                key: "service.grpc_listen".into(),
+                origin: origin("service.grpc_listen"),
+                message: format!(
+                    "`{grpc}` is not an IP address and port (e.g. 127.0.0.1:7071), nor \"\" (off)"
+                ),
+            }),
+            Ok(addr)
+                if addr.port() != 0
+                    && c.service.listen.parse::<std::net::SocketAddr>().ok() == Some(addr) =>
+            {
+                problems.push(Problem {
+                    key: "service.grpc_listen".into(),
+                    origin: origin("service.grpc_listen"),
+                    message: format!(
+                        "`{grpc}` is service.listen too: the gRPC API needs a port of its own"
+                    ),
+                })
+            }
+            Ok(_) => {}
+        }
+    }
     for (pattern, target) in &c.fetch.resolve {
         if target.parse::<std::net::IpAddr>().is_err() {
             problems.push(Problem {

@@ -326,6 +326,11 @@ impl Control {
         tracing::info!("resumed by the operator");
     }
 
+    /// Whether an operator has paused the crawl ([`pause`](Self::pause)).
+    pub fn paused(&self) -> bool {
+        self.report.run.held()
+    }
+
     /// A page of hosts with their robots.txt state.
     pub async fn hosts(&self, query: HostQuery) -> Option<(Vec<HostView>, HostPage)> {
         let mut page = self

@@ -23,7 +23,7 @@
 mod api;
 mod body;
 mod error;
-mod listener;
+pub mod listener;
 pub mod metrics;
 mod protect;
 mod types;
@@ -44,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 use utoipa::OpenApi;
 
 pub use error::ApiError;
+pub use protect::authorized;
 
 /// Shortest API token accepted.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -286,11 +287,20 @@ pub async fn serve(
     check_exposure(listener.local_addr()?, &settings)?;
     let app = app(control, &settings, shutdown.clone());
     let limits = listener::ConnLimits {
+        name: "the API",
         max_connections: settings.max_connections.max(1),
         header_timeout: settings.header_timeout,
         write_timeout: settings.write_timeout,
+        over_capacity: listener::OVER_CAPACITY,
     };
-    listener::accept_loop(listener, app, limits, Arc::default(), shutdown).await;
+    listener::accept_loop(
+        listener,
+        limits,
+        Arc::default(),
+        shutdown,
+        move |stream, stop| listener::serve_http1(stream, app.clone(), limits, stop),
+    )
+    .await;
     Ok(())
 }
 

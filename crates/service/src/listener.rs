@@ -1,9 +1,11 @@
 //! The API's accept loop: what keeps clients — slow, idle, many or hostile — from starving
-//! the crawl that the API serves.
+//! the crawl that the API serves. The HTTP API serves its connections with HTTP/1.1
+//! ([`serve_http1`]); the url-frontier gRPC listener (`crates/urlfrontier-service`) runs the
+//! same loop with its own HTTP/2 connections.
 //!
 //! Design choices:
 //! - **A cap on open connections** (`service.max_connections`): a connection beyond it is
-//!   answered `503` at once and closed, so the API never holds more file descriptors than the
+//!   answered at once (HTTP: `503`) and closed, so the API never holds more file descriptors than the
 //!   cap, and the crawl's fetches, state and heartbeat keep theirs whatever clients do.
 //!   Refusing the newest (rather than leaving it in the kernel's backlog) keeps the backlog
 //!   empty: once the held connections time out, the next request is served at once.
@@ -36,36 +38,45 @@ use tokio_util::task::TaskTracker;
 
 /// The connection limits of one listener.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ConnLimits {
+pub struct ConnLimits {
+    /// What the listener serves, for its warnings ("the API").
+    pub name: &'static str,
     /// Most connections open at once.
-    pub(crate) max_connections: usize,
+    pub max_connections: usize,
     /// Longest wait for a whole request head (and longest idle keep-alive).
-    pub(crate) header_timeout: Duration,
+    pub header_timeout: Duration,
     /// Longest time a write may make no progress.
-    pub(crate) write_timeout: Duration,
+    pub write_timeout: Duration,
+    /// Written to a connection beyond the cap (if the socket takes it at once) before it is
+    /// closed; empty: closed without a word.
+    pub over_capacity: &'static [u8],
 }
 
 /// How many connections were refused for the cap (shown in the warning, and to tests).
 #[derive(Debug, Default)]
-pub(crate) struct ConnStats {
-    pub(crate) refused: AtomicU64,
+pub struct ConnStats {
+    /// Connections closed at once because the cap was reached.
+    pub refused: AtomicU64,
 }
 
-/// The answer to a connection beyond the cap: sent if the socket takes it at once, then
-/// the connection is closed.
-const OVER_CAPACITY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
+/// The HTTP answer to a connection beyond the cap.
+pub(crate) const OVER_CAPACITY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
 content-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: 84\r\n\r\n\
 {\"error\":\"too many connections to the API (service.max_connections); try again\"}\n";
 
-/// Serves `app` on `listener` until `shutdown`, within `limits`; then lets open connections
-/// finish their requests (at most `drain`).
-pub(crate) async fn accept_loop(
+/// Accepts connections on `listener` until `shutdown`, within `limits`, and runs
+/// `serve(connection, shutdown)` for each on its own task; then waits for those tasks (each
+/// ends its connection when `shutdown` fires).
+pub async fn accept_loop<S, F>(
     listener: TcpListener,
-    app: axum::Router,
     limits: ConnLimits,
     stats: Arc<ConnStats>,
     shutdown: CancellationToken,
-) {
+    serve: S,
+) where
+    S: Fn(TcpStream, CancellationToken) -> F,
+    F: Future<Output = ()> + Send + 'static,
+{
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let tracker = TaskTracker::new();
     let mut warned_full = false;
@@ -81,7 +92,7 @@ pub(crate) async fn accept_loop(
             Err(e) => {
                 // Out of file descriptors (or memory): wait instead of spinning.
                 if !warned_error {
-                    tracing::warn!(error = %e, "the API cannot accept connections; retrying");
+                    tracing::warn!(error = %e, "{} cannot accept connections; retrying", limits.name);
                     warned_error = true;
                 }
                 tokio::select! {
@@ -95,22 +106,24 @@ pub(crate) async fn accept_loop(
             if !warned_full {
                 tracing::warn!(
                     max = limits.max_connections,
-                    "the API has as many connections open as service.max_connections; \
-                     refusing more until some close"
+                    "{} has as many connections open as service.max_connections; \
+                     refusing more until some close",
+                    limits.name
                 );
                 warned_full = true;
             }
-            let _ = stream.try_write(OVER_CAPACITY);
+            if !limits.over_capacity.is_empty() {
+                let _ = stream.try_write(limits.over_capacity);
+            }
             drop(stream);
             continue;
         };
         warned_full = false;
         warned_error = false;
         let _ = stream.set_nodelay(true);
-        let app = app.clone();
-        let shutdown = shutdown.clone();
+        let connection = serve(stream, shutdown.clone());
         tracker.spawn(async move {
-            serve_connection(stream, app, limits, shutdown).await;
+            connection.await;
             drop(slot);
         });
     }
@@ -120,7 +133,7 @@ pub(crate) async fn accept_loop(
 
 /// One connection: HTTP/1.1 with the header timeout, over [`Watched`] writes; on `shutdown`
 /// the request in progress finishes and the connection closes.
-async fn serve_connection(
+pub(crate) async fn serve_http1(
     stream: TcpStream,
     app: axum::Router,
     limits: ConnLimits,
@@ -156,14 +169,15 @@ fn is_connection_error(e: &io::Error) -> bool {
 /// reading is dropped instead of held. The timer is armed on the first write that cannot
 /// proceed and disarmed by any write that does.
 #[derive(Debug)]
-pub(crate) struct Watched<S> {
+pub struct Watched<S> {
     io: S,
     limit: Duration,
     stalled: Option<Pin<Box<Sleep>>>,
 }
 
 impl<S> Watched<S> {
-    pub(crate) fn new(io: S, limit: Duration) -> Self {
+    /// `io`, its writes failing after `limit` without progress.
+    pub fn new(io: S, limit: Duration) -> Self {
         Self {
             io,
             limit,

@@ -203,22 +203,27 @@ fn bearer(value: &str) -> Option<&str> {
         .then(|| token.trim_start())
 }
 
+/// Whether an `Authorization` value presents `token` (`Bearer` in any case, compared in
+/// constant time). Any value passes when `token` is empty (none is set).
+pub fn authorized(authorization: Option<&str>, token: &str) -> bool {
+    if token.is_empty() {
+        return true;
+    }
+    let presented = authorization.and_then(bearer).unwrap_or("");
+    token_ok(presented.as_bytes(), token.as_bytes())
+}
+
 /// The token check of `/api` (and `/metrics` with `service.protect_metrics`).
 pub(crate) async fn require_token(
     State(rules): State<Arc<Rules>>,
     req: Request,
     next: Next,
 ) -> Response {
-    if rules.token.is_empty() {
-        return next.run(req).await;
-    }
     let presented = req
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer)
-        .unwrap_or("");
-    if token_ok(presented.as_bytes(), rules.token.as_bytes()) {
+        .and_then(|v| v.to_str().ok());
+    if authorized(presented, &rules.token) {
         next.run(req).await
     } else {
         let mut r = ApiError::new(
