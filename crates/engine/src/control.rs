@@ -138,6 +138,16 @@ impl Control {
     /// Offers seeds as the command line's are (canonicalised, widening the scope); says
     /// what became of each.
     pub async fn add_seeds(&self, urls: &[String]) -> Vec<SeedResult> {
+        self.try_add_seeds(urls).await.unwrap_or_else(|| {
+            urls.iter()
+                .map(|_| SeedResult::Invalid("the crawl is stopping".into()))
+                .collect()
+        })
+    }
+
+    /// [`add_seeds`](Self::add_seeds), or `None` when the frontier took none of them (the
+    /// crawl is stopping): the caller may offer them again elsewhere or later.
+    pub async fn try_add_seeds(&self, urls: &[String]) -> Option<Vec<SeedResult>> {
         let mut results: Vec<Option<SeedResult>> = Vec::with_capacity(urls.len());
         let mut links = Vec::new();
         for raw in urls {
@@ -164,11 +174,10 @@ impl Control {
             self.report
                 .frontier
                 .with_frontier("seed", |f| f.seed(links.clone()))
-                .await
-                .unwrap_or_default()
+                .await?
         };
         let mut admissions = admissions.into_iter();
-        results
+        let results = results
             .into_iter()
             .map(|r| {
                 r.unwrap_or_else(|| match admissions.next() {
@@ -181,7 +190,8 @@ impl Control {
                     None => SeedResult::Invalid("the crawl is stopping".into()),
                 })
             })
-            .collect()
+            .collect();
+        Some(results)
     }
 
     /// Why a host's `recrawl_secs` cannot be set, if it cannot: the crawl keeps no schedule.

@@ -18,8 +18,8 @@
 //! - **A thin layer** ([`node`]): each RPC is one [`engine::Control`] call, as each HTTP
 //!   handler is; the frontier's rules live in the engine.
 //!
-//! Served now: ListNodes, ListCrawls, GetActive/SetActive, SetLogLevel and a crawl's GetStats.
-//! Every other RPC answers `UNIMPLEMENTED`, naming itself.
+//! Served now: ListNodes, ListCrawls, GetActive/SetActive, SetLogLevel, a crawl's GetStats
+//! and PutDiscovered. Every other RPC answers `UNIMPLEMENTED`, naming itself.
 
 #![forbid(unsafe_code)]
 
@@ -67,7 +67,16 @@ pub async fn serve_grpc(
 ) -> Result<(), ServeError> {
     let addr = listener.local_addr()?;
     service::check_exposure(addr, &settings.api)?;
-    let node = node::Node::new(control, addr.to_string(), settings.log_levels.clone());
+    let limits = node::Limits {
+        max_urls: usize::try_from(settings.api.max_urls_per_call).unwrap_or(usize::MAX),
+        frontier_wait: settings.api.request_timeout,
+    };
+    let node = node::Node::new(
+        control,
+        addr.to_string(),
+        settings.log_levels.clone(),
+        limits,
+    );
     let max_message = settings.api.max_body_bytes;
     let server = UrlFrontierServer::new(node)
         .max_decoding_message_size(max_message)

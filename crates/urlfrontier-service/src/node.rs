@@ -7,10 +7,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
-use engine::Control;
+use engine::{Control, SeedResult};
+use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
 use tonic::codegen::BoxStream;
 use tonic::{Request, Response, Status, Streaming};
+use urlfrontier_proto::v2::ack_message::Status as Ack;
 use urlfrontier_proto::v2::log_level_params::Level;
 use urlfrontier_proto::v2::url_frontier_server::UrlFrontier;
 use urlfrontier_proto::v2::{
@@ -22,6 +25,16 @@ use urlfrontier_proto::v2::{
 
 use crate::{LogLevels, DEFAULT_CRAWL};
 
+/// What bounds the work of one call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Most URLs in one batch (`service.max_urls_per_call`).
+    pub(crate) max_urls: usize,
+    /// Longest wait for the frontier on one batch (`service.request_timeout_secs`): past it
+    /// the batch is acked `FAIL` (resend).
+    pub(crate) frontier_wait: Duration,
+}
+
 /// This service as a url-frontier node.
 #[derive(Debug)]
 pub(crate) struct Node {
@@ -29,6 +42,7 @@ pub(crate) struct Node {
     /// `host:port` of the gRPC listener (ListNodes).
     address: String,
     log_levels: Option<Arc<dyn LogLevels>>,
+    limits: Limits,
 }
 
 impl Node {
@@ -36,12 +50,36 @@ impl Node {
         control: Control,
         address: String,
         log_levels: Option<Arc<dyn LogLevels>>,
+        limits: Limits,
     ) -> Self {
         Self {
             control,
             address,
             log_levels,
+            limits,
         }
+    }
+}
+
+/// Acks not yet read by the client before the next batch waits (backpressure).
+const ACKS_AHEAD: usize = 4;
+
+/// The statuses of one batch of discovered URLs, in its order: `OK` for a URL queued,
+/// `SKIPPED` for one the crawl has seen (a repeat within the batch too) or cannot crawl,
+/// `FAIL` for every URL when the frontier took none of them in time (resend).
+async fn offer_batch(control: &Control, urls: &[String], limits: Limits) -> Vec<i32> {
+    let offered = tokio::time::timeout(limits.frontier_wait, control.try_add_seeds(urls)).await;
+    match offered {
+        Ok(Some(results)) => results
+            .iter()
+            .map(|r| match r {
+                SeedResult::Admitted => Ack::Ok,
+                SeedResult::Duplicate | SeedResult::OutOfScope(_) | SeedResult::Invalid(_) => {
+                    Ack::Skipped
+                }
+            } as i32)
+            .collect(),
+        Ok(None) | Err(_) => vec![Ack::Fail as i32; urls.len()],
     }
 }
 
@@ -113,11 +151,60 @@ impl UrlFrontier for Node {
 
     type PutDiscoveredStream = BoxStream<BatchAck>;
 
+    /// Each batch's URLs are offered as the HTTP API's seeds are (canonicalised, checked
+    /// against the visited set, queued by host; the client decides scope, so each widens the
+    /// crawl's as a seed does) and acked in one `BatchAck`, in order. An empty batch is acked
+    /// (clients probe with one). The batches are taken one after another; a client that stops
+    /// reading its acks stops the intake after [`ACKS_AHEAD`] of them. A client `key` is not
+    /// kept yet: queues are by host.
     async fn put_discovered(
         &self,
-        _: Request<Streaming<DiscoveredBatch>>,
+        request: Request<Streaming<DiscoveredBatch>>,
     ) -> Result<Response<Self::PutDiscoveredStream>, Status> {
-        Err(not_yet("PutDiscovered"))
+        let mut batches = request.into_inner();
+        let (tx, rx) = tokio::sync::mpsc::channel(ACKS_AHEAD);
+        let control = self.control.clone();
+        let limits = self.limits;
+        tokio::spawn(async move {
+            loop {
+                let batch = match batches.message().await {
+                    Ok(Some(b)) => b,
+                    Ok(None) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
+                };
+                if batch.items.len() > limits.max_urls {
+                    let e = Status::invalid_argument(format!(
+                        "batch `{}` holds {} URLs; at most {} (service.max_urls_per_call)",
+                        batch.id,
+                        batch.items.len(),
+                        limits.max_urls
+                    ));
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+                if let Some(other) = batch.items.iter().find_map(|i| crawl(&i.crawl_id).err()) {
+                    let _ = tx.send(Err(other)).await;
+                    return;
+                }
+                let urls: Vec<String> = batch.items.into_iter().map(|i| i.url).collect();
+                let statuses = if urls.is_empty() {
+                    Vec::new()
+                } else {
+                    offer_batch(&control, &urls, limits).await
+                };
+                let ack = BatchAck {
+                    id: batch.id,
+                    statuses,
+                };
+                if tx.send(Ok(ack)).await.is_err() {
+                    return; // The client is gone.
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
     /// A whole crawl's figures: `size` = URLs queued or held, `inProcess` = held,
