@@ -247,7 +247,7 @@ impl Control {
     }
 
     /// An operator's URL in the crawl's canonical form, or why it is not a crawlable URL.
-    fn canonical(&self, raw: &str) -> Result<Url, String> {
+    pub fn canonical(&self, raw: &str) -> Result<Url, String> {
         let url = self.check_seed(raw)?;
         self.canon
             .canonicalize(url.as_str(), None)
@@ -376,7 +376,26 @@ impl Control {
     /// default when `None`).
     pub async fn lease(&self, max: usize, lease_secs: Option<u64>) -> Vec<Leased> {
         let secs = lease_secs.unwrap_or(self.lease_secs);
-        self.leases.lease(max, secs.clamp(1, 86_400)).await
+        self.leases.lease(max, secs.clamp(1, 86_400), true).await
+    }
+
+    /// As [`lease`](Self::lease), for a client that decides the SSRF guard's and robots.txt's
+    /// questions itself (a url-frontier client): every due URL is handed out, unchecked.
+    pub async fn lease_unchecked(&self, max: usize, lease_secs: u64) -> Vec<Leased> {
+        self.leases
+            .lease(max, lease_secs.clamp(1, 86_400), false)
+            .await
+    }
+
+    /// Finishes lease `id` as fetched by its client, who keeps the record: the URL is done
+    /// (a page, for the budgets). `false` when no such lease is out (expired, or finished).
+    pub async fn finish_by_client(&self, id: u64) -> bool {
+        self.leases.finish_by_client(id).await
+    }
+
+    /// The frontier's own figures now (what `status` is made from).
+    pub async fn frontier_stats(&self) -> frontier::Stats {
+        self.report.frontier.stats().await
     }
 
     /// Takes an external fetcher's results.

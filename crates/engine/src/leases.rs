@@ -85,7 +85,10 @@ pub enum Completed {
 /// workers' fetches and the leases out together). URLs that the SSRF guard or robots.txt
 /// rules out are finished here and not handed out.
 impl ExternalLeases {
-    pub(crate) async fn lease(&self, max: usize, lease_secs: u64) -> Vec<Leased> {
+    /// `checked`: the SSRF guard and robots.txt rule out URLs first (an external fetcher of
+    /// this crawl); without, a client that decides those itself gets every due URL (a
+    /// url-frontier client).
+    pub(crate) async fn lease(&self, max: usize, lease_secs: u64, checked: bool) -> Vec<Leased> {
         let mut out = Vec::new();
         let lease_for = Duration::from_secs(lease_secs.max(1));
         while out.len() < max && !self.fetching.run().held() && !self.fetching.run().stopped() {
@@ -116,9 +119,11 @@ impl ExternalLeases {
                 });
                 continue;
             }
-            if let Some(outcome) = self.fetching.gate(&lease, &url).await {
-                self.give_back(lease, outcome).await;
-                continue;
+            if checked {
+                if let Some(outcome) = self.fetching.gate(&lease, &url).await {
+                    self.give_back(lease, outcome).await;
+                    continue;
+                }
             }
             let entry = lease.entry();
             let (url, depth, parent) = (entry.url.clone(), entry.depth, entry.parent.clone());
@@ -143,6 +148,17 @@ impl ExternalLeases {
         if completed.is_some() {
             self.fetching.output().completed(lease.entry().id);
         }
+    }
+
+    /// Finishes a lease whose client fetched and recorded the URL itself (url-frontier's
+    /// "known, not to be fetched again"): the URL is done and counts as a page, the host is
+    /// healthy, and no record is written here. `false`: no such lease.
+    pub(crate) async fn finish_by_client(&self, id: u64) -> bool {
+        let Some(lease) = self.table.take(id) else {
+            return false;
+        };
+        self.give_back(lease, Outcome::Done).await;
+        true
     }
 
     /// Takes one external fetcher's result: as a built-in worker would, the URL is retried

@@ -18,14 +18,16 @@
 //! - **A thin layer** ([`node`]): each RPC is one [`engine::Control`] call, as each HTTP
 //!   handler is; the frontier's rules live in the engine.
 //!
-//! Served now: ListNodes, ListCrawls, GetActive/SetActive, SetLogLevel, a crawl's GetStats
-//! and PutDiscovered. Every other RPC answers `UNIMPLEMENTED`, naming itself.
+//! Served now: ListNodes, ListCrawls, GetActive/SetActive, SetLogLevel, a crawl's GetStats,
+//! PutDiscovered, PutURLs and GetURLs ([`urls`]) on the crawl the service runs. Every other
+//! RPC answers `UNIMPLEMENTED`, naming itself.
 
 #![forbid(unsafe_code)]
 
 mod auth;
 mod connection;
 mod node;
+mod urls;
 
 use std::fmt;
 use std::sync::Arc;
@@ -67,7 +69,7 @@ pub async fn serve_grpc(
 ) -> Result<(), ServeError> {
     let addr = listener.local_addr()?;
     service::check_exposure(addr, &settings.api)?;
-    let limits = node::Limits {
+    let limits = urls::Limits {
         max_urls: usize::try_from(settings.api.max_urls_per_call).unwrap_or(usize::MAX),
         frontier_wait: settings.api.request_timeout,
     };

@@ -7,13 +7,10 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use engine::{Control, SeedResult};
-use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
+use engine::Control;
 use tonic::codegen::BoxStream;
 use tonic::{Request, Response, Status, Streaming};
-use urlfrontier_proto::v2::ack_message::Status as Ack;
 use urlfrontier_proto::v2::log_level_params::Level;
 use urlfrontier_proto::v2::url_frontier_server::UrlFrontier;
 use urlfrontier_proto::v2::{
@@ -23,17 +20,8 @@ use urlfrontier_proto::v2::{
     StringList, UrlInfo, UrlItem, UrlStatusRequest,
 };
 
+use crate::urls::{Limits, Urls};
 use crate::{LogLevels, DEFAULT_CRAWL};
-
-/// What bounds the work of one call.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    /// Most URLs in one batch (`service.max_urls_per_call`).
-    pub(crate) max_urls: usize,
-    /// Longest wait for the frontier on one batch (`service.request_timeout_secs`): past it
-    /// the batch is acked `FAIL` (resend).
-    pub(crate) frontier_wait: Duration,
-}
 
 /// This service as a url-frontier node.
 #[derive(Debug)]
@@ -42,7 +30,7 @@ pub(crate) struct Node {
     /// `host:port` of the gRPC listener (ListNodes).
     address: String,
     log_levels: Option<Arc<dyn LogLevels>>,
-    limits: Limits,
+    urls: Arc<Urls>,
 }
 
 impl Node {
@@ -53,39 +41,17 @@ impl Node {
         limits: Limits,
     ) -> Self {
         Self {
+            urls: Arc::new(Urls::new(control.clone(), limits)),
             control,
             address,
             log_levels,
-            limits,
         }
-    }
-}
-
-/// Acks not yet read by the client before the next batch waits (backpressure).
-const ACKS_AHEAD: usize = 4;
-
-/// The statuses of one batch of discovered URLs, in its order: `OK` for a URL queued,
-/// `SKIPPED` for one the crawl has seen (a repeat within the batch too) or cannot crawl,
-/// `FAIL` for every URL when the frontier took none of them in time (resend).
-async fn offer_batch(control: &Control, urls: &[String], limits: Limits) -> Vec<i32> {
-    let offered = tokio::time::timeout(limits.frontier_wait, control.try_add_seeds(urls)).await;
-    match offered {
-        Ok(Some(results)) => results
-            .iter()
-            .map(|r| match r {
-                SeedResult::Admitted => Ack::Ok,
-                SeedResult::Duplicate | SeedResult::OutOfScope(_) | SeedResult::Invalid(_) => {
-                    Ack::Skipped
-                }
-            } as i32)
-            .collect(),
-        Ok(None) | Err(_) => vec![Ack::Fail as i32; urls.len()],
     }
 }
 
 /// The crawl a request names: `DEFAULT` for an empty ID; any other is unknown (one crawl
 /// per service for now).
-fn crawl(id: &str) -> Result<&'static str, Status> {
+pub(crate) fn crawl(id: &str) -> Result<&'static str, Status> {
     if id.is_empty() || id == DEFAULT_CRAWL {
         Ok(DEFAULT_CRAWL)
     } else {
@@ -135,81 +101,40 @@ impl UrlFrontier for Node {
 
     async fn get_ur_ls(
         &self,
-        _: Request<GetParams>,
+        request: Request<GetParams>,
     ) -> Result<Response<Self::GetURLsStream>, Status> {
-        Err(not_yet("GetURLs"))
+        Ok(Response::new(
+            self.urls.get_urls(request.into_inner()).await?,
+        ))
     }
 
     type PutURLsStream = BoxStream<urlfrontier_proto::v2::AckMessage>;
 
     async fn put_ur_ls(
         &self,
-        _: Request<Streaming<UrlItem>>,
+        request: Request<Streaming<UrlItem>>,
     ) -> Result<Response<Self::PutURLsStream>, Status> {
-        Err(not_yet("PutURLs"))
+        Ok(Response::new(self.urls.put_urls(request.into_inner())))
     }
 
     type PutDiscoveredStream = BoxStream<BatchAck>;
 
     /// Each batch's URLs are offered as the HTTP API's seeds are (canonicalised, checked
     /// against the visited set, queued by host; the client decides scope, so each widens the
-    /// crawl's as a seed does) and acked in one `BatchAck`, in order. An empty batch is acked
-    /// (clients probe with one). The batches are taken one after another; a client that stops
-    /// reading its acks stops the intake after [`ACKS_AHEAD`] of them. A client `key` is not
-    /// kept yet: queues are by host.
+    /// crawl's as a seed does), see [`Urls::put_discovered`]. A client `key` is not kept yet:
+    /// queues are by host.
     async fn put_discovered(
         &self,
         request: Request<Streaming<DiscoveredBatch>>,
     ) -> Result<Response<Self::PutDiscoveredStream>, Status> {
-        let mut batches = request.into_inner();
-        let (tx, rx) = tokio::sync::mpsc::channel(ACKS_AHEAD);
-        let control = self.control.clone();
-        let limits = self.limits;
-        tokio::spawn(async move {
-            loop {
-                let batch = match batches.message().await {
-                    Ok(Some(b)) => b,
-                    Ok(None) => return,
-                    Err(e) => {
-                        let _ = tx.send(Err(e)).await;
-                        return;
-                    }
-                };
-                if batch.items.len() > limits.max_urls {
-                    let e = Status::invalid_argument(format!(
-                        "batch `{}` holds {} URLs; at most {} (service.max_urls_per_call)",
-                        batch.id,
-                        batch.items.len(),
-                        limits.max_urls
-                    ));
-                    let _ = tx.send(Err(e)).await;
-                    return;
-                }
-                if let Some(other) = batch.items.iter().find_map(|i| crawl(&i.crawl_id).err()) {
-                    let _ = tx.send(Err(other)).await;
-                    return;
-                }
-                let urls: Vec<String> = batch.items.into_iter().map(|i| i.url).collect();
-                let statuses = if urls.is_empty() {
-                    Vec::new()
-                } else {
-                    offer_batch(&control, &urls, limits).await
-                };
-                let ack = BatchAck {
-                    id: batch.id,
-                    statuses,
-                };
-                if tx.send(Ok(ack)).await.is_err() {
-                    return; // The client is gone.
-                }
-            }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(Response::new(
+            self.urls.put_discovered(request.into_inner()),
+        ))
     }
 
     /// A whole crawl's figures: `size` = URLs queued or held, `inProcess` = held,
-    /// `numberOfQueues` = hosts, `counts.completed` = URLs done (records written). One
-    /// queue's (a key given) are not served yet.
+    /// `numberOfQueues` = hosts, `counts.completed` = URLs done (pages: records written here,
+    /// and URLs a client reported known). One queue's (a key given) are not served yet.
     async fn get_stats(
         &self,
         request: Request<QueueWithinCrawlParams>,
@@ -219,16 +144,16 @@ impl UrlFrontier for Node {
         if !params.key.is_empty() {
             return Err(not_yet("GetStats of one queue"));
         }
-        let status = self.control.status().await;
+        let stats = self.control.frontier_stats().await;
         let counts = HashMap::from([
-            ("completed".to_owned(), status.pages_total),
-            ("scheduled".to_owned(), status.scheduled),
+            ("completed".to_owned(), stats.pages),
+            ("scheduled".to_owned(), stats.extra("scheduled")),
         ]);
         Ok(Response::new(Stats {
-            size: status.queued + status.in_flight,
-            in_process: u32::try_from(status.in_flight).unwrap_or(u32::MAX),
+            size: stats.queued + stats.in_flight,
+            in_process: u32::try_from(stats.in_flight).unwrap_or(u32::MAX),
             counts,
-            number_of_queues: status.hosts,
+            number_of_queues: stats.hosts,
             crawl_id: crawl_id.to_owned(),
         }))
     }

@@ -5,7 +5,10 @@
 //! a token is refused, connections beyond the cap are closed, a client that sends nothing is
 //! dropped after the header timeout, an HTTP/1 client gets a plain answer, and shutdown ends
 //! the server with clients connected. PutDiscovered queues each new URL once, acking every
-//! batch in order.
+//! batch in order; GetURLs holds what it hands out, a known URL is never handed out again,
+//! and what a vanished client held is served again once its hold has passed. With the
+//! frontier in a Redis that stops answering, puts are acked `FAIL` in bounded time, and
+//! resent once it is back, nothing is lost.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -20,9 +23,10 @@ use tonic::Code;
 use urlfrontier_proto::v2::ack_message::Status as Ack;
 use urlfrontier_proto::v2::log_level_params::Level;
 use urlfrontier_proto::v2::url_frontier_client::UrlFrontierClient;
+use urlfrontier_proto::v2::url_item::Item;
 use urlfrontier_proto::v2::{
-    Active, DiscoveredBatch, Empty, GetParams, Local, LogLevelParams, QueueWithinCrawlParams,
-    UrlInfo,
+    Active, DiscoveredBatch, DiscoveredUrlItem, Empty, GetParams, KnownUrlItem, Local,
+    LogLevelParams, Pagination, QueueWithinCrawlParams, UrlInfo, UrlItem,
 };
 use urlfrontier_service::{serve_grpc, LogLevels, ServeError, Settings};
 
@@ -268,9 +272,9 @@ async fn calls_need_the_token_and_the_node_calls_answer_as_the_protocol_says() {
     assert_eq!(levels.0.lock().unwrap().len(), 1);
 
     // What is not served yet says so, by name.
-    let e = c.get_ur_ls(GetParams::default()).await.unwrap_err();
+    let e = c.list_queues(Pagination::default()).await.unwrap_err();
     assert_eq!(e.code(), Code::Unimplemented);
-    assert!(e.message().contains("GetURLs"), "{e}");
+    assert!(e.message().contains("ListQueues"), "{e}");
 
     crawl.stop().await;
     server.await.unwrap().unwrap();
@@ -485,6 +489,252 @@ async fn discovered_batches_queue_each_new_url_once_and_are_acked_in_order() {
         .unwrap()
         .into_inner();
     assert_eq!(stats.size, 4, "nothing of the refused batches was queued");
+
+    crawl.stop().await;
+    server.await.unwrap().unwrap();
+}
+
+fn item(url: &str, known: Option<u64>, id: &str) -> UrlItem {
+    let info = Some(UrlInfo {
+        url: url.into(),
+        ..UrlInfo::default()
+    });
+    UrlItem {
+        item: Some(match known {
+            None => Item::Discovered(DiscoveredUrlItem { info }),
+            Some(date) => Item::Known(KnownUrlItem {
+                info,
+                refetchable_from_date: date,
+            }),
+        }),
+        id: id.into(),
+        creation_date: 0,
+    }
+}
+
+/// The acks of `items` sent on one PutURLs stream, as (ID, status), or the error that ended it.
+async fn put_urls(
+    c: &mut UrlFrontierClient<Channel>,
+    items: Vec<UrlItem>,
+) -> Result<Vec<(String, i32)>, tonic::Status> {
+    let mut acks = c
+        .put_ur_ls(tonic::codegen::tokio_stream::iter(items))
+        .await?
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(ack) = acks.message().await? {
+        out.push((ack.id, ack.status));
+    }
+    Ok(out)
+}
+
+/// The URLs one GetURLs hands out (held for `hold` seconds), sorted.
+async fn get_urls(c: &mut UrlFrontierClient<Channel>, hold: u32) -> Vec<(String, String)> {
+    let mut infos = c
+        .get_ur_ls(GetParams {
+            delay_requestable: hold,
+            ..GetParams::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(info) = infos.message().await.unwrap() {
+        assert_eq!(info.crawl_id, "DEFAULT");
+        out.push((info.url, info.key));
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handed_out_urls_are_held_known_ones_are_done_and_a_vanished_clients_come_back() {
+    let crawl = Crawl::start_with(|cfg| {
+        cfg.crawl.workers = engine::Workers::Count(0);
+        cfg.politeness.delay_ms = 0;
+        cfg.politeness.max_per_host = 100;
+    })
+    .await;
+    let (addr, server) = crawl.serve(settings("", 16, Duration::from_secs(10))).await;
+    let mut c = UrlFrontierClient::new(channel(addr).await);
+    let (ok, skipped) = (Ack::Ok as i32, Ack::Skipped as i32);
+
+    // Discovered: queued once; an ack names the item's ID, or its URL when it has none.
+    let acks = put_urls(
+        &mut c,
+        vec![
+            item("http://a.test/1", None, "i1"),
+            item("http://a.test:8080/2", None, ""),
+            item("http://b.test/1", None, "i3"),
+            item("http://a.test/1", None, "i4"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        acks,
+        vec![
+            ("i1".to_owned(), ok),
+            ("http://a.test:8080/2".to_owned(), ok),
+            ("i3".to_owned(), ok),
+            ("i4".to_owned(), skipped),
+        ]
+    );
+
+    // GetURLs hands each out once, keyed by host name (no port), and holds it.
+    let all = vec![
+        ("http://a.test/1".to_owned(), "a.test".to_owned()),
+        ("http://a.test:8080/2".to_owned(), "a.test".to_owned()),
+        ("http://b.test/1".to_owned(), "b.test".to_owned()),
+    ];
+    assert_eq!(get_urls(&mut c, 2).await, all);
+    assert_eq!(get_urls(&mut c, 2).await, vec![], "all are held");
+
+    // Known with date 0: done, never handed out again — held (a.test/1, by another
+    // spelling) or not (c.test/1, never seen: a later discovery of it is a repeat).
+    let acks = put_urls(
+        &mut c,
+        vec![
+            item("HTTP://A.TEST/1", Some(0), "k1"),
+            item("http://c.test/1", Some(0), "k2"),
+            item("http://c.test/1", None, "k3"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        acks,
+        vec![
+            ("k1".to_owned(), ok),
+            ("k2".to_owned(), ok),
+            ("k3".to_owned(), skipped)
+        ]
+    );
+    let stats = c
+        .get_stats(QueueWithinCrawlParams::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(stats.counts.get("completed"), Some(&1));
+    assert_eq!(
+        stats.in_process, 2,
+        "a.test:8080/2 and b.test/1 are still held"
+    );
+
+    // The client that held them vanishes: once their hold (2 s) has passed they are served
+    // again, and nothing done ever is.
+    let mut again = Vec::new();
+    for _ in 0..300 {
+        again.extend(get_urls(&mut c, 60).await);
+        if again.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    again.sort();
+    assert_eq!(again, vec![all[1].clone(), all[2].clone()]);
+    assert_eq!(get_urls(&mut c, 60).await, vec![]);
+
+    // A date to refetch from is not taken yet: the stream ends saying so, after the acks
+    // of the items before it.
+    let mut acks = c
+        .put_ur_ls(tonic::codegen::tokio_stream::iter(vec![
+            item("http://b.test/1", Some(0), "b"),
+            item("http://a.test:8080/2", Some(1_900_000_000), "later"),
+        ]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(acks.message().await.unwrap().unwrap().id, "b");
+    let e = acks.message().await.unwrap_err();
+    assert_eq!(e.code(), Code::Unimplemented, "{e}");
+
+    crawl.stop().await;
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn puts_fail_while_redis_is_stalled_and_resent_nothing_is_lost() {
+    let Some(redis) = test_support::redis_server::RedisServer::for_test(&[]) else {
+        return;
+    };
+    let url = redis.url();
+    let crawl = Crawl::start_with(move |cfg| {
+        cfg.crawl.workers = engine::Workers::Count(0);
+        cfg.frontier.backend = engine::FrontierBackend::Redis;
+        cfg.frontier.redis_url = url;
+        cfg.frontier.crawl_id = "grpc-faults".into();
+        cfg.politeness.delay_ms = 0;
+        cfg.politeness.max_per_host = 100;
+    })
+    .await;
+    let mut s = settings("", 16, Duration::from_secs(10));
+    s.api.request_timeout = Duration::from_secs(2);
+    let (addr, server) = crawl.serve(s).await;
+    let mut c = UrlFrontierClient::new(channel(addr).await);
+    let (ok, skipped, fail) = (Ack::Ok as i32, Ack::Skipped as i32, Ack::Fail as i32);
+
+    let acks = put_discovered(&mut c, vec![batch("b1", &["http://a.test/1"], "")])
+        .await
+        .unwrap();
+    assert_eq!(acks, vec![("b1".to_owned(), vec![ok])]);
+
+    // Redis stops answering (SIGSTOP): the next batch and item are acked FAIL, not held.
+    redis.pause().unwrap();
+    let acks = put_discovered(
+        &mut c,
+        vec![batch("b2", &["http://a.test/2", "http://b.test/3"], "")],
+    )
+    .await;
+    let acks_items = put_urls(&mut c, vec![item("http://c.test/4", None, "i4")]).await;
+    let leased = c
+        .get_ur_ls(GetParams {
+            delay_requestable: 2,
+            ..GetParams::default()
+        })
+        .await;
+    redis.resume().unwrap();
+    assert_eq!(leased.unwrap_err().code(), Code::Unavailable);
+    assert_eq!(acks.unwrap(), vec![("b2".to_owned(), vec![fail, fail])]);
+    assert_eq!(acks_items.unwrap(), vec![("i4".to_owned(), fail)]);
+
+    // Resent: each is queued now or was by the call that timed out (a repeat, SKIPPED);
+    // none is lost.
+    let acks = put_discovered(
+        &mut c,
+        vec![batch("b2", &["http://a.test/2", "http://b.test/3"], "")],
+    )
+    .await
+    .unwrap();
+    assert!(
+        acks[0].1.iter().all(|s| *s == ok || *s == skipped),
+        "{acks:?}"
+    );
+    let acks = put_urls(&mut c, vec![item("http://c.test/4", None, "i4")])
+        .await
+        .unwrap();
+    assert!(acks[0].1 == ok || acks[0].1 == skipped, "{acks:?}");
+    // (What the stalled GetURLs leased once Redis went on, if anything, comes back when its
+    // 2 s hold has passed.)
+    let mut got = Vec::new();
+    for _ in 0..300 {
+        got.extend(get_urls(&mut c, 60).await);
+        if got.len() >= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    got.sort();
+    let urls: Vec<&str> = got.iter().map(|(u, _)| u.as_str()).collect();
+    assert_eq!(
+        urls,
+        [
+            "http://a.test/1",
+            "http://a.test/2",
+            "http://b.test/3",
+            "http://c.test/4"
+        ]
+    );
 
     crawl.stop().await;
     server.await.unwrap().unwrap();

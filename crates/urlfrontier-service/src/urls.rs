@@ -1,0 +1,355 @@
+//! The RPCs that move URLs: PutDiscovered and PutURLs take them, GetURLs hands them out.
+//!
+//! Design choices:
+//! - **A hand-out is an external lease** ([`engine::Control::lease_unchecked`]): the URL is
+//!   held for `delay_requestable` seconds and, if no update comes back by then, served again
+//!   — a client killed mid-lease loses nothing. The client decides scope, robots.txt and what
+//!   addresses it fetches, as url-frontier's clients do, so no check of ours stands between
+//!   the queue and the client; politeness per host and `crawl.concurrency` (leases out and
+//!   the built-in workers' fetches together) still hold.
+//! - **Updates find their lease by the URL's canonical form** ([`Held`]): the string handed
+//!   out is the crawl's canonical URL, and any spelling of it matches.
+//! - **A known URL with `refetchable_from_date` = 0 is done**: held here, its lease is
+//!   finished as fetched by the client (a page for the budgets; the client keeps the record).
+//!   Not held (its lease expired, or never handed out), it is offered so that the visited
+//!   set knows it and remembered as finished ([`Held::finished`]): should it come up again it
+//!   is finished there and then, not handed out.
+//! - **Acks keep the order of the items**; a client that stops reading them stops the intake
+//!   after a few batches ([`ACKS_AHEAD`]) or a few hundred items.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use engine::{Control, SeedResult};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
+use tonic::codegen::BoxStream;
+use tonic::{Status, Streaming};
+use urlfrontier_proto::v2::ack_message::Status as Ack;
+use urlfrontier_proto::v2::get_params::Item as CrawlFilter;
+use urlfrontier_proto::v2::url_item::Item;
+use urlfrontier_proto::v2::{AckMessage, BatchAck, DiscoveredBatch, GetParams, UrlInfo, UrlItem};
+
+use crate::node::crawl;
+use crate::DEFAULT_CRAWL;
+
+/// Acks not yet read by the client before the intake waits (backpressure).
+pub(crate) const ACKS_AHEAD: usize = 4;
+
+/// GetURLs' hold when the request names none (the protocol's default).
+const DEFAULT_HOLD_SECS: u64 = 30;
+
+/// Most URLs remembered as finished while not held (each is forgotten when it comes up).
+const MAX_FINISHED: usize = 1_000_000;
+
+/// What bounds the work of one call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Most URLs in one batch or one GetURLs (`service.max_urls_per_call`).
+    pub(crate) max_urls: usize,
+    /// Longest wait for the frontier on one batch (`service.request_timeout_secs`): past it
+    /// the batch is acked `FAIL` (resend).
+    pub(crate) frontier_wait: Duration,
+}
+
+/// The URLs handed out and not yet updated, by canonical URL: their lease and its end.
+#[derive(Debug, Default)]
+struct Held {
+    leases: HashMap<String, (u64, Instant)>,
+    /// Known as done while not held: finished when next handed out.
+    finished: HashSet<String>,
+}
+
+/// The URL RPCs' state and handles.
+#[derive(Debug)]
+pub(crate) struct Urls {
+    control: Control,
+    limits: Limits,
+    held: Mutex<Held>,
+}
+
+/// The statuses of one batch of discovered URLs, in its order: `OK` for a URL queued,
+/// `SKIPPED` for one the crawl has seen (a repeat within the batch too) or cannot crawl,
+/// `FAIL` for every URL when the frontier took none of them in time (resend).
+async fn offer(control: &Control, urls: &[String], limits: Limits) -> Vec<Ack> {
+    let offered = tokio::time::timeout(limits.frontier_wait, control.try_add_seeds(urls)).await;
+    match offered {
+        Ok(Some(results)) => results
+            .iter()
+            .map(|r| match r {
+                SeedResult::Admitted => Ack::Ok,
+                SeedResult::Duplicate | SeedResult::OutOfScope(_) | SeedResult::Invalid(_) => {
+                    Ack::Skipped
+                }
+            })
+            .collect(),
+        Ok(None) | Err(_) => vec![Ack::Fail; urls.len()],
+    }
+}
+
+/// The protocol's queue key of a URL: its host name (without the port, as upstream).
+fn host_key(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if host.starts_with('[') {
+        // An IPv6 literal, up to its bracket.
+        return host.split_inclusive(']').next().unwrap_or(host).to_owned();
+    }
+    host.split(':').next().unwrap_or(host).to_owned()
+}
+
+impl Urls {
+    pub(crate) fn new(control: Control, limits: Limits) -> Self {
+        Self {
+            control,
+            limits,
+            held: Mutex::default(),
+        }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// PutDiscovered: each batch offered and acked in one `BatchAck`, in order. An empty
+    /// batch is acked (clients probe with one).
+    pub(crate) fn put_discovered(
+        self: &Arc<Self>,
+        mut batches: Streaming<DiscoveredBatch>,
+    ) -> BoxStream<BatchAck> {
+        let (tx, rx) = mpsc::channel(ACKS_AHEAD);
+        let this = Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                let batch = match batches.message().await {
+                    Ok(Some(b)) => b,
+                    Ok(None) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
+                };
+                if let Err(e) = this.check_batch(&batch.id, &batch.items) {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+                let urls: Vec<String> = batch.items.into_iter().map(|i| i.url).collect();
+                let statuses = if urls.is_empty() {
+                    Vec::new()
+                } else {
+                    offer(&this.control, &urls, this.limits).await
+                };
+                let ack = BatchAck {
+                    id: batch.id,
+                    statuses: statuses.into_iter().map(|s| s as i32).collect(),
+                };
+                if tx.send(Ok(ack)).await.is_err() {
+                    return; // The client is gone.
+                }
+            }
+        });
+        Box::pin(ReceiverStream::new(rx))
+    }
+
+    /// A batch over the size limit, or naming a crawl this service does not hold.
+    fn check_batch(&self, id: &str, items: &[UrlInfo]) -> Result<(), Status> {
+        if items.len() > self.limits.max_urls {
+            return Err(Status::invalid_argument(format!(
+                "batch `{id}` holds {} URLs; at most {} (service.max_urls_per_call)",
+                items.len(),
+                self.limits.max_urls
+            )));
+        }
+        match items.iter().find_map(|i| crawl(&i.crawl_id).err()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// PutURLs: each item acked in order, by its ID (its URL when the ID is empty).
+    /// A known URL with a `refetchable_from_date` ends the stream with `UNIMPLEMENTED`: this
+    /// frontier does not take schedules from clients yet.
+    pub(crate) fn put_urls(
+        self: &Arc<Self>,
+        mut items: Streaming<UrlItem>,
+    ) -> BoxStream<AckMessage> {
+        let (tx, rx) = mpsc::channel(ACKS_AHEAD * 64);
+        let this = Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                let item = match items.message().await {
+                    Ok(Some(i)) => i,
+                    Ok(None) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
+                };
+                let url = match &item.item {
+                    Some(Item::Discovered(d)) => d.info.as_ref().map(|i| i.url.clone()),
+                    Some(Item::Known(k)) => k.info.as_ref().map(|i| i.url.clone()),
+                    None => None,
+                };
+                let status = match this.put(item.item).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
+                };
+                let id = if item.id.is_empty() {
+                    url.unwrap_or_default()
+                } else {
+                    item.id
+                };
+                let ack = AckMessage {
+                    id,
+                    status: status as i32,
+                };
+                if tx.send(Ok(ack)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Box::pin(ReceiverStream::new(rx))
+    }
+
+    /// One PutURLs item.
+    async fn put(&self, item: Option<Item>) -> Result<Ack, Status> {
+        let (info, date) = match item {
+            Some(Item::Discovered(d)) => (d.info.unwrap_or_default(), None),
+            Some(Item::Known(k)) => (k.info.unwrap_or_default(), Some(k.refetchable_from_date)),
+            None => {
+                return Err(Status::invalid_argument(
+                    "an item that is neither discovered nor known",
+                ))
+            }
+        };
+        crawl(&info.crawl_id)?;
+        match date {
+            None => Ok(offer(&self.control, &[info.url], self.limits).await[0]),
+            Some(0) => Ok(self.done(&info.url).await),
+            Some(_) => Err(Status::unimplemented(
+                "a known URL with a refetchable_from_date is not taken by this frontier yet \
+                 (date 0, done, is)",
+            )),
+        }
+    }
+
+    /// A known URL, not to be fetched again.
+    async fn done(&self, raw: &str) -> Ack {
+        let Ok(url) = self.control.canonical(raw) else {
+            return Ack::Skipped;
+        };
+        let url = url.to_string();
+        let lease = self.held().leases.remove(&url).map(|(id, _)| id);
+        if let Some(id) = lease {
+            if self.control.finish_by_client(id).await {
+                return Ack::Ok;
+            }
+        }
+        // Not held: the visited set learns it, and it is finished should it come up.
+        match offer(&self.control, std::slice::from_ref(&url), self.limits).await[0] {
+            Ack::Fail => Ack::Fail,
+            _ => {
+                let mut held = self.held();
+                if held.finished.len() < MAX_FINISHED {
+                    held.finished.insert(url);
+                }
+                Ack::Ok
+            }
+        }
+    }
+
+    /// GetURLs: due URLs, each held for `delay_requestable` seconds. Nothing while the crawl
+    /// is paused, or for a crawl this service does not hold; `UNAVAILABLE` when the frontier
+    /// does not answer within `service.request_timeout_secs`.
+    pub(crate) async fn get_urls(&self, params: GetParams) -> Result<BoxStream<UrlInfo>, Status> {
+        let ours = match &params.item {
+            Some(CrawlFilter::CrawlId(id)) => crawl(id).is_ok(),
+            Some(CrawlFilter::AnyCrawlId(_)) | None => true,
+        };
+        if !params.key.is_empty() {
+            return Err(Status::unimplemented(
+                "GetURLs of one key is not served by this frontier yet (leave key empty)",
+            ));
+        }
+        let mut infos = Vec::new();
+        if ours {
+            let per_queue = match params.max_urls_per_queue {
+                0 => usize::MAX,
+                n => n as usize,
+            };
+            let queues = match params.max_queues {
+                0 => usize::MAX,
+                n => n as usize,
+            };
+            let max = per_queue.saturating_mul(queues).min(self.limits.max_urls);
+            let hold = match params.delay_requestable {
+                0 => DEFAULT_HOLD_SECS,
+                s => u64::from(s),
+            };
+            // Bounded as an HTTP call is: a frontier that does not answer (Redis stalled)
+            // leaves the client free to try again, and what was leased meanwhile expires.
+            let leased = tokio::time::timeout(
+                self.limits.frontier_wait,
+                self.control.lease_unchecked(max, hold),
+            )
+            .await
+            .map_err(|_| {
+                Status::unavailable(
+                    "the frontier did not answer within service.request_timeout_secs; \
+                     try again",
+                )
+            })?;
+            let until = Instant::now() + Duration::from_secs(hold);
+            let mut finished = Vec::new();
+            {
+                let mut held = self.held();
+                if held.leases.len() > 2 * self.limits.max_urls.max(1024) {
+                    let now = Instant::now();
+                    held.leases.retain(|_, (_, end)| *end > now);
+                }
+                for l in leased {
+                    if held.finished.remove(&l.url) {
+                        finished.push(l.id);
+                        continue;
+                    }
+                    held.leases.insert(l.url.clone(), (l.id, until));
+                    infos.push(UrlInfo {
+                        key: host_key(&l.url),
+                        url: l.url,
+                        metadata: HashMap::new(),
+                        crawl_id: DEFAULT_CRAWL.to_owned(),
+                    });
+                }
+            }
+            for id in finished {
+                self.control.finish_by_client(id).await;
+            }
+        }
+        let stream = tonic::codegen::tokio_stream::iter(infos.into_iter().map(Ok));
+        Ok(Box::pin(stream))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_the_host_name_without_port_or_user() {
+        for (url, key) in [
+            ("http://a.test/x", "a.test"),
+            ("https://a.test:8443/x?y", "a.test"),
+            ("http://u:p@a.test:81/", "a.test"),
+            ("http://[::1]:8080/", "[::1]"),
+            ("http://a.test?q", "a.test"),
+        ] {
+            assert_eq!(host_key(url), key, "{url}");
+        }
+    }
+}
