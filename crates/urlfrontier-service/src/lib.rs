@@ -19,8 +19,8 @@
 //!   handler is; the frontier's rules live in the engine.
 //!
 //! Served now: ListNodes, ListCrawls, GetActive/SetActive, SetLogLevel, a crawl's GetStats,
-//! PutDiscovered, PutURLs and GetURLs ([`urls`]) on the crawl the service runs. Every other
-//! RPC answers `UNIMPLEMENTED`, naming itself.
+//! SetDelay and BlockQueueUntil of a key, PutDiscovered, PutURLs and GetURLs ([`urls`]) on
+//! the crawl the service runs. Every other RPC answers `UNIMPLEMENTED`, naming itself.
 
 #![forbid(unsafe_code)]
 

@@ -7,8 +7,10 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use engine::Control;
+use frontier::HostControls;
 use tonic::codegen::BoxStream;
 use tonic::{Request, Response, Status, Streaming};
 use urlfrontier_proto::v2::log_level_params::Level;
@@ -60,6 +62,10 @@ pub(crate) fn crawl(id: &str) -> Result<&'static str, Status> {
         )))
     }
 }
+
+/// The latest time a queue may be blocked until: 2100-01-01, Unix seconds (as the HTTP
+/// API's `blocked_until`; later is surely not meant, and would overflow a clock).
+const LATEST_BLOCK: u64 = 4_102_444_800;
 
 /// The answer of an RPC this frontier does not serve yet.
 fn not_yet(rpc: &str) -> Status {
@@ -165,11 +171,34 @@ impl UrlFrontier for Node {
         Err(not_yet("DeleteQueue"))
     }
 
+    /// Nothing of a queue is handed out (or fetched) until `time` (Unix seconds; 0 or a past
+    /// time lifts the block), as `PUT /api/v1/hosts/{host}`'s `blocked_until`. An unknown
+    /// queue is ignored, as upstream.
     async fn block_queue_until(
         &self,
-        _: Request<BlockQueueParams>,
+        request: Request<BlockQueueParams>,
     ) -> Result<Response<Empty>, Status> {
-        Err(not_yet("BlockQueueUntil"))
+        let params = request.into_inner();
+        crawl(&params.crawl_id)?;
+        if params.key.is_empty() {
+            return Err(Status::invalid_argument("BlockQueueUntil needs a key"));
+        }
+        if params.time > LATEST_BLOCK {
+            return Err(Status::invalid_argument(format!(
+                "time {}: after 2100-01-01 (Unix seconds expected)",
+                params.time
+            )));
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let controls = HostControls {
+            block_for: Some(Duration::from_secs(params.time.saturating_sub(now))),
+            ..HostControls::default()
+        };
+        self.control.set_host(&params.key, controls).await;
+        Ok(Response::new(Empty {}))
     }
 
     /// `false` pauses the crawl as `POST /api/v1/pause` does (no fetch or hand-out starts;
@@ -189,8 +218,24 @@ impl UrlFrontier for Node {
         }))
     }
 
-    async fn set_delay(&self, _: Request<QueueDelayParams>) -> Result<Response<Empty>, Status> {
-        Err(not_yet("SetDelay"))
+    /// A queue's delay between hand-outs, as `PUT /api/v1/hosts/{host}`'s `delay_ms` (a
+    /// Crawl-delay or back-off still wins when longer). An unknown queue is ignored, as
+    /// upstream; every queue's default (an empty key) is `politeness.delay_ms`, not set here.
+    async fn set_delay(
+        &self,
+        request: Request<QueueDelayParams>,
+    ) -> Result<Response<Empty>, Status> {
+        let params = request.into_inner();
+        crawl(&params.crawl_id)?;
+        if params.key.is_empty() {
+            return Err(not_yet("SetDelay of every queue (an empty key)"));
+        }
+        let controls = HostControls {
+            delay: Some(Duration::from_secs(u64::from(params.delay_requestable))),
+            ..HostControls::default()
+        };
+        self.control.set_host(&params.key, controls).await;
+        Ok(Response::new(Empty {}))
     }
 
     /// The protocol names Java packages; here `package` is a `tracing` target (a module

@@ -8,7 +8,8 @@
 //!   the queue and the client; politeness per host and `crawl.concurrency` (leases out and
 //!   the built-in workers' fetches together) still hold.
 //! - **Updates find their lease by the URL's canonical form** ([`Held`]): the string handed
-//!   out is the crawl's canonical URL, and any spelling of it matches.
+//!   out is the crawl's canonical URL, and any spelling of it matches. Its `key` is the
+//!   host's politeness key ([`host_key`]).
 //! - **A known URL with `refetchable_from_date` = 0 is done**: held here, its lease is
 //!   finished as fetched by the client (a page for the budgets; the client keeps the record).
 //!   Not held (its lease expired, or never handed out), it is offered so that the visited
@@ -89,16 +90,16 @@ async fn offer(control: &Control, urls: &[String], limits: Limits) -> Vec<Ack> {
     }
 }
 
-/// The protocol's queue key of a URL: its host name (without the port, as upstream).
-fn host_key(url: &str) -> String {
+/// The queue key of a canonical URL: its politeness key, the host name, with the port when
+/// it is not the scheme's (upstream drops the port; here the key is the one this
+/// frontier's host controls take: SetDelay, BlockQueueUntil).
+pub(crate) fn host_key(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    if host.starts_with('[') {
-        // An IPv6 literal, up to its bracket.
-        return host.split_inclusive(']').next().unwrap_or(host).to_owned();
-    }
-    host.split(':').next().unwrap_or(host).to_owned()
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, h)| h)
+        .to_owned()
 }
 
 impl Urls {
@@ -341,12 +342,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_key_is_the_host_name_without_port_or_user() {
+    fn a_key_is_the_host_and_port_without_user() {
         for (url, key) in [
             ("http://a.test/x", "a.test"),
-            ("https://a.test:8443/x?y", "a.test"),
-            ("http://u:p@a.test:81/", "a.test"),
-            ("http://[::1]:8080/", "[::1]"),
+            ("https://a.test:8443/x?y", "a.test:8443"),
+            ("http://u:p@a.test:81/", "a.test:81"),
+            ("http://[::1]:8080/", "[::1]:8080"),
             ("http://a.test?q", "a.test"),
         ] {
             assert_eq!(host_key(url), key, "{url}");
