@@ -4,10 +4,16 @@
 //! the crawl with SetActive (seen on the HTTP API), changes a log level, streams batches
 //! of discovered URLs (bidirectional streaming over grpcio), takes them with GetURLs and
 //! reports them done with PutURLs; a public gRPC
-//! address without a token is refused before anything starts.
+//! address without a token is refused before anything starts. A crawler that uses the
+//! service as its frontier over gRPC and fetches by itself (`examples/urlfrontier_fetcher.py`:
+//! its own scope, robots.txt, retries and records) crawls the test site to its ground truth,
+//! after another one took URLs and was killed holding them.
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+
+use testsite::{SiteConfig, TestSite};
 
 use crate::util::{crawler, http, watch_serve, CrawlDir};
 
@@ -180,4 +186,109 @@ fn a_public_grpc_address_without_a_token_is_refused() {
         err.contains("service.grpc_listen") && err.contains("api_token"),
         "{err}"
     );
+}
+
+/// `examples/urlfrontier_fetcher.py` against `grpc`, for the test site's names.
+fn self_fetching_client(grpc: &str, args: &[&str]) -> Command {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/urlfrontier_fetcher.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(script)
+        .args(["--grpc", grpc, "--token", TOKEN])
+        .args(["--resolve", "*.test=127.0.0.1", "--domain", "test"])
+        .args(args);
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_fetching_by_itself_crawls_to_the_ground_truth_and_a_killed_one_loses_nothing() {
+    if !grpc_tools_available() {
+        eprintln!("skipped: no grpcio-tools");
+        return;
+    }
+    let site = TestSite::start(SiteConfig {
+        pages: 1000,
+        hosts: 3,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    // The frontier alone: no workers; room for the clients' holds.
+    let dir = CrawlDir::new(
+        "[crawl]\nworkers = 0\nconcurrency = 256\n[politeness]\ndelay_ms = 0\nmax_per_host = 16\n",
+    );
+    let mut serve = dir
+        .serve()
+        .args(["--grpc-listen", "127.0.0.1:0"])
+        .env("CRAWLER_SERVICE_API_TOKEN", TOKEN)
+        .env("RUST_LOG", "info")
+        .spawn()
+        .unwrap();
+    let (_api, log) = watch_serve(&mut serve);
+    let grpc = log
+        .lock()
+        .unwrap()
+        .lines()
+        .find_map(|l| l.split("gRPC API on grpc://").nth(1).map(str::to_owned))
+        .expect("serve printed the gRPC address");
+    let seed = site.site().seed_url();
+    let records = dir.path().join("records.jsonl");
+
+    let out = tokio::task::spawn_blocking({
+        let records = records.clone();
+        move || {
+            // A client that takes URLs (held 2 s) and dies holding them (kill -9).
+            let mut stalled = self_fetching_client(
+                &grpc,
+                &["--seed", &seed, "--stall", "--hold", "2", "--batch", "20"],
+            )
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+            let mut line = String::new();
+            BufReader::new(stalled.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            let held: u64 = line.trim().trim_start_matches("held ").parse().unwrap();
+            assert!(held > 0, "{line}");
+            stalled.kill().unwrap();
+            let _ = stalled.wait();
+            // One that fetches everything, the killed one's URLs included once their hold
+            // has passed.
+            self_fetching_client(
+                &grpc,
+                &["--exit-when-idle", "--out", records.to_str().unwrap()],
+            )
+            .output()
+            .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&records).unwrap();
+    assert!(
+        text.lines().count() > 1000,
+        "{} records",
+        text.lines().count()
+    );
+    let recorded = text.lines().map(|l| {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        crate::util::recorded(&v)
+    });
+    let truth = site
+        .site()
+        .ground_truth_for(testsite::Crawler { sitemaps: false });
+    if let Err(e) = truth.check(recorded) {
+        panic!("{e}");
+    }
+
+    let _ = Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .status();
+    let exit = serve.wait().unwrap();
+    assert!(exit.success(), "serve exited with {exit}");
 }
