@@ -57,21 +57,34 @@ impl Scheduler {
 
     /// Restores `heads + tails ≤ capacity` by writing out the largest tails, then (only if no
     /// tail is left) parts of `preferred`'s head.
+    ///
+    /// Tails are written largest first until an eighth of the capacity is free again: one
+    /// pass over the hosts with tails (a sort) pays for that many admissions. Writing only
+    /// the one largest tail each time the capacity was passed cost a pass per admission —
+    /// with 10^5 hosts over the capacity, 3,790 admissions/s instead of 10^5 (BENCHMARKS §6).
     pub(super) fn enforce_capacity(&mut self, preferred: u32) {
         while self.heads + self.tails > self.capacity || self.heads > self.head_capacity {
             if self.heads + self.tails > self.capacity {
                 self.tail_hosts
                     .retain(|&h| !self.hosts[h as usize].tail.is_empty());
-                let largest = self
-                    .tail_hosts
-                    .iter()
-                    .copied()
-                    .max_by_key(|&h| self.hosts[h as usize].tail.len());
-                if let Some(h) = largest {
-                    if self.flush_tail(h) {
-                        continue;
+                if !self.tail_hosts.is_empty() {
+                    let mut largest = self.tail_hosts.clone();
+                    largest.sort_unstable_by_key(|&h| {
+                        (std::cmp::Reverse(self.hosts[h as usize].tail.len()), h)
+                    });
+                    largest.dedup();
+                    let target = self.capacity - self.capacity / 8;
+                    for h in largest {
+                        if self.heads + self.tails <= target {
+                            break;
+                        }
+                        if !self.flush_tail(h) {
+                            // The disk refuses: keep everything in memory.
+                            self.max_memory = self.max_memory.max(self.heads + self.tails);
+                            return;
+                        }
                     }
-                    break; // the disk refuses; keep everything in memory
+                    continue;
                 }
             }
             let excess = (self.heads + self.tails)
