@@ -7,7 +7,8 @@
 //! address without a token is refused before anything starts. A crawler that uses the
 //! service as its frontier over gRPC and fetches by itself (`examples/urlfrontier_fetcher.py`:
 //! its own scope, robots.txt, retries and records) crawls the test site to its ground truth,
-//! after another one took URLs and was killed holding them.
+//! after another one took URLs and was killed holding them — alone, and sharing the crawl
+//! with the built-in workers (their records and its records together: each URL once).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -291,4 +292,95 @@ async fn a_client_fetching_by_itself_crawls_to_the_ground_truth_and_a_killed_one
         .status();
     let exit = serve.wait().unwrap();
     assert!(exit.success(), "serve exited with {exit}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_client_and_the_built_in_workers_share_one_crawl_each_url_once() {
+    if !grpc_tools_available() {
+        eprintln!("skipped: no grpcio-tools");
+        return;
+    }
+    let site = TestSite::start(SiteConfig {
+        pages: 1000,
+        hosts: 3,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = CrawlDir::new(
+        "[crawl]\nworkers = 2\nconcurrency = 64\nsitemaps = false\n\
+         [politeness]\ndelay_ms = 0\nmax_per_host = 16\n\
+         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
+         [service]\nallow_private_seeds = true\n",
+    );
+    let mut serve = dir
+        .serve()
+        .args(["--grpc-listen", "127.0.0.1:0"])
+        .env("CRAWLER_SERVICE_API_TOKEN", TOKEN)
+        .env("RUST_LOG", "info")
+        .spawn()
+        .unwrap();
+    let (_api, log) = watch_serve(&mut serve);
+    let grpc = log
+        .lock()
+        .unwrap()
+        .lines()
+        .find_map(|l| l.split("gRPC API on grpc://").nth(1).map(str::to_owned))
+        .expect("serve printed the gRPC address");
+    let seed = site.site().seed_url();
+    let records = dir.path().join("records.jsonl");
+    let out = tokio::task::spawn_blocking({
+        let records = records.clone();
+        move || {
+            self_fetching_client(
+                &grpc,
+                &[
+                    "--seed",
+                    &seed,
+                    "--exit-when-idle",
+                    "--batch",
+                    "4",
+                    "--out",
+                    records.to_str().unwrap(),
+                ],
+            )
+            .output()
+            .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The workers' records are complete once the service has stopped.
+    let _ = Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .status();
+    let exit = serve.wait().unwrap();
+    assert!(exit.success(), "serve exited with {exit}");
+
+    let read = |path: &Path| -> Vec<testsite::Recorded> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| crate::util::recorded(&serde_json::from_str(l).unwrap()))
+            .collect()
+    };
+    let theirs = read(&records);
+    let ours = read(&dir.out.join("pages.jsonl"));
+    assert!(
+        !theirs.is_empty() && !ours.is_empty(),
+        "both fetched: client {}, workers {}",
+        theirs.len(),
+        ours.len()
+    );
+    let truth = site
+        .site()
+        .ground_truth_for(testsite::Crawler { sitemaps: false });
+    if let Err(e) = truth.check(theirs.into_iter().chain(ours)) {
+        panic!("{e}");
+    }
 }
