@@ -208,8 +208,35 @@ def main():
     stub = ufg.URLFrontierStub(grpc.insecure_channel(args.grpc))
     md = [("authorization", f"Bearer {args.token}")] if args.token else []
 
+    taken = (uf.AckMessage.OK, uf.AckMessage.SKIPPED)
+    final = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.INVALID_ARGUMENT,
+             grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.NOT_FOUND)
+
     def put(items):
-        return {a.ID: a.status for a in stub.PutURLs(iter(items), metadata=md, timeout=300)}
+        """Sends `items` until each is acked OK or SKIPPED: a FAIL (the frontier could not take
+        it in time) and whatever a broken stream left unacked are sent again. Acks by ID."""
+        acks, pending = {}, list(items)
+        for attempt in range(30):
+            try:
+                for a in stub.PutURLs(iter(pending), metadata=md, timeout=300):
+                    acks[a.ID] = a.status
+            except grpc.RpcError as e:
+                if e.code() in final:
+                    raise
+            pending = [i for i in pending if acks.get(i.ID) not in taken]
+            if not pending:
+                return acks
+            time.sleep(min(0.1 * 2 ** attempt, 5))
+        sys.exit(f"the frontier took {len(pending)} reports in none of 30 attempts")
+
+    def busy():
+        """Whether anything is queued or held; a frontier that cannot say is busy."""
+        try:
+            return stub.GetStats(uf.QueueWithinCrawlParams(), metadata=md, timeout=60).size > 0
+        except grpc.RpcError as e:
+            if e.code() in final:
+                raise
+            return True
 
     def discovered(url):
         return uf.URLItem(discovered=uf.DiscoveredURLItem(info=uf.URLInfo(url=url)), ID="d:" + url)
@@ -220,16 +247,21 @@ def main():
     out = sys.stdout if args.out == "-" else open(args.out, "a")
     with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
         while True:
-            urls = [i.url for i in stub.GetURLs(
-                uf.GetParams(max_urls_per_queue=args.batch, delay_requestable=args.hold),
-                metadata=md, timeout=300)]
+            try:
+                urls = [i.url for i in stub.GetURLs(
+                    uf.GetParams(max_urls_per_queue=args.batch, delay_requestable=args.hold),
+                    metadata=md, timeout=300)]
+            except grpc.RpcError as e:
+                if e.code() in final:
+                    raise
+                time.sleep(0.5)  # UNAVAILABLE: the frontier did not answer in time
+                continue
             if args.stall:
                 print(f"held {len(urls)}", flush=True)
                 while True:
                     time.sleep(3600)
             if not urls:
-                if args.exit_when_idle and stub.GetStats(
-                        uf.QueueWithinCrawlParams(), metadata=md, timeout=60).size == 0:
+                if args.exit_when_idle and not busy():
                     break
                 time.sleep(0.05)
                 continue

@@ -83,17 +83,33 @@ fn directives(base: &str, set: &BTreeMap<String, tracing::Level>) -> String {
     out.join(",")
 }
 
+/// Most targets given a level of their own while the process runs.
+const MAX_TARGETS: usize = 256;
+
 impl urlfrontier_service::LogLevels for Levels {
     fn set(&self, target: &str, level: tracing::Level) -> Result<(), String> {
         let mut set = self.set.lock().unwrap_or_else(|e| e.into_inner());
-        set.insert(target.to_owned(), level);
-        let filter = EnvFilter::try_new(directives(&self.base, &set)).map_err(|e| {
-            set.remove(target);
-            format!("`{target}={level}` is not a log directive: {e}")
-        })?;
-        self.handle
-            .reload(filter)
-            .map_err(|e| format!("the log filter could not be changed: {e}"))
+        if !set.contains_key(target) && set.len() >= MAX_TARGETS {
+            return Err(format!(
+                "{MAX_TARGETS} modules have levels of their own already; set one of them"
+            ));
+        }
+        let before = set.insert(target.to_owned(), level);
+        let undo = |set: &mut BTreeMap<String, tracing::Level>| match before {
+            Some(l) => set.insert(target.to_owned(), l),
+            None => set.remove(target),
+        };
+        let filter = match EnvFilter::try_new(directives(&self.base, &set)) {
+            Ok(f) => f,
+            Err(e) => {
+                undo(&mut set);
+                return Err(format!("`{target}={level}` is not a log directive: {e}"));
+            }
+        };
+        self.handle.reload(filter).map_err(|e| {
+            undo(&mut set);
+            format!("the log filter could not be changed: {e}")
+        })
     }
 }
 

@@ -300,15 +300,17 @@ async fn a_grpc_client_and_the_built_in_workers_share_one_crawl_each_url_once() 
         eprintln!("skipped: no grpcio-tools");
         return;
     }
+    // Pages answer after 20 ms, so that two workers leave the client its share.
     let site = TestSite::start(SiteConfig {
         pages: 1000,
         hosts: 3,
+        latency_ms: 20,
         ..SiteConfig::default()
     })
     .await
     .unwrap();
     let dir = CrawlDir::new(
-        "[crawl]\nworkers = 2\nconcurrency = 64\nsitemaps = false\n\
+        "[crawl]\nworkers = 2\nconcurrency = 32\nsitemaps = false\n\
          [politeness]\ndelay_ms = 0\nmax_per_host = 16\n\
          [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
          [service]\nallow_private_seeds = true\n",
@@ -320,14 +322,24 @@ async fn a_grpc_client_and_the_built_in_workers_share_one_crawl_each_url_once() 
         .env("RUST_LOG", "info")
         .spawn()
         .unwrap();
-    let (_api, log) = watch_serve(&mut serve);
+    let (api, log) = watch_serve(&mut serve);
     let grpc = log
         .lock()
         .unwrap()
         .lines()
         .find_map(|l| l.split("gRPC API on grpc://").nth(1).map(str::to_owned))
         .expect("serve printed the gRPC address");
+    // The operator seeds the crawl (a client's URLs never pass the workers' SSRF guard; the
+    // operator's seed lets the test site's loopback address through).
     let seed = site.site().seed_url();
+    let answer = http(
+        &api,
+        "POST",
+        "/api/v1/seeds",
+        Some(&format!("{{\"urls\": [\"{seed}\"]}}")),
+        &[("Authorization", &format!("Bearer {TOKEN}"))],
+    );
+    assert!(answer.contains("admitted"), "{answer}");
     let records = dir.path().join("records.jsonl");
     let out = tokio::task::spawn_blocking({
         let records = records.clone();
@@ -335,8 +347,6 @@ async fn a_grpc_client_and_the_built_in_workers_share_one_crawl_each_url_once() 
             self_fetching_client(
                 &grpc,
                 &[
-                    "--seed",
-                    &seed,
                     "--exit-when-idle",
                     "--batch",
                     "4",

@@ -148,12 +148,28 @@ impl Control {
     /// [`add_seeds`](Self::add_seeds), or `None` when the frontier took none of them (the
     /// crawl is stopping): the caller may offer them again elsewhere or later.
     pub async fn try_add_seeds(&self, urls: &[String]) -> Option<Vec<SeedResult>> {
+        self.offer_seeds(urls, self.allow_private_seeds).await
+    }
+
+    /// URLs from a client that fetches them itself (url-frontier's puts): taken as seeds
+    /// are — canonicalised, widening the scope — but never let through the SSRF guard of
+    /// the built-in workers, whatever `service.allow_private_seeds` says (a client's link is
+    /// not an operator's seed). `None` when the frontier took none of them (the crawl is
+    /// stopping: a URL taken now could miss the crawl state).
+    pub async fn offer_from_client(&self, urls: &[String]) -> Option<Vec<SeedResult>> {
+        self.offer_seeds(urls, false).await
+    }
+
+    async fn offer_seeds(&self, urls: &[String], allow_private: bool) -> Option<Vec<SeedResult>> {
+        if self.report.run.stopped() {
+            return None;
+        }
         let mut results: Vec<Option<SeedResult>> = Vec::with_capacity(urls.len());
         let mut links = Vec::new();
         for raw in urls {
             match self.check_seed(raw) {
                 Ok(url) => {
-                    if self.allow_private_seeds {
+                    if allow_private {
                         // Names are resolved when the client connects to them.
                         let guard = self.leases.fetching.fetcher.guard();
                         for origin in
@@ -393,9 +409,14 @@ impl Control {
         self.leases.finish_by_client(id).await
     }
 
-    /// The frontier's own figures now (what `status` is made from).
-    pub async fn frontier_stats(&self) -> frontier::Stats {
-        self.report.frontier.stats().await
+    /// The frontier's own figures now (what `status` is made from), or why it cannot give
+    /// them (a shared frontier's Redis is unreachable).
+    pub async fn frontier_stats(&self) -> Result<frontier::Stats, String> {
+        self.report
+            .frontier
+            .try_stats()
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// Takes an external fetcher's results.

@@ -44,6 +44,11 @@ impl FrontierClient {
         &self.health
     }
 
+    /// The frontier's counters, or why it cannot answer now.
+    pub(crate) async fn try_stats(&self) -> Result<frontier::Stats, FrontierError> {
+        self.frontier.stats().await
+    }
+
     /// The frontier's counters; empty ones (and a warning) when the frontier cannot answer.
     pub(crate) async fn stats(&self) -> frontier::Stats {
         self.frontier.stats().await.unwrap_or_else(|e| {

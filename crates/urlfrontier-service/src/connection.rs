@@ -12,22 +12,29 @@
 //!   ([`KEEPALIVE_INTERVAL`]), closing it when the ping goes unanswered within the same
 //!   time: a vanished client is noticed.
 //! - **At most [`MAX_STREAMS`] calls at once on one connection** (HTTP/2's
-//!   `SETTINGS_MAX_CONCURRENT_STREAMS`), so one client cannot open unbounded streams.
+//!   `SETTINGS_MAX_CONCURRENT_STREAMS`), so one client cannot open unbounded streams, nor
+//!   hold more than that many messages of `service.max_body_bytes` being decoded.
+//! - **A connection on which no call starts for the idle time** (`service.request_timeout_secs`)
+//!   **is closed** with `GOAWAY` (calls under way finish first): the token is checked per
+//!   call, so without this anyone could hold every capped connection by connecting and
+//!   sending nothing more. gRPC clients reconnect on their next call.
 //! - **Shutdown** sends `GOAWAY`: calls under way may finish for 5 s, then the connection
 //!   is cut.
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use service::listener::{ConnLimits, Watched};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tonic::codegen::Service;
 use tonic::service::interceptor::InterceptedService;
 use urlfrontier_proto::v2::url_frontier_server::UrlFrontierServer;
 
@@ -41,7 +48,7 @@ pub(crate) type Rpc = InterceptedService<UrlFrontierServer<Node>, Token>;
 const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// Most calls open at once on one connection.
-pub(crate) const MAX_STREAMS: u32 = 100;
+pub(crate) const MAX_STREAMS: u32 = 16;
 
 /// How long a connection may be silent before the server pings it.
 pub(crate) const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(60);
@@ -87,11 +94,13 @@ async fn read_preface(stream: &mut TcpStream, within: Duration) -> Start {
     Start::Http2
 }
 
-/// Serves one connection until its client closes it or `shutdown` (then 5 s more at most).
+/// Serves one connection until its client closes it, it idles for `idle`, or `shutdown`
+/// (then 5 s more at most).
 pub(crate) async fn serve(
     mut stream: TcpStream,
     rpc: Rpc,
     limits: ConnLimits,
+    idle: Duration,
     shutdown: CancellationToken,
 ) {
     let start = tokio::select! {
@@ -117,12 +126,40 @@ pub(crate) async fn serve(
         .keep_alive_interval(Some(KEEPALIVE_INTERVAL))
         .keep_alive_timeout(limits.write_timeout)
         .max_concurrent_streams(MAX_STREAMS);
-    let conn = builder.serve_connection(io, TowerToHyperService::new(rpc));
+    // When the last call started, in ms after `began`.
+    let began = Instant::now();
+    let last_call = Arc::new(AtomicU64::new(0));
+    let svc = {
+        let last_call = Arc::clone(&last_call);
+        hyper::service::service_fn(move |req| {
+            let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+            last_call.store(ms, Ordering::Relaxed);
+            let mut rpc = rpc.clone();
+            async move { rpc.call(req).await }
+        })
+    };
+    let idle_since = || began + Duration::from_millis(last_call.load(Ordering::Relaxed));
+    let conn = builder.serve_connection(io, svc);
     tokio::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => return,
-        _ = shutdown.cancelled() => conn.as_mut().graceful_shutdown(),
+    loop {
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            _ = shutdown.cancelled() => break,
+            _ = tokio::time::sleep_until(idle_since() + idle) => {
+                if idle_since() + idle > Instant::now() {
+                    continue; // a call started meanwhile
+                }
+                conn.as_mut().graceful_shutdown();
+                tokio::select! {
+                    _ = conn.as_mut() => return,
+                    _ = shutdown.cancelled() => {}
+                }
+                let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+                return;
+            }
+        }
     }
+    conn.as_mut().graceful_shutdown();
     let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
 }
 

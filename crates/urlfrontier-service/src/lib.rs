@@ -95,12 +95,13 @@ pub async fn serve_grpc(
         // An HTTP/2 client cannot read an HTTP/1 answer: it sees the connection closed.
         over_capacity: b"",
     };
+    let idle = settings.api.request_timeout;
     service::listener::accept_loop(
         listener,
         limits,
         Arc::default(),
         shutdown,
-        move |s, stop| connection::serve(s, rpc.clone(), limits, stop),
+        move |s, stop| connection::serve(s, rpc.clone(), limits, idle, stop),
     )
     .await;
     Ok(())

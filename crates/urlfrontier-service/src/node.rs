@@ -67,6 +67,9 @@ pub(crate) fn crawl(id: &str) -> Result<&'static str, Status> {
 /// API's `blocked_until`; later is surely not meant, and would overflow a clock).
 const LATEST_BLOCK: u64 = 4_102_444_800;
 
+/// The longest delay between a queue's hand-outs: a year, as the HTTP API's `delay_ms`.
+const MAX_DELAY_SECS: u32 = 365 * 86_400;
+
 /// The answer of an RPC this frontier does not serve yet.
 fn not_yet(rpc: &str) -> Status {
     Status::unimplemented(format!("{rpc} is not served by this frontier yet"))
@@ -150,7 +153,9 @@ impl UrlFrontier for Node {
         if !params.key.is_empty() {
             return Err(not_yet("GetStats of one queue"));
         }
-        let stats = self.control.frontier_stats().await;
+        let stats = self.control.frontier_stats().await.map_err(|e| {
+            Status::unavailable(format!("the frontier cannot give its figures now: {e}"))
+        })?;
         let counts = HashMap::from([
             ("completed".to_owned(), stats.pages),
             ("scheduled".to_owned(), stats.extra("scheduled")),
@@ -229,6 +234,12 @@ impl UrlFrontier for Node {
         crawl(&params.crawl_id)?;
         if params.key.is_empty() {
             return Err(not_yet("SetDelay of every queue (an empty key)"));
+        }
+        if params.delay_requestable > MAX_DELAY_SECS {
+            return Err(Status::invalid_argument(format!(
+                "delay_requestable {}: at most {MAX_DELAY_SECS} s (a year), as over HTTP",
+                params.delay_requestable
+            )));
         }
         let controls = HostControls {
             delay: Some(Duration::from_secs(u64::from(params.delay_requestable))),

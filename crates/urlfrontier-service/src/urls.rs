@@ -42,6 +42,9 @@ pub(crate) const ACKS_AHEAD: usize = 4;
 /// GetURLs' hold when the request names none (the protocol's default).
 const DEFAULT_HOLD_SECS: u64 = 30;
 
+/// The longest hold (as an external fetcher's lease): a day.
+const MAX_HOLD_SECS: u64 = 86_400;
+
 /// Most URLs remembered as finished while not held (each is forgotten when it comes up).
 const MAX_FINISHED: usize = 1_000_000;
 
@@ -71,13 +74,34 @@ pub(crate) struct Urls {
     held: Mutex<Held>,
 }
 
+/// Runs `call` on its own task and waits for it at most `limits.frontier_wait`: `None`
+/// past that. The call itself is never cut off midway (a frontier call dropped between its
+/// steps could leave a lease renewed for good); it finishes on its own, and what it did shows
+/// on a resend (`SKIPPED`) or when its hold passes.
+async fn bounded<T: Send + 'static>(
+    limits: Limits,
+    call: impl std::future::Future<Output = T> + Send + 'static,
+) -> Option<T> {
+    let task = tokio::spawn(call);
+    tokio::time::timeout(limits.frontier_wait, task)
+        .await
+        .ok()
+        .and_then(Result::ok)
+}
+
 /// The statuses of one batch of discovered URLs, in its order: `OK` for a URL queued,
 /// `SKIPPED` for one the crawl has seen (a repeat within the batch too) or cannot crawl,
-/// `FAIL` for every URL when the frontier took none of them in time (resend).
+/// `FAIL` for every URL when the frontier took none of them in time, or the crawl is
+/// stopping (resend).
 async fn offer(control: &Control, urls: &[String], limits: Limits) -> Vec<Ack> {
-    let offered = tokio::time::timeout(limits.frontier_wait, control.try_add_seeds(urls)).await;
+    let (control, owned) = (control.clone(), urls.to_vec());
+    let offered = bounded(
+        limits,
+        async move { control.offer_from_client(&owned).await },
+    )
+    .await;
     match offered {
-        Ok(Some(results)) => results
+        Some(Some(results)) => results
             .iter()
             .map(|r| match r {
                 SeedResult::Admitted => Ack::Ok,
@@ -86,7 +110,7 @@ async fn offer(control: &Control, urls: &[String], limits: Limits) -> Vec<Ack> {
                 }
             })
             .collect(),
-        Ok(None) | Err(_) => vec![Ack::Fail; urls.len()],
+        Some(None) | None => vec![Ack::Fail; urls.len()],
     }
 }
 
@@ -248,8 +272,16 @@ impl Urls {
         let url = url.to_string();
         let lease = self.held().leases.remove(&url).map(|(id, _)| id);
         if let Some(id) = lease {
-            if self.control.finish_by_client(id).await {
-                return Ack::Ok;
+            let control = self.control.clone();
+            match bounded(
+                self.limits,
+                async move { control.finish_by_client(id).await },
+            )
+            .await
+            {
+                Some(true) => return Ack::Ok,
+                Some(false) => {} // its hold had passed: as if not held
+                None => return Ack::Fail,
             }
         }
         // Not held: the visited set learns it, and it is finished should it come up.
@@ -291,16 +323,16 @@ impl Urls {
             let max = per_queue.saturating_mul(queues).min(self.limits.max_urls);
             let hold = match params.delay_requestable {
                 0 => DEFAULT_HOLD_SECS,
-                s => u64::from(s),
+                s => u64::from(s).min(MAX_HOLD_SECS),
             };
             // Bounded as an HTTP call is: a frontier that does not answer (Redis stalled)
             // leaves the client free to try again, and what was leased meanwhile expires.
-            let leased = tokio::time::timeout(
-                self.limits.frontier_wait,
-                self.control.lease_unchecked(max, hold),
-            )
+            let control = self.control.clone();
+            let leased = bounded(self.limits, async move {
+                control.lease_unchecked(max, hold).await
+            })
             .await
-            .map_err(|_| {
+            .ok_or_else(|| {
                 Status::unavailable(
                     "the frontier did not answer within service.request_timeout_secs; \
                      try again",
@@ -328,8 +360,13 @@ impl Urls {
                     });
                 }
             }
-            for id in finished {
-                self.control.finish_by_client(id).await;
+            if !finished.is_empty() {
+                let control = self.control.clone();
+                tokio::spawn(async move {
+                    for id in finished {
+                        control.finish_by_client(id).await;
+                    }
+                });
             }
         }
         let stream = tonic::codegen::tokio_stream::iter(infos.into_iter().map(Ok));

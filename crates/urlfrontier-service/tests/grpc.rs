@@ -3,8 +3,9 @@
 //! is required when set, the node and crawl calls answer as the protocol says, SetActive
 //! pauses the crawl, and the listener holds the HTTP API's limits — a public address without
 //! a token is refused, connections beyond the cap are closed, a client that sends nothing is
-//! dropped after the header timeout, an HTTP/1 client gets a plain answer, and shutdown ends
-//! the server with clients connected. PutDiscovered queues each new URL once, acking every
+//! dropped after the header timeout, an HTTP/2 connection that starts no call is closed with
+//! GOAWAY, an HTTP/1 client gets a plain answer, and shutdown ends the server with clients
+//! connected. PutDiscovered queues each new URL once, acking every
 //! batch in order; GetURLs holds what it hands out, a known URL is never handed out again,
 //! and what a vanished client held is served again once its hold has passed. With the
 //! frontier in a Redis that stops answering, puts are acked `FAIL` in bounded time, and
@@ -389,4 +390,44 @@ async fn silent_and_http1_clients_are_answered_and_closed() {
         .unwrap();
     assert!(c.list_nodes(Empty {}).await.is_err());
     crawl.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_starts_no_call_is_closed_with_goaway() {
+    let crawl = Crawl::start().await;
+    let mut s = settings(TOKEN, 4, Duration::from_secs(10));
+    s.api.request_timeout = Duration::from_secs(1);
+    let (addr, server) = crawl.serve(s).await;
+    // A whole HTTP/2 preface and an empty SETTINGS frame — and then no call (no token
+    // needed to get this far).
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    idle.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    // Frames: 3 bytes of length, 1 of type; GOAWAY is type 7. (A client that also answers
+    // the server's PING is then closed; this one answers nothing, so keep-alive closes it.)
+    let mut got = Vec::new();
+    let mut types = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !types.contains(&7) {
+        let mut buf = [0u8; 4096];
+        let n = tokio::time::timeout_at(deadline, idle.read(&mut buf))
+            .await
+            .expect("a GOAWAY in time")
+            .unwrap();
+        assert!(n > 0, "closed without GOAWAY: frame types {types:?}");
+        got.extend_from_slice(&buf[..n]);
+        types.clear();
+        let mut at = 0;
+        while at + 9 <= got.len() {
+            let len = (usize::from(got[at]) << 16)
+                | (usize::from(got[at + 1]) << 8)
+                | usize::from(got[at + 2]);
+            types.push(got[at + 3]);
+            at += 9 + len;
+        }
+    }
+    assert!(types.contains(&7), "frame types {types:?}");
+    crawl.stop().await;
+    server.await.unwrap().unwrap();
 }
