@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 
 use testsite::{SiteConfig, TestSite};
 
-use crate::util::{crawler, http, watch_serve, CrawlDir};
+use crate::util::{crawler, http, terminate, watch_serve, CrawlDir};
 
 const TOKEN: &str = "grpc-test-token-0123456789";
 
@@ -31,6 +31,33 @@ fn grpc_tools_available() -> bool {
         panic!("python3 -m pip install grpcio-tools (scripts/test.sh installs it)");
     }
     ok
+}
+
+/// `crawler serve --grpc-listen 127.0.0.1:0` with the token, logging at `info`: the
+/// process, the HTTP and gRPC addresses it printed, and its log so far.
+fn start_serve(
+    dir: &CrawlDir,
+) -> (
+    std::process::Child,
+    String,
+    String,
+    std::sync::Arc<std::sync::Mutex<String>>,
+) {
+    let mut child = dir
+        .serve()
+        .args(["--grpc-listen", "127.0.0.1:0"])
+        .env("CRAWLER_SERVICE_API_TOKEN", TOKEN)
+        .env("RUST_LOG", "info")
+        .spawn()
+        .unwrap();
+    let (api, log) = watch_serve(&mut child);
+    let grpc = log
+        .lock()
+        .unwrap()
+        .lines()
+        .find_map(|l| l.split("gRPC API on grpc://").nth(1).map(str::to_owned))
+        .expect("serve printed the gRPC address");
+    (child, api, grpc, log)
 }
 
 /// The Python client: the calls of the test, each answer printed on a line.
@@ -99,20 +126,7 @@ fn a_python_grpc_client_needs_the_token_and_pauses_the_crawl() {
     );
 
     let dir = CrawlDir::new("[crawl]\nworkers = 0\n");
-    let mut child = dir
-        .serve()
-        .args(["--grpc-listen", "127.0.0.1:0"])
-        .env("CRAWLER_SERVICE_API_TOKEN", TOKEN)
-        .env("RUST_LOG", "info")
-        .spawn()
-        .unwrap();
-    let (api, log) = watch_serve(&mut child);
-    let grpc = log
-        .lock()
-        .unwrap()
-        .lines()
-        .find_map(|l| l.split("gRPC API on grpc://").nth(1).map(str::to_owned))
-        .expect("serve printed the gRPC address");
+    let (child, api, grpc, log) = start_serve(&dir);
 
     let out = Command::new("python3")
         .args(["-c", CLIENT])
@@ -158,11 +172,7 @@ fn a_python_grpc_client_needs_the_token_and_pauses_the_crawl() {
         "SetLogLevel is logged"
     );
 
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let exit = child.wait().unwrap();
-    assert!(exit.success(), "serve exited with {exit}");
+    terminate(child);
 }
 
 #[test]
@@ -217,20 +227,7 @@ async fn a_client_fetching_by_itself_crawls_to_the_ground_truth_and_a_killed_one
     let dir = CrawlDir::new(
         "[crawl]\nworkers = 0\nconcurrency = 256\n[politeness]\ndelay_ms = 0\nmax_per_host = 16\n",
     );
-    let mut serve = dir
-        .serve()
-        .args(["--grpc-listen", "127.0.0.1:0"])
-        .env("CRAWLER_SERVICE_API_TOKEN", TOKEN)
-        .env("RUST_LOG", "info")
-        .spawn()
-        .unwrap();
-    let (_api, log) = watch_serve(&mut serve);
-    let grpc = log
-        .lock()
-        .unwrap()
-        .lines()
-        .find_map(|l| l.split("gRPC API on grpc://").nth(1).map(str::to_owned))
-        .expect("serve printed the gRPC address");
+    let (serve, _api, grpc, _log) = start_serve(&dir);
     let seed = site.site().seed_url();
     let records = dir.path().join("records.jsonl");
 
@@ -287,11 +284,7 @@ async fn a_client_fetching_by_itself_crawls_to_the_ground_truth_and_a_killed_one
         panic!("{e}");
     }
 
-    let _ = Command::new("kill")
-        .args(["-TERM", &serve.id().to_string()])
-        .status();
-    let exit = serve.wait().unwrap();
-    assert!(exit.success(), "serve exited with {exit}");
+    terminate(serve);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -315,20 +308,7 @@ async fn a_grpc_client_and_the_built_in_workers_share_one_crawl_each_url_once() 
          [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
          [service]\nallow_private_seeds = true\n",
     );
-    let mut serve = dir
-        .serve()
-        .args(["--grpc-listen", "127.0.0.1:0"])
-        .env("CRAWLER_SERVICE_API_TOKEN", TOKEN)
-        .env("RUST_LOG", "info")
-        .spawn()
-        .unwrap();
-    let (api, log) = watch_serve(&mut serve);
-    let grpc = log
-        .lock()
-        .unwrap()
-        .lines()
-        .find_map(|l| l.split("gRPC API on grpc://").nth(1).map(str::to_owned))
-        .expect("serve printed the gRPC address");
+    let (serve, api, grpc, _log) = start_serve(&dir);
     // The operator seeds the crawl (a client's URLs never pass the workers' SSRF guard; the
     // operator's seed lets the test site's loopback address through).
     let seed = site.site().seed_url();
@@ -366,11 +346,7 @@ async fn a_grpc_client_and_the_built_in_workers_share_one_crawl_each_url_once() 
         String::from_utf8_lossy(&out.stderr)
     );
     // The workers' records are complete once the service has stopped.
-    let _ = Command::new("kill")
-        .args(["-TERM", &serve.id().to_string()])
-        .status();
-    let exit = serve.wait().unwrap();
-    assert!(exit.success(), "serve exited with {exit}");
+    terminate(serve);
 
     let read = |path: &Path| -> Vec<testsite::Recorded> {
         std::fs::read_to_string(path)

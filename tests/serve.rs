@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 use testsite::{SiteConfig, TestSite};
 
-use crate::util::{crawler, recorded, under_ulimit, CrawlDir};
+use crate::util::{crawler, recorded, terminate, under_ulimit, CrawlDir};
 
 /// Starts `crawler serve` and returns it with the address it printed.
 fn start_serve(dir: &CrawlDir, workers: u32) -> (Child, String) {
@@ -81,14 +81,6 @@ fn parsed_metrics(api: &str) -> serde_json::Value {
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).unwrap()
-}
-
-fn terminate(mut child: Child) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let status = child.wait().unwrap();
-    assert!(status.success(), "serve exited with {status}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

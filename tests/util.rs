@@ -103,6 +103,16 @@ pub fn http(
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Stops a `crawler serve` with SIGTERM, as an operator would, and asserts that it exits 0
+/// (drained and written out).
+pub fn terminate(mut child: std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "serve exited with {status}");
+}
+
 /// The stderr of a `crawler serve` (or `demo`) kept whole while it runs, and the address it
 /// prints for its dashboard: (address, the log so far).
 pub fn watch_serve(

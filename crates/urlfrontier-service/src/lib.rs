@@ -26,6 +26,7 @@
 
 mod auth;
 mod connection;
+mod crawl_id;
 mod node;
 mod urls;
 
@@ -39,8 +40,7 @@ use urlfrontier_proto::v2::url_frontier_server::UrlFrontierServer;
 
 pub use service::ServeError;
 
-/// The crawl ID of the crawl the service was started with (and of a request naming none).
-pub const DEFAULT_CRAWL: &str = "DEFAULT";
+pub use crawl_id::DEFAULT_CRAWL;
 
 /// Changes which log lines are written while the process runs (SetLogLevel).
 pub trait LogLevels: Send + Sync + fmt::Debug {

@@ -22,8 +22,9 @@ use urlfrontier_proto::v2::{
     StringList, UrlInfo, UrlItem, UrlStatusRequest,
 };
 
+use crate::crawl_id::{crawl, DEFAULT_CRAWL};
 use crate::urls::{Limits, Urls};
-use crate::{LogLevels, DEFAULT_CRAWL};
+use crate::LogLevels;
 
 /// This service as a url-frontier node.
 #[derive(Debug)]
@@ -48,18 +49,6 @@ impl Node {
             address,
             log_levels,
         }
-    }
-}
-
-/// The crawl a request names: `DEFAULT` for an empty ID; any other is unknown (one crawl
-/// per service for now).
-pub(crate) fn crawl(id: &str) -> Result<&'static str, Status> {
-    if id.is_empty() || id == DEFAULT_CRAWL {
-        Ok(DEFAULT_CRAWL)
-    } else {
-        Err(Status::not_found(format!(
-            "no crawl `{id}`: this service holds the crawl {DEFAULT_CRAWL} only"
-        )))
     }
 }
 
@@ -323,13 +312,6 @@ impl UrlFrontier for Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_empty_crawl_id_is_the_default_and_others_are_unknown() {
-        assert_eq!(crawl("").unwrap(), DEFAULT_CRAWL);
-        assert_eq!(crawl("DEFAULT").unwrap(), DEFAULT_CRAWL);
-        assert_eq!(crawl("other").unwrap_err().code(), tonic::Code::NotFound);
-    }
 
     #[test]
     fn targets_are_module_paths() {

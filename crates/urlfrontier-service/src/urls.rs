@@ -33,8 +33,7 @@ use urlfrontier_proto::v2::get_params::Item as CrawlFilter;
 use urlfrontier_proto::v2::url_item::Item;
 use urlfrontier_proto::v2::{AckMessage, BatchAck, DiscoveredBatch, GetParams, UrlInfo, UrlItem};
 
-use crate::node::crawl;
-use crate::DEFAULT_CRAWL;
+use crate::crawl_id::{crawl, DEFAULT_CRAWL};
 
 /// Acks not yet read by the client before the intake waits (backpressure).
 pub(crate) const ACKS_AHEAD: usize = 4;

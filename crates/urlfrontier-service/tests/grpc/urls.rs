@@ -3,6 +3,13 @@
 
 use super::*;
 
+/// No workers (what is queued stays for the client) and no pacing of a host's hand-outs.
+fn unpaced(cfg: &mut engine::CrawlConfig) {
+    cfg.crawl.workers = engine::Workers::Count(0);
+    cfg.politeness.delay_ms = 0;
+    cfg.politeness.max_per_host = 100;
+}
+
 fn batch(id: &str, urls: &[&str], crawl_id: &str) -> DiscoveredBatch {
     DiscoveredBatch {
         id: id.into(),
@@ -164,12 +171,7 @@ async fn get_urls(c: &mut UrlFrontierClient<Channel>, hold: u32) -> Vec<(String,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handed_out_urls_are_held_known_ones_are_done_and_a_vanished_clients_come_back() {
-    let crawl = Crawl::start_with(|cfg| {
-        cfg.crawl.workers = engine::Workers::Count(0);
-        cfg.politeness.delay_ms = 0;
-        cfg.politeness.max_per_host = 100;
-    })
-    .await;
+    let crawl = Crawl::start_with(unpaced).await;
     let (addr, server) = crawl.serve(settings("", 16, Duration::from_secs(10))).await;
     let mut c = UrlFrontierClient::new(channel(addr).await);
     let (ok, skipped) = (Ack::Ok as i32, Ack::Skipped as i32);
@@ -357,12 +359,7 @@ async fn puts_fail_while_redis_is_stalled_and_resent_nothing_is_lost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queue_can_be_slowed_and_blocked() {
-    let crawl = Crawl::start_with(|cfg| {
-        cfg.crawl.workers = engine::Workers::Count(0);
-        cfg.politeness.delay_ms = 0;
-        cfg.politeness.max_per_host = 100;
-    })
-    .await;
+    let crawl = Crawl::start_with(unpaced).await;
     let (addr, server) = crawl.serve(settings("", 16, Duration::from_secs(10))).await;
     let mut c = UrlFrontierClient::new(channel(addr).await);
     let urls = ["http://a.test/1", "http://a.test/2", "http://b.test/1"];
