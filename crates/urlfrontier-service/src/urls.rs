@@ -88,6 +88,37 @@ async fn bounded<T: Send + 'static>(
         .and_then(Result::ok)
 }
 
+/// Reads `input` on its own task and answers each message with what `handle` makes of it,
+/// in order, at most `ahead` answers unread by the client (then the intake waits: the
+/// backpressure of a put stream). An error of the stream or of `handle` is the last answer.
+fn ack_stream<In, Out, F, Fut>(
+    mut input: Streaming<In>,
+    ahead: usize,
+    mut handle: F,
+) -> BoxStream<Out>
+where
+    In: Send + 'static,
+    Out: Send + 'static,
+    F: FnMut(In) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<Out, Status>> + Send,
+{
+    let (tx, rx) = mpsc::channel(ahead);
+    tokio::spawn(async move {
+        loop {
+            let answer = match input.message().await {
+                Ok(Some(message)) => handle(message).await,
+                Ok(None) => return,
+                Err(e) => Err(e),
+            };
+            let last = answer.is_err();
+            if tx.send(answer).await.is_err() || last {
+                return; // The client is gone, or the stream ends here.
+            }
+        }
+    });
+    Box::pin(ReceiverStream::new(rx))
+}
+
 /// The statuses of one batch of discovered URLs, in its order: `OK` for a URL queued,
 /// `SKIPPED` for one the crawl has seen (a repeat within the batch too) or cannot crawl,
 /// `FAIL` for every URL when the frontier took none of them in time, or the crawl is
@@ -142,40 +173,25 @@ impl Urls {
     /// batch is acked (clients probe with one).
     pub(crate) fn put_discovered(
         self: &Arc<Self>,
-        mut batches: Streaming<DiscoveredBatch>,
+        batches: Streaming<DiscoveredBatch>,
     ) -> BoxStream<BatchAck> {
-        let (tx, rx) = mpsc::channel(ACKS_AHEAD);
         let this = Arc::clone(self);
-        tokio::spawn(async move {
-            loop {
-                let batch = match batches.message().await {
-                    Ok(Some(b)) => b,
-                    Ok(None) => return,
-                    Err(e) => {
-                        let _ = tx.send(Err(e)).await;
-                        return;
-                    }
-                };
-                if let Err(e) = this.check_batch(&batch.id, &batch.items) {
-                    let _ = tx.send(Err(e)).await;
-                    return;
-                }
+        ack_stream(batches, ACKS_AHEAD, move |batch: DiscoveredBatch| {
+            let this = Arc::clone(&this);
+            async move {
+                this.check_batch(&batch.id, &batch.items)?;
                 let urls: Vec<String> = batch.items.into_iter().map(|i| i.url).collect();
                 let statuses = if urls.is_empty() {
                     Vec::new()
                 } else {
                     offer(&this.control, &urls, this.limits).await
                 };
-                let ack = BatchAck {
+                Ok(BatchAck {
                     id: batch.id,
                     statuses: statuses.into_iter().map(|s| s as i32).collect(),
-                };
-                if tx.send(Ok(ack)).await.is_err() {
-                    return; // The client is gone.
-                }
+                })
             }
-        });
-        Box::pin(ReceiverStream::new(rx))
+        })
     }
 
     /// A batch over the size limit, or naming a crawl this service does not hold.
@@ -196,49 +212,28 @@ impl Urls {
     /// PutURLs: each item acked in order, by its ID (its URL when the ID is empty).
     /// A known URL with a `refetchable_from_date` ends the stream with `UNIMPLEMENTED`: this
     /// frontier does not take schedules from clients yet.
-    pub(crate) fn put_urls(
-        self: &Arc<Self>,
-        mut items: Streaming<UrlItem>,
-    ) -> BoxStream<AckMessage> {
-        let (tx, rx) = mpsc::channel(ACKS_AHEAD * 64);
+    pub(crate) fn put_urls(self: &Arc<Self>, items: Streaming<UrlItem>) -> BoxStream<AckMessage> {
         let this = Arc::clone(self);
-        tokio::spawn(async move {
-            loop {
-                let item = match items.message().await {
-                    Ok(Some(i)) => i,
-                    Ok(None) => return,
-                    Err(e) => {
-                        let _ = tx.send(Err(e)).await;
-                        return;
-                    }
-                };
+        ack_stream(items, ACKS_AHEAD * 64, move |item: UrlItem| {
+            let this = Arc::clone(&this);
+            async move {
                 let url = match &item.item {
                     Some(Item::Discovered(d)) => d.info.as_ref().map(|i| i.url.clone()),
                     Some(Item::Known(k)) => k.info.as_ref().map(|i| i.url.clone()),
                     None => None,
                 };
-                let status = match this.put(item.item).await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = tx.send(Err(e)).await;
-                        return;
-                    }
-                };
+                let status = this.put(item.item).await?;
                 let id = if item.id.is_empty() {
                     url.unwrap_or_default()
                 } else {
                     item.id
                 };
-                let ack = AckMessage {
+                Ok(AckMessage {
                     id,
                     status: status as i32,
-                };
-                if tx.send(Ok(ack)).await.is_err() {
-                    return;
-                }
+                })
             }
-        });
-        Box::pin(ReceiverStream::new(rx))
+        })
     }
 
     /// One PutURLs item.
