@@ -18,6 +18,9 @@ pub enum HostSort {
     Done,
     /// Failed fetches (host errors and retries).
     Errors,
+    /// The host name alone, ascending: an order that stays put while the crawl runs
+    /// (url-frontier's ListQueues pages by offset).
+    Name,
 }
 
 impl HostSort {
@@ -27,6 +30,7 @@ impl HostSort {
             HostSort::Queued => "queued",
             HostSort::Done => "done",
             HostSort::Errors => "errors",
+            HostSort::Name => "name",
         }
     }
 
@@ -36,6 +40,7 @@ impl HostSort {
             HostSort::Queued => h.queued,
             HostSort::Done => h.done,
             HostSort::Errors => h.errors,
+            HostSort::Name => 0,
         }
     }
 }
@@ -49,6 +54,12 @@ pub struct HostQuery {
     pub limit: usize,
     /// The `next` cursor of the page before (`None`: the first page).
     pub after: Option<String>,
+    /// Hosts passed over before the page starts (after the cursor): paging by offset.
+    pub skip: usize,
+    /// Only hosts with URLs queued or leased, and not blocked by an operator.
+    pub active_only: bool,
+    /// Only this host (a politeness key): one host's figures.
+    pub host: Option<String>,
 }
 
 /// One host's queue, as a frontier sees it.
@@ -81,6 +92,9 @@ pub struct HostInfo {
     pub max_in_flight: u32,
     /// The host's admission budget (`None`: no limit).
     pub max_pages: Option<u64>,
+    /// Most URLs of the host finished, leases out counted (`None`: no limit): reached, the
+    /// host hands out nothing more and its URLs stay queued (url-frontier's crawl limit).
+    pub max_done: Option<u64>,
 }
 
 /// A page of [`HostInfo`].
@@ -90,7 +104,7 @@ pub struct HostPage {
     pub hosts: Vec<HostInfo>,
     /// The cursor of the next page (`None`: this was the last).
     pub next: Option<String>,
-    /// Hosts known in all.
+    /// Hosts known in all (with [`HostQuery::host`]: 1 if it is known, else 0).
     pub total: u64,
 }
 
@@ -106,6 +120,9 @@ pub struct HostControls {
     pub block_for: Option<Duration>,
     /// Most URLs admitted for this host.
     pub max_pages: Option<u64>,
+    /// Most URLs of this host finished, leases out counted (0 clears it): reached, nothing
+    /// more of it is handed out and its URLs stay queued.
+    pub max_done: Option<u64>,
     /// The recrawl interval of this host's URLs, seconds, from each one's next completion
     /// (replaces `recrawl.interval_secs`, within the bounds; 0 clears it). The shared
     /// frontier reads it with a lease: it applies to URLs leased after the change.
@@ -130,34 +147,47 @@ pub fn is_after(sort: HostSort, h: &HostInfo, cursor: &str) -> bool {
     mine < key || (mine == key && h.host.as_str() > host)
 }
 
-/// Sorts `all` in `query` order and cuts out the page it asks for.
+/// Whether `h` has URLs queued or leased and is not blocked by an operator.
+pub fn is_active(h: &HostInfo) -> bool {
+    h.queued + u64::from(h.in_flight) > 0 && h.blocked_for.is_none()
+}
+
+/// Sorts `all` in `query` order and cuts out the page it asks for. `total` counts the hosts
+/// given (the one asked for, if any) before the other filters.
 pub fn paginate(mut all: Vec<HostInfo>, query: &HostQuery) -> HostPage {
-    let total = all.len() as u64;
     let sort = query.sort;
+    if let Some(only) = &query.host {
+        all.retain(|h| h.host == *only);
+    }
+    let total = all.len() as u64;
+    if query.active_only {
+        all.retain(is_active);
+    }
     if let Some(after) = &query.after {
         all.retain(|h| is_after(sort, h, after));
     }
     let limit = query.limit.max(1);
+    let end = query.skip.saturating_add(limit);
     let order =
         |a: &HostInfo, b: &HostInfo| sort.key(b).cmp(&sort.key(a)).then(a.host.cmp(&b.host));
-    // Only the page is sorted in full: a partial selection first keeps 10^5 hosts cheap.
-    if all.len() > limit {
-        all.select_nth_unstable_by(limit - 1, order);
-        all.truncate(limit);
-        all.sort_unstable_by(order);
-        let next = all.last().map(|h| cursor(sort, h));
-        HostPage {
-            hosts: all,
-            next,
-            total,
-        }
+    // Only the page (and what it skips) is sorted in full: a partial selection first keeps
+    // 10^5 hosts cheap.
+    let more = all.len() > end;
+    if more {
+        all.select_nth_unstable_by(end - 1, order);
+        all.truncate(end);
+    }
+    all.sort_unstable_by(order);
+    all.drain(..query.skip.min(all.len()));
+    let next = if more {
+        all.last().map(|h| cursor(sort, h))
     } else {
-        all.sort_unstable_by(order);
-        HostPage {
-            hosts: all,
-            next: None,
-            total,
-        }
+        None
+    };
+    HostPage {
+        hosts: all,
+        next,
+        total,
     }
 }
 
@@ -185,6 +215,7 @@ mod tests {
                 sort: HostSort::Queued,
                 limit: 7,
                 after: after.clone(),
+                ..HostQuery::default()
             };
             let page = paginate(all.clone(), &q);
             assert_eq!(page.total, 25);
@@ -207,7 +238,45 @@ mod tests {
             sort: HostSort::Queued,
             limit: 10,
             after: Some("nonsense".into()),
+            ..HostQuery::default()
         };
         assert_eq!(paginate(all, &q).hosts.len(), 2);
+    }
+
+    #[test]
+    fn offsets_page_by_name_and_filters_apply_first() {
+        let mut all: Vec<HostInfo> = (0..10).map(|i| host(&format!("h{i}"), i % 3)).collect();
+        all[4].blocked_for = Some(Duration::from_secs(9));
+        let names = |q: &HostQuery| -> Vec<String> {
+            paginate(all.clone(), q)
+                .hosts
+                .into_iter()
+                .map(|h| h.host)
+                .collect()
+        };
+        let by_name = |skip, limit| HostQuery {
+            sort: HostSort::Name,
+            limit,
+            skip,
+            ..HostQuery::default()
+        };
+        assert_eq!(names(&by_name(0, 3)), ["h0", "h1", "h2"]);
+        assert_eq!(names(&by_name(8, 3)), ["h8", "h9"]);
+        assert!(names(&by_name(20, 3)).is_empty());
+        let page = paginate(all.clone(), &by_name(3, 3));
+        assert_eq!(page.next.as_deref(), Some("0.h5"));
+        // Active: queued and not blocked (h0, h3, h6, h9 have none queued; h4 is blocked).
+        let active = HostQuery {
+            active_only: true,
+            ..by_name(1, 3)
+        };
+        assert_eq!(names(&active), ["h2", "h5", "h7"]);
+        let one = HostQuery {
+            host: Some("h7".into()),
+            ..by_name(0, 1)
+        };
+        let page = paginate(all.clone(), &one);
+        assert_eq!((page.hosts.len(), page.total), (1, 1));
+        assert_eq!(page.hosts[0].queued, 1);
     }
 }

@@ -47,7 +47,7 @@ pub use api::{
 };
 pub use canon::{CanonConfig, Canonicalizer, Invalid, DEFAULT_MAX_URL_LEN};
 pub use entry::{Entry, Via};
-pub use hosts::{paginate, HostControls, HostInfo, HostPage, HostQuery, HostSort};
+pub use hosts::{is_active, paginate, HostControls, HostInfo, HostPage, HostQuery, HostSort};
 pub use local::{
     fingerprint, host_key, BuildError, Dedup, FrontierConfig, LocalFrontier, DEFAULT_EXPECTED_URLS,
     DEFAULT_FPP, DEFAULT_MAX_REDIRECTS, DEFAULT_MEMORY_CAPACITY,

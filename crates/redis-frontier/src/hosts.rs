@@ -1,6 +1,6 @@
 //! The host listing of a shared frontier: every host's state hash read in one pipeline and
-//! paginated as the local frontier does. It reads every host of the crawl, so it is an
-//! operator's call, not a worker's.
+//! paginated as the local frontier does. It reads every host of the crawl (one host's
+//! figures read that host alone), so it is an operator's call, not a worker's.
 
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use redis::aio::ConnectionManager;
 use crate::errors::frontier_error;
 
 /// The fields of a host's hash this reads, in order.
-const FIELDS: [&str; 12] = [
+const FIELDS: [&str; 13] = [
     "queued",
     "inflight",
     "done",
@@ -23,6 +23,7 @@ const FIELDS: [&str; 12] = [
     "blocked_until",
     "max_inflight",
     "budget",
+    "max_done",
 ];
 
 /// One page of the crawl's hosts.
@@ -32,11 +33,27 @@ pub(crate) async fn page(
     cfg: &FrontierConfig,
     query: &HostQuery,
 ) -> Result<HostPage, FrontierError> {
-    let hosts: Vec<String> = redis::cmd("SMEMBERS")
-        .arg(format!("{prefix}hosts"))
-        .query_async(conn)
-        .await
-        .map_err(frontier_error)?;
+    let hosts: Vec<String> = match &query.host {
+        // One host: its hash alone, when the crawl knows it.
+        Some(host) => {
+            let known: bool = redis::cmd("SISMEMBER")
+                .arg(format!("{prefix}hosts"))
+                .arg(host)
+                .query_async(conn)
+                .await
+                .map_err(frontier_error)?;
+            if known {
+                vec![host.clone()]
+            } else {
+                Vec::new()
+            }
+        }
+        None => redis::cmd("SMEMBERS")
+            .arg(format!("{prefix}hosts"))
+            .query_async(conn)
+            .await
+            .map_err(frontier_error)?,
+    };
     let mut pipe = redis::pipe();
     for h in &hosts {
         pipe.cmd("HMGET")
@@ -112,5 +129,6 @@ fn info(host: String, row: &[Option<i64>], cfg: &FrontierConfig, now: u64) -> Ho
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(cfg.politeness.max_per_host),
         max_pages: set(11).or(cfg.max_pages_per_host),
+        max_done: set(12),
     }
 }

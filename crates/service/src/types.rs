@@ -195,6 +195,8 @@ pub struct HostBody {
     pub max_in_flight: u32,
     /// The host's admission budget, if any.
     pub max_pages: Option<u64>,
+    /// Most URLs of the host finished, if limited (`PUT`'s `max_done`).
+    pub max_done: Option<u64>,
     /// robots.txt: `unknown`, `fetching`, `allow_all`, `rules` or `unreachable`.
     pub robots: String,
 }
@@ -232,6 +234,12 @@ pub struct HostUpdate {
     #[serde(default, deserialize_with = "int::opt_u64")]
     #[schema(minimum = 0)]
     pub max_pages: Option<u64>,
+    /// Most URLs of the host finished, leases out counted (0 clears it): reached, nothing
+    /// more of it is fetched or handed out, and its URLs stay queued (url-frontier's
+    /// SetCrawlLimit).
+    #[serde(default, deserialize_with = "int::opt_u64")]
+    #[schema(minimum = 0)]
+    pub max_done: Option<u64>,
     /// `[recrawl]`: seconds between fetches of each of the host's URLs, from each one's next
     /// completion (clamped to the crawl's bounds; 0 clears it; 409 without a schedule).
     #[serde(default, deserialize_with = "int::opt_u64")]

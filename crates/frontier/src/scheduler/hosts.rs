@@ -40,6 +40,7 @@ impl Scheduler {
                     .map(|b| b.saturating_duration_since(now)),
                 max_in_flight: q.limit(&self.politeness),
                 max_pages: None,
+                max_done: q.max_done,
             })
             .collect()
     }
@@ -65,6 +66,9 @@ impl Scheduler {
         }
         if let Some(block) = c.block_for {
             q.blocked_until = (!block.is_zero()).then(|| now + block.min(MAX_BLOCK));
+        }
+        if let Some(max) = c.max_done {
+            q.max_done = (max > 0).then_some(max);
         }
         // The host's place in the ready heap may be earlier now: put it in again (its older
         // entry becomes stale and is dropped).

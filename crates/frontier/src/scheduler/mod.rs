@@ -117,6 +117,9 @@ struct HostQueue {
     max_in_flight: Option<u32>,
     /// An operator's block: nothing of this host is handed out before then.
     blocked_until: Option<Instant>,
+    /// An operator's limit on URLs finished (leases out counted): reached, the host hands
+    /// out nothing more.
+    max_done: Option<u64>,
 }
 
 impl HostQueue {
@@ -134,6 +137,16 @@ impl HostQueue {
 
     fn limit(&self, politeness: &Politeness) -> u32 {
         self.max_in_flight.unwrap_or(politeness.max_per_host)
+    }
+
+    /// Whether the host can take no more fetches now: nothing queued, its in-flight limit,
+    /// or its limit of URLs finished reached.
+    fn is_idle(&self, politeness: &Politeness) -> bool {
+        self.len() == 0
+            || self.in_flight >= self.limit(politeness)
+            || self
+                .max_done
+                .is_some_and(|max| self.done + u64::from(self.in_flight) >= max)
     }
 }
 
@@ -250,6 +263,7 @@ impl Scheduler {
             delay_override: None,
             max_in_flight: None,
             blocked_until: None,
+            max_done: None,
         });
         id
     }
@@ -365,7 +379,7 @@ impl Scheduler {
                 continue;
             }
             // A host with nothing to hand out leaves the heap whatever its time.
-            let idle = q.len() == 0 || q.in_flight >= q.limit(&self.politeness);
+            let idle = q.is_idle(&self.politeness);
             if at > now && !idle {
                 return Err(Wait::Until(at));
             }

@@ -526,6 +526,7 @@ impl Frontier for RedisFrontier {
                 opt(controls.block_for.map(ms)),
                 opt(controls.max_pages),
                 opt(controls.recrawl_secs.map(u64::from)),
+                opt(controls.max_done),
             ];
             s.host_script(&s.scripts.set_host, host, &args).await
         })

@@ -94,11 +94,13 @@ local function eff_delay(hk)
 end
 -- Puts a host in the ready set (scored by when it may be fetched) or takes it out.
 local function reschedule(host)
-  local v = redis.call('HMGET', hkey(host), 'queued', 'inflight', 'max_inflight', 'next_at', 'blocked_until')
+  local v = redis.call('HMGET', hkey(host), 'queued', 'inflight', 'max_inflight', 'next_at', 'blocked_until', 'done', 'max_done')
   local queued, inflight = tonumber(v[1] or 0), tonumber(v[2] or 0)
   local maxin = tonumber(v[3] or -1)
   if maxin < 0 then maxin = D_MAX end
-  if queued > 0 and inflight < maxin then
+  -- An operator's limit on URLs finished, leases out counted: reached, nothing more.
+  local spent = v[7] and tonumber(v[6] or 0) + inflight >= tonumber(v[7])
+  if queued > 0 and inflight < maxin and not spent then
     redis.call('ZADD', P .. 'ready', I(math.max(tonumber(v[4] or 0), tonumber(v[5] or 0))), host)
   else
     redis.call('ZREM', P .. 'ready', host)
@@ -457,8 +459,8 @@ return 1
 ";
 
 /// An operator's controls of a host. ARGV: host, delay (ms), most in flight, block for
-/// (ms), budget, recrawl interval (s) — each empty to leave it. Returns 0 for a host the
-/// crawl does not know.
+/// (ms), budget, recrawl interval (s), most finished (0: none) — each empty to leave it.
+/// Returns 0 for a host the crawl does not know.
 const SET_HOST: &str = r"
 local host = ARGV[6]
 if redis.call('SISMEMBER', P .. 'hosts', host) == 0 then return 0 end
@@ -473,6 +475,10 @@ if ARGV[9] ~= '' then
 end
 if ARGV[10] ~= '' then redis.call('HSET', hk, 'budget', ARGV[10]) end
 if ARGV[11] and ARGV[11] ~= '' then redis.call('HSET', hk, 'recrawl_secs', ARGV[11]) end
+if ARGV[12] and ARGV[12] ~= '' then
+  if tonumber(ARGV[12]) > 0 then redis.call('HSET', hk, 'max_done', ARGV[12])
+  else redis.call('HDEL', hk, 'max_done') end
+end
 reschedule(host)
 return 1
 ";

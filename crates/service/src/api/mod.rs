@@ -227,8 +227,8 @@ pub(crate) async fn resume(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct HostsParams {
-    /// `queued` (default), `done` or `errors`: descending.
-    #[param(pattern = "^(queued|done|errors)$")]
+    /// `queued` (default), `done` or `errors`: descending; `name`: by host name.
+    #[param(pattern = "^(queued|done|errors|name)$")]
     sort: Option<String>,
     /// Hosts per page (default 100).
     #[param(minimum = 1, maximum = 1000)]
@@ -250,10 +250,11 @@ pub(crate) async fn hosts(
         None | Some("queued") => HostSort::Queued,
         Some("done") => HostSort::Done,
         Some("errors") => HostSort::Errors,
+        Some("name") => HostSort::Name,
         Some(other) => {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
-                format!("sort `{other}`: expected queued, done or errors"),
+                format!("sort `{other}`: expected queued, done, errors or name"),
             )
             .field("sort"))
         }
@@ -268,6 +269,7 @@ pub(crate) async fn hosts(
         sort,
         limit: limit as usize,
         after: p.after,
+        ..HostQuery::default()
     };
     let Some((views, page)) = state.control.hosts(query).await else {
         return Err(ApiError::new(
@@ -293,6 +295,7 @@ pub(crate) async fn hosts(
                 blocked_until: h.blocked_for.map(unix_ms_in),
                 max_in_flight: h.max_in_flight,
                 max_pages: h.max_pages,
+                max_done: h.max_done,
                 robots: v.robots.to_owned(),
             }
         })
@@ -356,6 +359,7 @@ pub(crate) async fn put_host(
             .blocked_until
             .map(|t| Duration::from_millis(t.saturating_sub(now_ms))),
         max_pages: u.max_pages,
+        max_done: u.max_done,
         recrawl_secs: u.recrawl_secs.map(|s| u32::try_from(s).unwrap_or(u32::MAX)),
     };
     if !state.control.set_host(&host, controls).await {

@@ -2,8 +2,9 @@
 
 use super::*;
 
-/// Hosts are listed in pages (descending by the figure, then by name) with their queues, and
-/// an operator's controls hold: a block hands out nothing, a delay spaces fetches, an
+/// Hosts are listed in pages (descending by the figure, then by name; or by name from an
+/// offset, the active ones only, one host by its name) with their queues, and an operator's
+/// controls hold: a block hands out nothing, a delay spaces fetches, an
 /// in-flight limit and a page budget bound the host. An unknown host is said to be unknown.
 pub async fn host_listing_and_controls(h: &dyn Harness) {
     let f = h.open(base_config(), &[]);
@@ -15,6 +16,7 @@ pub async fn host_listing_and_controls(h: &dyn Harness) {
         sort: HostSort::Queued,
         limit: 2,
         after,
+        ..HostQuery::default()
     };
     let first = f.hosts(query(None)).await.expect("hosts");
     let names: Vec<&str> = first.hosts.iter().map(|h| h.host.as_str()).collect();
@@ -45,6 +47,33 @@ pub async fn host_listing_and_controls(h: &dyn Harness) {
         .hosts
         .iter()
         .any(|h| h.host == "z.test" && h.blocked_for.is_some()));
+    // By name and offset, the active ones only (x), and one host by its name.
+    let by_name = |skip, active_only, host: Option<&str>| HostQuery {
+        sort: HostSort::Name,
+        limit: 2,
+        skip,
+        active_only,
+        host: host.map(str::to_owned),
+        ..HostQuery::default()
+    };
+    let names =
+        |page: HostPage| -> Vec<String> { page.hosts.into_iter().map(|h| h.host).collect() };
+    assert_eq!(
+        names(f.hosts(by_name(1, false, None)).await.unwrap()),
+        ["y.test", "z.test"]
+    );
+    assert_eq!(
+        names(f.hosts(by_name(0, true, None)).await.unwrap()),
+        ["x.test"]
+    );
+    let one = f.hosts(by_name(0, false, Some("z.test"))).await.unwrap();
+    assert_eq!((one.hosts.len(), one.hosts[0].queued), (1, 2));
+    assert!(f
+        .hosts(by_name(0, false, Some("nowhere.test")))
+        .await
+        .unwrap()
+        .hosts
+        .is_empty());
     // x: one at a time, 60 ms apart.
     let gap = Duration::from_millis(60);
     let limit = HostControls {
@@ -120,6 +149,7 @@ pub async fn host_listing_and_controls(h: &dyn Harness) {
             sort: HostSort::Done,
             limit: 1,
             after: None,
+            ..HostQuery::default()
         })
         .await
         .unwrap();
@@ -127,4 +157,63 @@ pub async fn host_listing_and_controls(h: &dyn Harness) {
         (done.hosts[0].host.as_str(), done.hosts[0].done),
         ("x.test", 6)
     );
+}
+
+/// An operator's limit of URLs finished (url-frontier's crawl limit): with two leases out on
+/// a limit of two, the host hands out nothing more, and with both finished still nothing;
+/// its URLs stay queued. Raised, one more is served; cleared (0), the rest.
+pub async fn a_limit_of_finished_urls_stops_a_host(h: &dyn Harness) {
+    let f = h.open(base_config(), &[]);
+    let urls: Vec<String> = (0..5).map(|i| format!("http://a.test/{i}")).collect();
+    offer(&*f, None, &urls).await;
+    let limit = |n| {
+        let f = Arc::clone(&f);
+        async move {
+            let c = HostControls {
+                max_done: Some(n),
+                ..HostControls::default()
+            };
+            assert!(f.set_host("a.test", c).await.expect("set_host"));
+        }
+    };
+    limit(2).await;
+    let (a, b) = (lease(&*f).await, lease(&*f).await);
+    assert_eq!(
+        f.try_next().await.unwrap(),
+        None,
+        "two out on a limit of two"
+    );
+    complete(&*f, a, Outcome::Done).await;
+    complete(&*f, b, Outcome::Skipped).await;
+    assert_eq!(
+        f.try_next().await.unwrap(),
+        None,
+        "two finished on a limit of two"
+    );
+    let one = HostQuery {
+        limit: 1,
+        host: Some("a.test".into()),
+        ..HostQuery::default()
+    };
+    let info = f.hosts(one).await.unwrap().hosts.remove(0);
+    assert_eq!(
+        (info.queued, info.done, info.max_done),
+        (3, 2, Some(2)),
+        "its URLs stay"
+    );
+    limit(3).await;
+    let c = lease(&*f).await;
+    complete(&*f, c, Outcome::Done).await;
+    assert_eq!(
+        f.try_next().await.unwrap(),
+        None,
+        "three finished on a limit of three"
+    );
+    limit(0).await;
+    let mut rest = 0;
+    while let Next::Lease(l) = next(&*f).await {
+        rest += 1;
+        complete(&*f, l, Outcome::Done).await;
+    }
+    assert_eq!(rest, 2, "cleared, the rest is served and the crawl ends");
 }

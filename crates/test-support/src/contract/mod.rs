@@ -18,14 +18,14 @@ use url::Url;
 use frontier::Via;
 use frontier::{Admission, End, Frontier, Lease, Link, Next, Outcome};
 use frontier::{FrontierConfig, Politeness};
-use frontier::{HostControls, HostQuery, HostSort};
+use frontier::{HostControls, HostPage, HostQuery, HostSort};
 use frontier::{HostScope, OutOfScope, ScopeConfig};
 
 mod backoff;
 mod hosts;
 mod recrawl;
 pub use backoff::{a_success_ends_the_back_off_at_once, failures_in_flight_together_back_off_once};
-pub use hosts::host_listing_and_controls;
+pub use hosts::{a_limit_of_finished_urls_stops_a_host, host_listing_and_controls};
 pub use recrawl::{
     a_fetched_url_is_due_again, an_operator_moves_a_schedule, scheduled_config,
     skipped_urls_back_off_and_one_shot_crawls_end,
@@ -104,6 +104,7 @@ pub async fn run_all(h: &dyn Harness) {
     seeds_widen_the_scope(h).await;
     released_leases_and_leases_without_waiting(h).await;
     host_listing_and_controls(h).await;
+    a_limit_of_finished_urls_stops_a_host(h).await;
     a_kept_open_frontier_waits_for_seeds(h).await;
     a_requeued_url_is_served_again(h).await;
     entries_carry_how_they_were_found(h).await;
