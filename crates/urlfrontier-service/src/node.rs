@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::Control;
-use frontier::HostControls;
+use frontier::{is_active, HostControls, HostPage, HostQuery, HostSort};
 use tonic::codegen::BoxStream;
 use tonic::{Request, Response, Status, Streaming};
 use urlfrontier_proto::v2::log_level_params::Level;
@@ -52,6 +52,67 @@ impl Node {
     }
 }
 
+impl Node {
+    /// Applies `controls` to the queue `key` of the crawl `crawl_id`, as
+    /// `PUT /api/v1/hosts/{host}` does; `false` when the crawl knows no such queue (SetDelay
+    /// and BlockQueueUntil ignore it, as upstream; SetCrawlLimit says so).
+    async fn set_queue(
+        &self,
+        crawl_id: &str,
+        key: &str,
+        controls: HostControls,
+    ) -> Result<bool, Status> {
+        crawl(crawl_id)?;
+        Ok(self.control.set_host(key, controls).await)
+    }
+}
+
+impl Node {
+    /// A page of the crawl's hosts; `UNAVAILABLE` when the frontier does not answer.
+    async fn hosts(&self, query: HostQuery) -> Result<HostPage, Status> {
+        match self.control.hosts(query).await {
+            // The hosts come as views (with their robots.txt state), the page without them.
+            Some((views, page)) => Ok(HostPage {
+                hosts: views.into_iter().map(|v| v.info).collect(),
+                ..page
+            }),
+            None => Err(Status::unavailable(
+                "the frontier cannot list its queues now; try again",
+            )),
+        }
+    }
+
+    /// One queue's figures: `size` = URLs queued or held, `inProcess` = held,
+    /// `counts.completed` = done, `counts.active_queues` = 1 when it has URLs and is not
+    /// blocked; `numberOfQueues` = 1 (0 and zeros for a queue the crawl does not know).
+    async fn queue_stats(&self, crawl_id: &str, key: String) -> Result<Stats, Status> {
+        let query = HostQuery {
+            sort: HostSort::Name,
+            limit: 1,
+            host: Some(key),
+            ..HostQuery::default()
+        };
+        let page = self.hosts(query).await?;
+        let mut stats = Stats {
+            crawl_id: crawl_id.to_owned(),
+            ..Stats::default()
+        };
+        if let Some(h) = page.hosts.first() {
+            stats.size = h.queued + u64::from(h.in_flight);
+            stats.in_process = h.in_flight;
+            stats.number_of_queues = 1;
+            stats.counts = HashMap::from([
+                ("completed".to_owned(), h.done),
+                ("active_queues".to_owned(), u64::from(is_active(h))),
+            ]);
+        }
+        Ok(stats)
+    }
+}
+
+/// Most queue keys in one ListQueues answer.
+const MAX_QUEUES_LISTED: u32 = 10_000;
+
 /// The latest time a queue may be blocked until: 2100-01-01, Unix seconds (as the HTTP
 /// API's `blocked_until`; later is surely not meant, and would overflow a clock).
 const LATEST_BLOCK: u64 = 4_102_444_800;
@@ -91,8 +152,34 @@ impl UrlFrontier for Node {
         Err(not_yet("DeleteCrawl"))
     }
 
-    async fn list_queues(&self, _: Request<Pagination>) -> Result<Response<QueueList>, Status> {
-        Err(not_yet("ListQueues"))
+    /// The crawl's queue keys by name from offset `start`, at most `size` (0: 100; at most
+    /// [`MAX_QUEUES_LISTED`]); only queues with URLs queued or held and not blocked, unless
+    /// `include_inactive`. `total` counts the crawl's queues in any state.
+    async fn list_queues(
+        &self,
+        request: Request<Pagination>,
+    ) -> Result<Response<QueueList>, Status> {
+        let params = request.into_inner();
+        let crawl_id = crawl(&params.crawl_id)?;
+        let size = match params.size {
+            0 => 100,
+            n => n.min(MAX_QUEUES_LISTED),
+        };
+        let query = HostQuery {
+            sort: HostSort::Name,
+            limit: size as usize,
+            skip: params.start as usize,
+            active_only: !params.include_inactive,
+            ..HostQuery::default()
+        };
+        let page = self.hosts(query).await?;
+        Ok(Response::new(QueueList {
+            values: page.hosts.into_iter().map(|h| h.host).collect(),
+            total: page.total,
+            start: params.start,
+            size,
+            crawl_id: crawl_id.to_owned(),
+        }))
     }
 
     type GetURLsStream = BoxStream<UrlInfo>;
@@ -132,7 +219,7 @@ impl UrlFrontier for Node {
 
     /// A whole crawl's figures: `size` = URLs queued or held, `inProcess` = held,
     /// `numberOfQueues` = hosts, `counts.completed` = URLs done (pages: records written here,
-    /// and URLs a client reported known). One queue's (a key given) are not served yet.
+    /// and URLs a client reported known). With a key, that queue's ([`Node::queue_stats`]).
     async fn get_stats(
         &self,
         request: Request<QueueWithinCrawlParams>,
@@ -140,7 +227,10 @@ impl UrlFrontier for Node {
         let params = request.into_inner();
         let crawl_id = crawl(&params.crawl_id)?;
         if !params.key.is_empty() {
-            return Err(not_yet("GetStats of one queue"));
+            return self
+                .queue_stats(crawl_id, params.key)
+                .await
+                .map(Response::new);
         }
         let stats = self.control.frontier_stats().await.map_err(|e| {
             Status::unavailable(format!("the frontier cannot give its figures now: {e}"))
@@ -173,7 +263,6 @@ impl UrlFrontier for Node {
         request: Request<BlockQueueParams>,
     ) -> Result<Response<Empty>, Status> {
         let params = request.into_inner();
-        crawl(&params.crawl_id)?;
         if params.key.is_empty() {
             return Err(Status::invalid_argument("BlockQueueUntil needs a key"));
         }
@@ -191,8 +280,9 @@ impl UrlFrontier for Node {
             block_for: Some(Duration::from_secs(params.time.saturating_sub(now))),
             ..HostControls::default()
         };
-        self.control.set_host(&params.key, controls).await;
-        Ok(Response::new(Empty {}))
+        self.set_queue(&params.crawl_id, &params.key, controls)
+            .await
+            .map(|_| Response::new(Empty {}))
     }
 
     /// `false` pauses the crawl as `POST /api/v1/pause` does (no fetch or hand-out starts;
@@ -220,7 +310,6 @@ impl UrlFrontier for Node {
         request: Request<QueueDelayParams>,
     ) -> Result<Response<Empty>, Status> {
         let params = request.into_inner();
-        crawl(&params.crawl_id)?;
         if params.key.is_empty() {
             return Err(not_yet("SetDelay of every queue (an empty key)"));
         }
@@ -234,8 +323,9 @@ impl UrlFrontier for Node {
             delay: Some(Duration::from_secs(u64::from(params.delay_requestable))),
             ..HostControls::default()
         };
-        self.control.set_host(&params.key, controls).await;
-        Ok(Response::new(Empty {}))
+        self.set_queue(&params.crawl_id, &params.key, controls)
+            .await
+            .map(|_| Response::new(Empty {}))
     }
 
     /// The protocol names Java packages; here `package` is a `tracing` target (a module
@@ -277,11 +367,32 @@ impl UrlFrontier for Node {
         Ok(Response::new(Empty {}))
     }
 
+    /// Most URLs of a queue completed, as `PUT /api/v1/hosts/{host}`'s `max_done`: reached
+    /// (URLs held counted), the queue hands out nothing more and its URLs stay; 0 lifts the
+    /// limit. A queue the crawl does not know is `NOT_FOUND`, as in upstream's newest tests.
     async fn set_crawl_limit(
         &self,
-        _: Request<CrawlLimitParams>,
+        request: Request<CrawlLimitParams>,
     ) -> Result<Response<Empty>, Status> {
-        Err(not_yet("SetCrawlLimit"))
+        let params = request.into_inner();
+        if params.key.is_empty() {
+            return Err(Status::invalid_argument("SetCrawlLimit needs a key"));
+        }
+        let controls = HostControls {
+            max_done: Some(u64::from(params.limit)),
+            ..HostControls::default()
+        };
+        if self
+            .set_queue(&params.crawl_id, &params.key, controls)
+            .await?
+        {
+            Ok(Response::new(Empty {}))
+        } else {
+            Err(Status::not_found(format!(
+                "no queue `{}` in this crawl",
+                params.key
+            )))
+        }
     }
 
     async fn get_url_status(

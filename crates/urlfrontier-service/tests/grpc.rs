@@ -26,8 +26,9 @@ use urlfrontier_proto::v2::log_level_params::Level;
 use urlfrontier_proto::v2::url_frontier_client::UrlFrontierClient;
 use urlfrontier_proto::v2::url_item::Item;
 use urlfrontier_proto::v2::{
-    Active, BlockQueueParams, DiscoveredBatch, DiscoveredUrlItem, Empty, GetParams, KnownUrlItem,
-    Local, LogLevelParams, Pagination, QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem,
+    Active, BlockQueueParams, CrawlLimitParams, DiscoveredBatch, DiscoveredUrlItem, Empty,
+    GetParams, KnownUrlItem, Local, LogLevelParams, Pagination, QueueDelayParams,
+    QueueWithinCrawlParams, UrlInfo, UrlItem,
 };
 use urlfrontier_service::{serve_grpc, LogLevels, ServeError, Settings};
 
@@ -275,10 +276,34 @@ async fn calls_need_the_token_and_the_node_calls_answer_as_the_protocol_says() {
     }
     assert_eq!(levels.0.lock().unwrap().len(), 1);
 
+    // No queues yet: none listed, an unknown queue's figures are zeros.
+    let queues = c
+        .list_queues(Pagination::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (queues.values.len(), queues.total, queues.size),
+        (0, 0, 100)
+    );
+    let stats = c
+        .get_stats(QueueWithinCrawlParams {
+            key: "nowhere.test".into(),
+            crawl_id: String::new(),
+            local: false,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((stats.number_of_queues, stats.size), (0, 0));
+
     // What is not served yet says so, by name.
-    let e = c.list_queues(Pagination::default()).await.unwrap_err();
+    let e = c
+        .delete_queue(QueueWithinCrawlParams::default())
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::Unimplemented);
-    assert!(e.message().contains("ListQueues"), "{e}");
+    assert!(e.message().contains("DeleteQueue"), "{e}");
 
     crawl.stop().await;
     server.await.unwrap().unwrap();

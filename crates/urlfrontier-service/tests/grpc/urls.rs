@@ -1,4 +1,5 @@
-//! The RPCs that move URLs: PutDiscovered, PutURLs and GetURLs, the queue controls, and
+//! The RPCs that move URLs: PutDiscovered, PutURLs and GetURLs, the queue controls and
+//! figures (SetDelay, BlockQueueUntil, SetCrawlLimit, ListQueues, GetStats of a key), and
 //! what happens to them while the shared frontier's Redis is stalled.
 
 use super::*;
@@ -408,6 +409,76 @@ async fn a_queue_can_be_slowed_and_blocked() {
     .unwrap();
     let e = c.block_queue_until(block(u64::MAX)).await.unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+
+    crawl.stop().await;
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_limit_stops_a_queue_and_its_figures_show_it() {
+    let crawl = Crawl::start_with(unpaced).await;
+    let (addr, server) = crawl.serve(settings("", 16, Duration::from_secs(10))).await;
+    let mut c = UrlFrontierClient::new(channel(addr).await);
+    let urls = ["http://a.test/1", "http://a.test/2", "http://a.test/3"];
+    put_discovered(&mut c, vec![batch("all", &urls, "")])
+        .await
+        .unwrap();
+    let limit = |key: &str, limit| CrawlLimitParams {
+        key: key.into(),
+        limit,
+        ..CrawlLimitParams::default()
+    };
+    let stats = |key: &str| QueueWithinCrawlParams {
+        key: key.into(),
+        ..QueueWithinCrawlParams::default()
+    };
+
+    // One URL completed at most: one is handed out, and once it is done, nothing more.
+    c.set_crawl_limit(limit("a.test", 1)).await.unwrap();
+    let got = get_urls(&mut c, 60).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        get_urls(&mut c, 60).await,
+        vec![],
+        "one held on a limit of one"
+    );
+    let acks = put_urls(&mut c, vec![item(&got[0].0, Some(0), "done")])
+        .await
+        .unwrap();
+    assert_eq!(acks, vec![("done".to_owned(), Ack::Ok as i32)]);
+    assert_eq!(
+        get_urls(&mut c, 60).await,
+        vec![],
+        "one done on a limit of one"
+    );
+    let a = c.get_stats(stats("a.test")).await.unwrap().into_inner();
+    assert_eq!(
+        (
+            a.size,
+            a.in_process,
+            a.counts.get("completed"),
+            a.number_of_queues
+        ),
+        (2, 0, Some(&1), 1),
+        "its other URLs stay"
+    );
+    let queues = c
+        .list_queues(Pagination::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(queues.values, ["a.test"]);
+
+    // Lifted (0): the rest is handed out.
+    c.set_crawl_limit(limit("a.test", 0)).await.unwrap();
+    assert_eq!(get_urls(&mut c, 60).await.len(), 2);
+
+    // A queue the crawl does not know is said to be unknown.
+    let e = c
+        .set_crawl_limit(limit("nowhere.test", 1))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound, "{e}");
 
     crawl.stop().await;
     server.await.unwrap().unwrap();
