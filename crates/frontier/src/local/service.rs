@@ -94,6 +94,8 @@ impl LocalFrontier {
             return None;
         }
         let mut sched = self.sched();
+        // URLs due again are served here too: an external fetcher may be the only taker.
+        self.promote_due(&mut sched);
         if self.budget_left(&sched) == Some(0) {
             return None;
         }
