@@ -14,20 +14,23 @@
 //! - **At most [`MAX_STREAMS`] calls at once on one connection** (HTTP/2's
 //!   `SETTINGS_MAX_CONCURRENT_STREAMS`), so one client cannot open unbounded streams, nor
 //!   hold more than that many messages of `service.max_body_bytes` being decoded.
-//! - **A connection on which no call starts for the idle time** (`service.request_timeout_secs`)
-//!   **is closed** with `GOAWAY` (calls under way finish first): the token is checked per
-//!   call, so without this anyone could hold every capped connection by connecting and
-//!   sending nothing more. gRPC clients reconnect on their next call.
+//! - **A connection without a call open for the idle time** (`service.request_timeout_secs`
+//!   since the last call ended, its answer's stream included) **is closed** with `GOAWAY`:
+//!   the token is checked per call, so without this anyone could hold every capped
+//!   connection by connecting and sending nothing more. gRPC clients reconnect on their next
+//!   call. (Counted from the last call's start, a client that made its next call as soon as a
+//!   long one ended met the `GOAWAY` on its way.)
 //! - **Shutdown** sends `GOAWAY`: calls under way may finish for 5 s, then the connection
 //!   is cut.
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use http_body_util::BodyExt;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use service::listener::{ConnLimits, Watched};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -94,6 +97,55 @@ async fn read_preface(stream: &mut TcpStream, within: Duration) -> Start {
     Start::Http2
 }
 
+/// What a connection is doing: its calls open, and when the last one started or ended.
+#[derive(Debug)]
+struct Activity {
+    began: Instant,
+    open: AtomicUsize,
+    /// When a call last started or ended, in ms after `began`.
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            began: Instant::now(),
+            open: AtomicUsize::new(0),
+            last_ms: AtomicU64::new(0),
+        }
+    }
+
+    fn stamp(&self) {
+        let ms = u64::try_from(self.began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// Since when the connection has had no call open (`None`: one is open).
+    fn idle_since(&self) -> Option<Instant> {
+        (self.open.load(Ordering::SeqCst) == 0)
+            .then(|| self.began + Duration::from_millis(self.last_ms.load(Ordering::SeqCst)))
+    }
+}
+
+/// A call open on a connection, until its answer (a stream too) is sent or dropped.
+#[derive(Debug)]
+struct OpenCall(Arc<Activity>);
+
+impl OpenCall {
+    fn new(activity: &Arc<Activity>) -> Self {
+        activity.open.fetch_add(1, Ordering::SeqCst);
+        activity.stamp();
+        Self(Arc::clone(activity))
+    }
+}
+
+impl Drop for OpenCall {
+    fn drop(&mut self) {
+        self.0.stamp();
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Serves one connection until its client closes it, it idles for `idle`, or `shutdown`
 /// (then 5 s more at most).
 pub(crate) async fn serve(
@@ -126,28 +178,38 @@ pub(crate) async fn serve(
         .keep_alive_interval(Some(KEEPALIVE_INTERVAL))
         .keep_alive_timeout(limits.write_timeout)
         .max_concurrent_streams(MAX_STREAMS);
-    // When the last call started, in ms after `began`.
-    let began = Instant::now();
-    let last_call = Arc::new(AtomicU64::new(0));
+    let activity = Arc::new(Activity::new());
     let svc = {
-        let last_call = Arc::clone(&last_call);
+        let activity = Arc::clone(&activity);
         hyper::service::service_fn(move |req| {
-            let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
-            last_call.store(ms, Ordering::Relaxed);
+            let call = OpenCall::new(&activity);
             let mut rpc = rpc.clone();
-            async move { rpc.call(req).await }
+            async move {
+                // The call stays open while its answer's body lives.
+                rpc.call(req).await.map(|response| {
+                    response.map(|body| {
+                        body.map_frame(move |frame| {
+                            let _open = &call;
+                            frame
+                        })
+                    })
+                })
+            }
         })
     };
-    let idle_since = || began + Duration::from_millis(last_call.load(Ordering::Relaxed));
+    let idle_until = || match activity.idle_since() {
+        Some(since) => since + idle,
+        None => Instant::now() + idle,
+    };
     let conn = builder.serve_connection(io, svc);
     tokio::pin!(conn);
     loop {
         tokio::select! {
             _ = conn.as_mut() => return,
             _ = shutdown.cancelled() => break,
-            _ = tokio::time::sleep_until(idle_since() + idle) => {
-                if idle_since() + idle > Instant::now() {
-                    continue; // a call started meanwhile
+            _ = tokio::time::sleep_until(idle_until()) => {
+                if idle_until() > Instant::now() {
+                    continue; // a call is open, or one started or ended meanwhile
                 }
                 conn.as_mut().graceful_shutdown();
                 tokio::select! {
