@@ -23,7 +23,7 @@ use urlfrontier_proto::v2::{
 };
 
 use crate::crawl_id::{crawl, DEFAULT_CRAWL};
-use crate::urls::{Limits, Urls};
+use crate::urls::{unix_now, Limits, Urls, LATEST_DATE};
 use crate::LogLevels;
 
 /// This service as a url-frontier node.
@@ -112,10 +112,6 @@ impl Node {
 
 /// Most queue keys in one ListQueues answer.
 const MAX_QUEUES_LISTED: u32 = 10_000;
-
-/// The latest time a queue may be blocked until: 2100-01-01, Unix seconds (as the HTTP
-/// API's `blocked_until`; later is surely not meant, and would overflow a clock).
-const LATEST_BLOCK: u64 = 4_102_444_800;
 
 /// The longest delay between a queue's hand-outs: a year, as the HTTP API's `delay_ms`.
 const MAX_DELAY_SECS: u32 = 365 * 86_400;
@@ -266,18 +262,14 @@ impl UrlFrontier for Node {
         if params.key.is_empty() {
             return Err(Status::invalid_argument("BlockQueueUntil needs a key"));
         }
-        if params.time > LATEST_BLOCK {
+        if params.time > LATEST_DATE {
             return Err(Status::invalid_argument(format!(
                 "time {}: after 2100-01-01 (Unix seconds expected)",
                 params.time
             )));
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
         let controls = HostControls {
-            block_for: Some(Duration::from_secs(params.time.saturating_sub(now))),
+            block_for: Some(Duration::from_secs(params.time.saturating_sub(unix_now()))),
             ..HostControls::default()
         };
         self.set_queue(&params.crawl_id, &params.key, controls)

@@ -13,16 +13,23 @@
 //! - **A known URL with `refetchable_from_date` = 0 is done**: held here, its lease is
 //!   finished as fetched by the client (a page for the budgets; the client keeps the record).
 //!   Not held (its lease expired, or never handed out), it is offered so that the visited
-//!   set knows it and remembered as finished ([`Held::finished`]): should it come up again it
+//!   set knows it and remembered as finished ([`Held::updates`]): should it come up again it
 //!   is finished there and then, not handed out.
+//! - **A known URL with a later date is the crawl's recrawl schedule** (`[recrawl]`): its
+//!   lease is finished as above, which puts it to sleep by the crawl's schedule, and its due
+//!   time is then moved to the date ([`Control::recrawl`], as `POST /api/v1/recrawl`). One
+//!   queued and not held (or never seen: then offered) is remembered with its date and put to
+//!   sleep when it next comes up before it. Without a schedule a date cannot be kept: the URL
+//!   is done, and the service says so once in its log.
 //! - **Acks keep the order of the items**; a client that stops reading them stops the intake
 //!   after a few batches ([`ACKS_AHEAD`]) or a few hundred items.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use engine::{Control, SeedResult};
+use engine::{Control, RecrawlResult, SeedResult};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
@@ -44,8 +51,21 @@ const DEFAULT_HOLD_SECS: u64 = 30;
 /// The longest hold (as an external fetcher's lease): a day.
 const MAX_HOLD_SECS: u64 = 86_400;
 
-/// Most URLs remembered as finished while not held (each is forgotten when it comes up).
-const MAX_FINISHED: usize = 1_000_000;
+/// Most URLs remembered as done or dated while not held (each is forgotten when it comes
+/// up); past it, such a URL may be handed out again, or before its date.
+const MAX_REMEMBERED: usize = 1_000_000;
+
+/// The latest date taken (2100-01-01, Unix seconds): a later `refetchable_from_date` means
+/// never, and the URL is done.
+pub(crate) const LATEST_DATE: u64 = 4_102_444_800;
+
+/// Now, Unix seconds.
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
+}
 
 /// What bounds the work of one call.
 #[derive(Debug, Clone, Copy)]
@@ -61,8 +81,10 @@ pub(crate) struct Limits {
 #[derive(Debug, Default)]
 struct Held {
     leases: HashMap<String, (u64, Instant)>,
-    /// Known as done while not held: finished when next handed out.
-    finished: HashSet<String>,
+    /// Known while not held, by canonical URL: the date from which it may be fetched again
+    /// (0: never). Finished (and put to sleep until a later date) when next handed out
+    /// before its date.
+    updates: HashMap<String, u64>,
 }
 
 /// The URL RPCs' state and handles.
@@ -71,6 +93,8 @@ pub(crate) struct Urls {
     control: Control,
     limits: Limits,
     held: Mutex<Held>,
+    /// Whether the log has said that dates are not kept (no `[recrawl]` schedule).
+    said_no_schedule: AtomicBool,
 }
 
 /// Runs `call` on its own task and waits for it at most `limits.frontier_wait`: `None`
@@ -162,6 +186,7 @@ impl Urls {
             control,
             limits,
             held: Mutex::default(),
+            said_no_schedule: AtomicBool::new(false),
         }
     }
 
@@ -210,8 +235,6 @@ impl Urls {
     }
 
     /// PutURLs: each item acked in order, by its ID (its URL when the ID is empty).
-    /// A known URL with a `refetchable_from_date` ends the stream with `UNIMPLEMENTED`: this
-    /// frontier does not take schedules from clients yet.
     pub(crate) fn put_urls(self: &Arc<Self>, items: Streaming<UrlItem>) -> BoxStream<AckMessage> {
         let this = Arc::clone(self);
         ack_stream(items, ACKS_AHEAD * 64, move |item: UrlItem| {
@@ -248,13 +271,81 @@ impl Urls {
             }
         };
         crawl(&info.crawl_id)?;
-        match date {
-            None => Ok(offer(&self.control, &[info.url], self.limits).await[0]),
-            Some(0) => Ok(self.done(&info.url).await),
-            Some(_) => Err(Status::unimplemented(
-                "a known URL with a refetchable_from_date is not taken by this frontier yet \
-                 (date 0, done, is)",
-            )),
+        Ok(match date {
+            None => offer(&self.control, &[info.url], self.limits).await[0],
+            Some(0) => self.done(&info.url).await,
+            Some(d) if d > LATEST_DATE => self.done(&info.url).await,
+            Some(d) => self.refetch_from(&info.url, d).await,
+        })
+    }
+
+    /// Remembers an update of a URL not held, for when it next comes up (bounded).
+    fn remember(&self, url: String, date: u64) {
+        let mut held = self.held();
+        if held.updates.len() < MAX_REMEMBERED || held.updates.contains_key(&url) {
+            held.updates.insert(url, date);
+        }
+    }
+
+    /// Finishes the lease `id` of a URL a client fetched; `None` when the frontier did not
+    /// answer in time, `Some(false)` when the lease had ended.
+    async fn finish(&self, id: u64) -> Option<bool> {
+        let control = self.control.clone();
+        bounded(
+            self.limits,
+            async move { control.finish_by_client(id).await },
+        )
+        .await
+    }
+
+    /// A known URL to fetch again from `date` (Unix seconds): see the module's header.
+    async fn refetch_from(&self, raw: &str, date: u64) -> Ack {
+        if let Err(why) = self.control.check_host_recrawl() {
+            if !self.said_no_schedule.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "a gRPC client sent a known URL with a date to fetch it again, but {why}: \
+                     such URLs are done (set [recrawl] to keep their dates)"
+                );
+            }
+            return self.done(raw).await;
+        }
+        let Ok(url) = self.control.canonical(raw) else {
+            return Ack::Skipped;
+        };
+        let url = url.to_string();
+        let lease = self.held().leases.remove(&url).map(|(id, _)| id);
+        if let Some(id) = lease {
+            // Finished, it sleeps by the crawl's schedule; moved to the date below. (Past the
+            // wait it finishes anyway: a resend finds it asleep.)
+            if self.finish(id).await.is_none() {
+                return Ack::Fail;
+            }
+        }
+        let (control, owned) = (self.control.clone(), vec![url.clone()]);
+        let moved = bounded(self.limits, async move {
+            control.recrawl(&owned, Some(date)).await
+        })
+        .await;
+        match moved
+            .and_then(Result::ok)
+            .and_then(|r| r.into_iter().next())
+        {
+            None => Ack::Fail,
+            Some(RecrawlResult::Scheduled) => Ack::Ok,
+            Some(RecrawlResult::Invalid(_)) => Ack::Skipped,
+            Some(RecrawlResult::Queued) => {
+                self.remember(url, date);
+                Ack::Ok
+            }
+            Some(RecrawlResult::NeverSeen) => {
+                match offer(&self.control, std::slice::from_ref(&url), self.limits).await[0] {
+                    Ack::Fail => Ack::Fail,
+                    _ => {
+                        self.remember(url, date);
+                        Ack::Ok
+                    }
+                }
+            }
         }
     }
 
@@ -266,13 +357,7 @@ impl Urls {
         let url = url.to_string();
         let lease = self.held().leases.remove(&url).map(|(id, _)| id);
         if let Some(id) = lease {
-            let control = self.control.clone();
-            match bounded(
-                self.limits,
-                async move { control.finish_by_client(id).await },
-            )
-            .await
-            {
+            match self.finish(id).await {
                 Some(true) => return Ack::Ok,
                 Some(false) => {} // its hold had passed: as if not held
                 None => return Ack::Fail,
@@ -282,10 +367,7 @@ impl Urls {
         match offer(&self.control, std::slice::from_ref(&url), self.limits).await[0] {
             Ack::Fail => Ack::Fail,
             _ => {
-                let mut held = self.held();
-                if held.finished.len() < MAX_FINISHED {
-                    held.finished.insert(url);
-                }
+                self.remember(url, 0);
                 Ack::Ok
             }
         }
@@ -333,7 +415,9 @@ impl Urls {
                 )
             })?;
             let until = Instant::now() + Duration::from_secs(hold);
+            // Known while not held: finished (and put to sleep until a later date).
             let mut finished = Vec::new();
+            let now = unix_now();
             {
                 let mut held = self.held();
                 if held.leases.len() > 2 * self.limits.max_urls.max(1024) {
@@ -341,9 +425,16 @@ impl Urls {
                     held.leases.retain(|_, (_, end)| *end > now);
                 }
                 for l in leased {
-                    if held.finished.remove(&l.url) {
-                        finished.push(l.id);
-                        continue;
+                    match held.updates.remove(&l.url) {
+                        Some(0) => {
+                            finished.push((l.id, None));
+                            continue;
+                        }
+                        Some(date) if date > now => {
+                            finished.push((l.id, Some((l.url, date))));
+                            continue;
+                        }
+                        _ => {}
                     }
                     held.leases.insert(l.url.clone(), (l.id, until));
                     infos.push(UrlInfo {
@@ -357,8 +448,11 @@ impl Urls {
             if !finished.is_empty() {
                 let control = self.control.clone();
                 tokio::spawn(async move {
-                    for id in finished {
+                    for (id, dated) in finished {
                         control.finish_by_client(id).await;
+                        if let Some((url, date)) = dated {
+                            let _ = control.recrawl(&[url], Some(date)).await;
+                        }
                     }
                 });
             }

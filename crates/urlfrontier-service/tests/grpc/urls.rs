@@ -253,19 +253,24 @@ async fn handed_out_urls_are_held_known_ones_are_done_and_a_vanished_clients_com
     assert_eq!(again, vec![all[1].clone(), all[2].clone()]);
     assert_eq!(get_urls(&mut c, 60).await, vec![]);
 
-    // A date to refetch from is not taken yet: the stream ends saying so, after the acks
-    // of the items before it.
-    let mut acks = c
-        .put_ur_ls(tonic::codegen::tokio_stream::iter(vec![
+    // Without a recrawl schedule a date to fetch again from cannot be kept: the URL is done.
+    let acks = put_urls(
+        &mut c,
+        vec![
             item("http://b.test/1", Some(0), "b"),
             item("http://a.test:8080/2", Some(1_900_000_000), "later"),
-        ]))
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(acks, vec![("b".to_owned(), ok), ("later".to_owned(), ok)]);
+    let stats = c
+        .get_stats(QueueWithinCrawlParams::default())
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(acks.message().await.unwrap().unwrap().id, "b");
-    let e = acks.message().await.unwrap_err();
-    assert_eq!(e.code(), Code::Unimplemented, "{e}");
+    // Done: a.test/1, c.test/1 (finished when it came up), b.test/1, a.test:8080/2.
+    assert_eq!((stats.size, stats.counts.get("completed")), (0, Some(&4)));
 
     crawl.stop().await;
     server.await.unwrap().unwrap();
@@ -479,6 +484,77 @@ async fn a_crawl_limit_stops_a_queue_and_its_figures_show_it() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::NotFound, "{e}");
+
+    crawl.stop().await;
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_known_url_with_a_date_is_due_again_from_that_date_and_not_before() {
+    // A recrawl schedule whose own interval (an hour) never comes due in the test.
+    let crawl = Crawl::start_with(|cfg| {
+        unpaced(cfg);
+        cfg.recrawl.policy = engine::config::RecrawlPolicy::Fixed;
+        cfg.recrawl.interval_secs = 3600;
+        cfg.recrawl.min_interval_secs = 1;
+    })
+    .await;
+    let (addr, server) = crawl.serve(settings("", 16, Duration::from_secs(10))).await;
+    let mut c = UrlFrontierClient::new(channel(addr).await);
+    let ok = Ack::Ok as i32;
+    let urls = ["http://a.test/1", "http://a.test/2", "http://b.test/1"];
+    put_discovered(&mut c, vec![batch("all", &urls, "")])
+        .await
+        .unwrap();
+    assert_eq!(get_urls(&mut c, 60).await.len(), 3);
+
+    // Held ones: a.test/1 again in 2 s, a.test/2 in an hour, b.test/1 done (by the crawl's
+    // schedule: an hour). Not held: c.test/1, never seen, in 2 s (queued now, it is put to
+    // sleep when it comes up before its date).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let soon = now + 2;
+    let acks = put_urls(
+        &mut c,
+        vec![
+            item("http://a.test/1", Some(soon), "a1"),
+            item("http://a.test/2", Some(now + 3600), "a2"),
+            item("http://b.test/1", Some(0), "b1"),
+            item("http://c.test/1", Some(soon), "c1"),
+        ],
+    )
+    .await
+    .unwrap();
+    let ids: Vec<(&str, i32)> = acks.iter().map(|(id, s)| (id.as_str(), *s)).collect();
+    assert_eq!(ids, [("a1", ok), ("a2", ok), ("b1", ok), ("c1", ok)]);
+
+    // Nothing before the date; then the two dated 2 s from now, and only them.
+    let mut again = Vec::new();
+    for _ in 0..150 {
+        let got = get_urls(&mut c, 60).await;
+        if !got.is_empty() {
+            let at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            assert!(at >= soon, "{got:?} handed out at {at}, before {soon}");
+        }
+        again.extend(got.into_iter().map(|(url, _)| url));
+        if again.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    again.sort();
+    assert_eq!(again, ["http://a.test/1", "http://c.test/1"]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        get_urls(&mut c, 60).await,
+        vec![],
+        "a.test/2 waits its hour"
+    );
 
     crawl.stop().await;
     server.await.unwrap().unwrap();
