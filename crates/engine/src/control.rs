@@ -404,9 +404,10 @@ impl Control {
     }
 
     /// Finishes lease `id` as fetched by its client, who keeps the record: the URL is done
-    /// (a page, for the budgets). `false` when no such lease is out (expired, or finished).
-    pub async fn finish_by_client(&self, id: u64) -> bool {
-        self.leases.finish_by_client(id).await
+    /// (a page, for the budgets) and, under a recrawl schedule, due again at `due_at` (Unix
+    /// seconds) when given. `false` when no such lease is out (expired, or finished).
+    pub async fn finish_by_client(&self, id: u64, due_at: Option<u64>) -> bool {
+        self.leases.finish_by_client(id, due_at).await
     }
 
     /// The frontier's own figures now (what `status` is made from), or why it cannot give

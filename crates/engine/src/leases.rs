@@ -151,12 +151,16 @@ impl ExternalLeases {
     }
 
     /// Finishes a lease whose client fetched and recorded the URL itself (url-frontier's
-    /// "known, not to be fetched again"): the URL is done and counts as a page, the host is
-    /// healthy, and no record is written here. `false`: no such lease.
-    pub(crate) async fn finish_by_client(&self, id: u64) -> bool {
-        let Some(lease) = self.table.take(id) else {
+    /// "known"): the URL is done and counts as a page, the host is healthy, and no record is
+    /// written here. Under a recrawl schedule it is due again at `due_at` (Unix seconds)
+    /// when given, in the same completion. `false`: no such lease.
+    pub(crate) async fn finish_by_client(&self, id: u64, due_at: Option<u64>) -> bool {
+        let Some(mut lease) = self.table.take(id) else {
             return false;
         };
+        if let Some(at) = due_at {
+            lease.set_due_at(at);
+        }
         self.give_back(lease, Outcome::Done).await;
         true
     }

@@ -173,6 +173,8 @@ pub struct Lease {
     token: u64,
     last_of_host: bool,
     visited: Option<Box<Visited>>,
+    /// When the URL is due again (Unix seconds), instead of when the schedule says.
+    due_at: Option<u64>,
 }
 
 impl Lease {
@@ -185,6 +187,22 @@ impl Lease {
             token,
             last_of_host: false,
             visited: None,
+            due_at: None,
+        }
+    }
+
+    /// Under a recrawl schedule, the URL is due again at `unix_secs` instead of when the
+    /// schedule says: a client's date to fetch it again, applied in the same completion that
+    /// finishes it. (Without a schedule the URL is done.)
+    pub fn set_due_at(&mut self, unix_secs: u64) {
+        self.due_at = Some(unix_secs);
+    }
+
+    /// Moves `entry`'s next visit, as [`reschedule`](crate::reschedule) made it, to the time
+    /// [`set_due_at`](Self::set_due_at) asked for.
+    pub fn apply_due_at(&self, entry: &mut Entry) {
+        if let (Some(at), Some(visit)) = (self.due_at, entry.visit.as_mut()) {
+            visit.due = at;
         }
     }
 

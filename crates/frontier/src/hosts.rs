@@ -56,7 +56,8 @@ pub struct HostQuery {
     pub after: Option<String>,
     /// Hosts passed over before the page starts (after the cursor): paging by offset.
     pub skip: usize,
-    /// Only hosts with URLs queued or leased, and not blocked by an operator.
+    /// Only hosts with URLs queued or leased, not blocked by an operator, and short of
+    /// their limit of URLs finished ([`is_active`]).
     pub active_only: bool,
     /// Only this host (a politeness key): one host's figures.
     pub host: Option<String>,
@@ -147,9 +148,12 @@ pub fn is_after(sort: HostSort, h: &HostInfo, cursor: &str) -> bool {
     mine < key || (mine == key && h.host.as_str() > host)
 }
 
-/// Whether `h` has URLs queued or leased and is not blocked by an operator.
+/// Whether `h` has URLs queued or leased, is not blocked by an operator, and has not
+/// reached its limit of URLs finished.
 pub fn is_active(h: &HostInfo) -> bool {
-    h.queued + u64::from(h.in_flight) > 0 && h.blocked_for.is_none()
+    h.queued + u64::from(h.in_flight) > 0
+        && h.blocked_for.is_none()
+        && h.max_done.is_none_or(|max| h.done < max)
 }
 
 /// Sorts `all` in `query` order and cuts out the page it asks for. `total` counts the hosts

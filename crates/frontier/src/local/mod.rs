@@ -475,8 +475,9 @@ impl LocalFrontier {
                 let policy = &self.cfg.recrawl;
                 let host_secs = self.host_recrawl.get(lease.host()).map(|s| *s);
                 let (now, seen) = (unix_now(), lease.visited());
-                reschedule(policy, &mut entry, seen, &outcome, now, fp, host_secs)
-                    .then(|| (lease.host().to_owned(), entry, fp))
+                let again = reschedule(policy, &mut entry, seen, &outcome, now, fp, host_secs);
+                lease.apply_due_at(&mut entry);
+                again.then(|| (lease.host().to_owned(), entry, fp))
             })
             .flatten();
         let wake = {

@@ -104,7 +104,15 @@ impl LocalFrontier {
 
     /// A page of hosts (see [`HostQuery`]).
     pub fn host_page(&self, query: &HostQuery) -> HostPage {
-        let mut all = self.sched().host_infos(Instant::now());
+        // One host asked for: that host alone (a client may poll it), not every host.
+        let mut all = match &query.host {
+            Some(host) => self
+                .sched()
+                .host_info(host, Instant::now())
+                .into_iter()
+                .collect(),
+            None => self.sched().host_infos(Instant::now()),
+        };
         for h in &mut all {
             h.admitted = self.per_host.get(h.host.as_str()).map_or(0, |n| *n);
             h.max_pages = match self.host_budgets.get(h.host.as_str()) {

@@ -20,29 +20,37 @@ impl Scheduler {
     /// Every host's queue and limits at `now` (`admitted` and `max_pages` are the
     /// frontier's, left at their defaults here).
     pub(crate) fn host_infos(&self, now: Instant) -> Vec<HostInfo> {
-        self.hosts
-            .iter()
-            .enumerate()
-            .map(|(id, q)| HostInfo {
-                host: q.name.to_string(),
-                queued: q.len(),
-                in_flight: q.in_flight,
-                done: q.done,
-                errors: q.errors,
-                admitted: 0,
-                delay: self.delay_of(id as u32),
-                crawl_delay: q.crawl_delay,
-                backoff: q.backoff,
-                ready_in: q.ready_at().saturating_duration_since(now),
-                blocked_for: q
-                    .blocked_until
-                    .filter(|b| *b > now)
-                    .map(|b| b.saturating_duration_since(now)),
-                max_in_flight: q.limit(&self.politeness),
-                max_pages: None,
-                max_done: q.max_done,
-            })
+        (0..self.hosts.len())
+            .map(|id| self.host_info_of(id as u32, now))
             .collect()
+    }
+
+    /// [`host_infos`](Self::host_infos) of one host, found by name; `None` if unknown.
+    pub(crate) fn host_info(&self, host: &str, now: Instant) -> Option<HostInfo> {
+        self.ids.get(host).map(|&id| self.host_info_of(id, now))
+    }
+
+    fn host_info_of(&self, id: u32, now: Instant) -> HostInfo {
+        let q = &self.hosts[id as usize];
+        HostInfo {
+            host: q.name.to_string(),
+            queued: q.len(),
+            in_flight: q.in_flight,
+            done: q.done,
+            errors: q.errors,
+            admitted: 0,
+            delay: self.delay_of(id),
+            crawl_delay: q.crawl_delay,
+            backoff: q.backoff,
+            ready_in: q.ready_at().saturating_duration_since(now),
+            blocked_for: q
+                .blocked_until
+                .filter(|b| *b > now)
+                .map(|b| b.saturating_duration_since(now)),
+            max_in_flight: q.limit(&self.politeness),
+            max_pages: None,
+            max_done: q.max_done,
+        }
     }
 
     /// Applies an operator's controls to a known host; `false` if it is unknown. Returns

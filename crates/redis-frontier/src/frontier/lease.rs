@@ -293,6 +293,7 @@ impl Shared {
         ) {
             return None;
         }
+        lease.apply_due_at(&mut entry);
         let due = entry.visit.as_ref().map_or(now, |v| v.due);
         let mut bytes = Vec::new();
         entry.encode(&mut bytes);

@@ -159,7 +159,8 @@ pub async fn skipped_urls_back_off_and_one_shot_crawls_end(h: &dyn Harness) {
 }
 
 /// An operator's recrawl: a sleeping URL is made due at the time asked (now when none, and
-/// `try_next` serves it), a URL queued or in flight says so, one never admitted says that.
+/// `try_next` serves it), a URL queued or in flight says so, one never admitted says that;
+/// a completion that says when its URL is due again puts it to sleep until then.
 pub async fn an_operator_moves_a_schedule(h: &dyn Harness) {
     let f = h.open(scheduled_config(600), &[]);
     offer(
@@ -214,5 +215,21 @@ pub async fn an_operator_moves_a_schedule(h: &dyn Harness) {
     let (scheduled, next_due, hour) = scheduled_figures(&*f).await;
     assert_eq!((scheduled, next_due), (1, later), "due when asked");
     assert_eq!(hour, 1, "within the hour, to the second or the minute");
+
+    // A completion may carry the time it is due again (a url-frontier client's date), in
+    // place of the schedule's 600 s.
+    offer(&*f, None, &["http://x.test/3".into()]).await;
+    let mut third = lease(&*f).await;
+    let sooner = unix_now() + 1_800;
+    third.set_due_at(sooner);
+    f.complete(third, Outcome::Done).await.expect("complete");
+    let (scheduled, next_due, _) = scheduled_figures(&*f).await;
+    assert_eq!(scheduled, 2);
+    // (A shared frontier adds the wait to its server's clock: up to a second later, never
+    // earlier.)
+    assert!(
+        (sooner..=sooner + 1).contains(&next_due),
+        "due at {next_due}, when the completion said {sooner}"
+    );
     f.close();
 }
