@@ -13,18 +13,19 @@
 //! - **A known URL with `refetchable_from_date` = 0 is done**: held here, its lease is
 //!   finished as fetched by the client (a page for the budgets; the client keeps the record).
 //!   Not held (its lease expired, or never handed out), it is offered so that the visited
-//!   set knows it and remembered as finished ([`Held::updates`]): should it come up again it
+//!   set knows it and remembered as finished ([`Held::finished`]): should it come up again it
 //!   is finished there and then, not handed out.
 //! - **A known URL with a later date is the crawl's recrawl schedule** (`[recrawl]`): its
-//!   lease is finished as above, which puts it to sleep by the crawl's schedule, and its due
-//!   time is then moved to the date ([`Control::recrawl`], as `POST /api/v1/recrawl`). One
-//!   queued and not held (or never seen: then offered) is remembered with its date and put to
-//!   sleep when it next comes up before it. Without a schedule a date cannot be kept: the URL
-//!   is done, and the service says so once in its log.
+//!   lease is finished as above, due again at the date instead of by the crawl's schedule,
+//!   in one completion; one asleep already is moved to the date ([`Control::recrawl`], as
+//!   `POST /api/v1/recrawl`). One queued or out elsewhere cannot be moved: it is
+//!   fetched in its turn, and one never seen is queued as discovered — the date of those is
+//!   not kept (putting them to sleep when they come up early would count them as fetched).
+//!   Without a schedule a date cannot be kept: the URL is done, and the log says so once.
 //! - **Acks keep the order of the items**; a client that stops reading them stops the intake
 //!   after a few batches ([`ACKS_AHEAD`]) or a few hundred items.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -51,9 +52,9 @@ const DEFAULT_HOLD_SECS: u64 = 30;
 /// The longest hold (as an external fetcher's lease): a day.
 const MAX_HOLD_SECS: u64 = 86_400;
 
-/// Most URLs remembered as done or dated while not held (each is forgotten when it comes
-/// up); past it, such a URL may be handed out again, or before its date.
-const MAX_REMEMBERED: usize = 1_000_000;
+/// Most URLs remembered as done while not held (each is forgotten when it comes up); past
+/// it, such a URL may be handed out again.
+const MAX_FINISHED: usize = 1_000_000;
 
 /// The latest date taken (2100-01-01, Unix seconds): a later `refetchable_from_date` means
 /// never, and the URL is done.
@@ -81,10 +82,8 @@ pub(crate) struct Limits {
 #[derive(Debug, Default)]
 struct Held {
     leases: HashMap<String, (u64, Instant)>,
-    /// Known while not held, by canonical URL: the date from which it may be fetched again
-    /// (0: never). Finished (and put to sleep until a later date) when next handed out
-    /// before its date.
-    updates: HashMap<String, u64>,
+    /// Known as done while not held, by canonical URL: finished when next handed out.
+    finished: HashSet<String>,
 }
 
 /// The URL RPCs' state and handles.
@@ -279,22 +278,14 @@ impl Urls {
         })
     }
 
-    /// Remembers an update of a URL not held, for when it next comes up (bounded).
-    fn remember(&self, url: String, date: u64) {
-        let mut held = self.held();
-        if held.updates.len() < MAX_REMEMBERED || held.updates.contains_key(&url) {
-            held.updates.insert(url, date);
-        }
-    }
-
-    /// Finishes the lease `id` of a URL a client fetched; `None` when the frontier did not
-    /// answer in time, `Some(false)` when the lease had ended.
-    async fn finish(&self, id: u64) -> Option<bool> {
+    /// Finishes the lease `id` of a URL a client fetched, due again at `due_at` under a
+    /// recrawl schedule; `None` when the frontier did not answer in time, `Some(false)` when
+    /// the lease had ended.
+    async fn finish(&self, id: u64, due_at: Option<u64>) -> Option<bool> {
         let control = self.control.clone();
-        bounded(
-            self.limits,
-            async move { control.finish_by_client(id).await },
-        )
+        bounded(self.limits, async move {
+            control.finish_by_client(id, due_at).await
+        })
         .await
     }
 
@@ -315,10 +306,12 @@ impl Urls {
         let url = url.to_string();
         let lease = self.held().leases.remove(&url).map(|(id, _)| id);
         if let Some(id) = lease {
-            // Finished, it sleeps by the crawl's schedule; moved to the date below. (Past the
-            // wait it finishes anyway: a resend finds it asleep.)
-            if self.finish(id).await.is_none() {
-                return Ack::Fail;
+            // Finished, it sleeps until the date, in one completion. (Past the wait it
+            // finishes anyway: a resend finds it asleep and moves it.)
+            match self.finish(id, Some(date)).await {
+                Some(true) => return Ack::Ok,
+                Some(false) => {} // its hold had passed: as if not held
+                None => return Ack::Fail,
             }
         }
         let (control, owned) = (self.control.clone(), vec![url.clone()]);
@@ -331,20 +324,10 @@ impl Urls {
             .and_then(|r| r.into_iter().next())
         {
             None => Ack::Fail,
-            Some(RecrawlResult::Scheduled) => Ack::Ok,
+            Some(RecrawlResult::Scheduled | RecrawlResult::Queued) => Ack::Ok,
             Some(RecrawlResult::Invalid(_)) => Ack::Skipped,
-            Some(RecrawlResult::Queued) => {
-                self.remember(url, date);
-                Ack::Ok
-            }
             Some(RecrawlResult::NeverSeen) => {
-                match offer(&self.control, std::slice::from_ref(&url), self.limits).await[0] {
-                    Ack::Fail => Ack::Fail,
-                    _ => {
-                        self.remember(url, date);
-                        Ack::Ok
-                    }
-                }
+                offer(&self.control, std::slice::from_ref(&url), self.limits).await[0]
             }
         }
     }
@@ -357,19 +340,27 @@ impl Urls {
         let url = url.to_string();
         let lease = self.held().leases.remove(&url).map(|(id, _)| id);
         if let Some(id) = lease {
-            match self.finish(id).await {
+            match self.finish(id, None).await {
                 Some(true) => return Ack::Ok,
                 Some(false) => {} // its hold had passed: as if not held
                 None => return Ack::Fail,
             }
         }
-        // Not held: the visited set learns it, and it is finished should it come up.
+        // Not held: the visited set learns it, and it is finished should it come up. It is
+        // remembered first, so that a GetURLs meanwhile does not hand it out; forgotten again
+        // if the frontier does not take it.
+        let remembered = {
+            let mut held = self.held();
+            held.finished.len() < MAX_FINISHED && held.finished.insert(url.clone())
+        };
         match offer(&self.control, std::slice::from_ref(&url), self.limits).await[0] {
-            Ack::Fail => Ack::Fail,
-            _ => {
-                self.remember(url, 0);
-                Ack::Ok
+            Ack::Fail => {
+                if remembered {
+                    self.held().finished.remove(&url);
+                }
+                Ack::Fail
             }
+            _ => Ack::Ok,
         }
     }
 
@@ -415,9 +406,7 @@ impl Urls {
                 )
             })?;
             let until = Instant::now() + Duration::from_secs(hold);
-            // Known while not held: finished (and put to sleep until a later date).
             let mut finished = Vec::new();
-            let now = unix_now();
             {
                 let mut held = self.held();
                 if held.leases.len() > 2 * self.limits.max_urls.max(1024) {
@@ -425,16 +414,9 @@ impl Urls {
                     held.leases.retain(|_, (_, end)| *end > now);
                 }
                 for l in leased {
-                    match held.updates.remove(&l.url) {
-                        Some(0) => {
-                            finished.push((l.id, None));
-                            continue;
-                        }
-                        Some(date) if date > now => {
-                            finished.push((l.id, Some((l.url, date))));
-                            continue;
-                        }
-                        _ => {}
+                    if held.finished.remove(&l.url) {
+                        finished.push(l.id);
+                        continue;
                     }
                     held.leases.insert(l.url.clone(), (l.id, until));
                     infos.push(UrlInfo {
@@ -448,11 +430,8 @@ impl Urls {
             if !finished.is_empty() {
                 let control = self.control.clone();
                 tokio::spawn(async move {
-                    for (id, dated) in finished {
-                        control.finish_by_client(id).await;
-                        if let Some((url, date)) = dated {
-                            let _ = control.recrawl(&[url], Some(date)).await;
-                        }
+                    for id in finished {
+                        control.finish_by_client(id, None).await;
                     }
                 });
             }
