@@ -15,7 +15,7 @@
 //! positioned reads).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,10 +23,13 @@ use tokio::time::Instant;
 
 use crate::api::{Lease, Outcome};
 use crate::entry::Entry;
-use crate::spill::{ChunkRef, Spill};
+use crate::spill::Spill;
 
 mod hosts;
 mod memory;
+mod queue;
+
+use queue::HostQueue;
 
 /// Serving order within a host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,75 +82,6 @@ pub struct HostBackoff {
     pub backoff: Duration,
     /// How long from now until the host may be fetched again.
     pub wait: Duration,
-}
-
-#[derive(Debug)]
-struct HostQueue {
-    name: Arc<str>,
-    head: VecDeque<Entry>,
-    chunks: VecDeque<ChunkRef>,
-    tail: Vec<Entry>,
-    spilled: u64,
-    in_flight: u32,
-    next_allowed: Instant,
-    /// The latest time errors hold the host to (its back-off wait, a `Retry-After`): what
-    /// `next_allowed` may not come before when a success lifts the back-off's pacing.
-    held_until: Instant,
-    /// When the last fetch to this host was handed out.
-    last_start: Option<Instant>,
-    crawl_delay: Duration,
-    backoff: Duration,
-    /// Raised each time an error backs the host off further. A lease carries the round it
-    /// was handed out in, and only a fetch handed out in the current round says how the host
-    /// is now: its error doubles the back-off, its success resets it. Fetches that were in
-    /// flight together when the host failed are one failure, not one doubling each (64 in
-    /// flight to a host that went down would otherwise back it off for `2^63 ×` the base).
-    round: u32,
-    in_heap: bool,
-    /// The time of the host's live entry in the ready heap (while `in_heap`): any other entry
-    /// of it there is stale, left behind when its time moved earlier, and is dropped.
-    heap_at: Instant,
-    /// URLs finished (final outcomes).
-    done: u64,
-    /// Host errors and retries.
-    errors: u64,
-    /// An operator's delay for this host, replacing `politeness.delay`.
-    delay_override: Option<Duration>,
-    /// An operator's in-flight limit for this host, replacing `politeness.max_per_host`.
-    max_in_flight: Option<u32>,
-    /// An operator's block: nothing of this host is handed out before then.
-    blocked_until: Option<Instant>,
-    /// An operator's limit on URLs finished (leases out counted): reached, the host hands
-    /// out nothing more.
-    max_done: Option<u64>,
-}
-
-impl HostQueue {
-    fn len(&self) -> u64 {
-        self.head.len() as u64 + self.tail.len() as u64 + self.spilled
-    }
-
-    /// When the host may be fetched next: its politeness time, or an operator's block.
-    fn ready_at(&self) -> Instant {
-        match self.blocked_until {
-            Some(b) => b.max(self.next_allowed),
-            None => self.next_allowed,
-        }
-    }
-
-    fn limit(&self, politeness: &Politeness) -> u32 {
-        self.max_in_flight.unwrap_or(politeness.max_per_host)
-    }
-
-    /// Whether the host can take no more fetches now: nothing queued, its in-flight limit,
-    /// or its limit of URLs finished reached.
-    fn is_idle(&self, politeness: &Politeness) -> bool {
-        self.len() == 0
-            || self.in_flight >= self.limit(politeness)
-            || self
-                .max_done
-                .is_some_and(|max| self.done + u64::from(self.in_flight) >= max)
-    }
 }
 
 /// A lease's token: the host's slot, and the back-off round it was handed out in.
@@ -243,28 +177,7 @@ impl Scheduler {
         let id = self.hosts.len() as u32;
         let name: Arc<str> = Arc::from(name);
         self.ids.insert(Arc::clone(&name), id);
-        self.hosts.push(HostQueue {
-            name,
-            head: VecDeque::new(),
-            chunks: VecDeque::new(),
-            tail: Vec::new(),
-            spilled: 0,
-            in_flight: 0,
-            next_allowed: Instant::now(),
-            held_until: Instant::now(),
-            last_start: None,
-            crawl_delay: Duration::ZERO,
-            backoff: Duration::ZERO,
-            round: 0,
-            in_heap: false,
-            heap_at: Instant::now(),
-            done: 0,
-            errors: 0,
-            delay_override: None,
-            max_in_flight: None,
-            blocked_until: None,
-            max_done: None,
-        });
+        self.hosts.push(HostQueue::new(name));
         id
     }
 
