@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use frontier::{
     Admission, Canonicalizer, HostControls, HostInfo, HostPage, HostQuery, Link, Recrawled,
@@ -357,13 +358,17 @@ impl Control {
         self.report.run.held()
     }
 
-    /// A page of hosts with their robots.txt state.
-    pub async fn hosts(&self, query: HostQuery) -> Option<(Vec<HostView>, HostPage)> {
-        let mut page = self
-            .report
+    /// A page of hosts as the frontier sees them; `None` when it does not answer.
+    pub async fn host_page(&self, query: HostQuery) -> Option<HostPage> {
+        self.report
             .frontier
             .read_frontier("hosts", |f| f.hosts(query.clone()))
-            .await?;
+            .await
+    }
+
+    /// A page of hosts with their robots.txt state.
+    pub async fn hosts(&self, query: HostQuery) -> Option<(Vec<HostView>, HostPage)> {
+        let mut page = self.host_page(query).await?;
         let views = std::mem::take(&mut page.hosts)
             .into_iter()
             .map(|mut info| {
@@ -386,6 +391,29 @@ impl Control {
             .with_frontier("set_host", |f| f.set_host(host, controls.clone()))
             .await
             .unwrap_or(false)
+    }
+
+    /// Sets the delay of every host without its own ([`Frontier::set_default_delay`]);
+    /// `false` when the frontier did not answer.
+    ///
+    /// [`Frontier::set_default_delay`]: frontier::Frontier::set_default_delay
+    pub async fn set_default_delay(&self, delay: Duration) -> bool {
+        self.report
+            .frontier
+            .with_frontier("set_default_delay", |f| f.set_default_delay(delay))
+            .await
+            .is_some()
+    }
+
+    /// Drops every URL queued for `host` ([`Frontier::delete_queue`]): how many, 0 for an
+    /// unknown host; `None` when the frontier did not answer.
+    ///
+    /// [`Frontier::delete_queue`]: frontier::Frontier::delete_queue
+    pub async fn delete_queue(&self, host: &str) -> Option<u64> {
+        self.report
+            .frontier
+            .with_frontier("delete_queue", |f| f.delete_queue(host))
+            .await
     }
 
     /// Leases up to `max` due URLs to an external fetcher for `lease_secs` (the service's

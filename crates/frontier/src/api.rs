@@ -488,6 +488,18 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
         controls: HostControls,
     ) -> BoxFuture<'a, Result<bool, FrontierError>>;
 
+    /// Sets the delay between fetches of every host that has no delay of its own (an
+    /// operator's [`HostControls::delay`] keeps its host's; a `Crawl-delay` and a back-off
+    /// still lengthen it). It applies from each host's next hand-out: a host already waiting
+    /// keeps its time. A shared frontier sets it for every process of the crawl.
+    fn set_default_delay(&self, delay: Duration) -> BoxFuture<'_, Result<(), FrontierError>>;
+
+    /// Drops every URL queued for `host` (an operator's delete of its queue): each is done
+    /// unfetched — for a resumed crawl too — and stays in the visited set, so offering it
+    /// again admits nothing. Leases out are not touched, and the host keeps its controls and
+    /// figures. Returns how many URLs were dropped (0: none, or no such host).
+    fn delete_queue<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<u64, FrontierError>>;
+
     /// Whether a call can fail with a [`FrontierError`]. A caller that retries keeps a copy
     /// of what it hands over (a failed remote call took it) only when this is `true`, the
     /// default; a frontier in this process never fails and says `false`, so a page's links

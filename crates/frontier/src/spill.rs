@@ -168,6 +168,21 @@ impl Spill {
         Ok(entries)
     }
 
+    /// Releases a chunk without reading it (its URLs are dropped).
+    pub(crate) fn discard(&mut self, chunk: ChunkRef) {
+        let Some(segment) = self.segments.get_mut(&chunk.segment) else {
+            return;
+        };
+        if segment.live_chunks == 0 {
+            return;
+        }
+        segment.live_chunks -= 1;
+        self.bytes_on_disk -= u64::from(chunk.bytes);
+        if segment.live_chunks == 0 && chunk.segment != self.current {
+            self.remove(chunk.segment);
+        }
+    }
+
     fn remove(&mut self, segment: u32) {
         self.segments.remove(&segment);
         let _ = std::fs::remove_file(self.path(segment));

@@ -68,19 +68,24 @@ pub(crate) async fn page(
     // The clock is read after the rows: a fetch leased between the two reads cannot leave a
     // host's `next_at` ahead of the `now` it is measured from.
     type Clock = (Option<i64>, Option<i64>, Option<i64>);
-    let (time, clock): ((u64, u64), Clock) = redis::pipe()
+    let (time, clock, default_delay): ((u64, u64), Clock, Option<u64>) = redis::pipe()
         .cmd("TIME")
         .cmd("HMGET")
         .arg(format!("{prefix}clock"))
         .arg(&["last", "off", "step"])
+        .cmd("HGET")
+        .arg(format!("{prefix}politeness"))
+        .arg("delay")
         .query_async(conn)
         .await
         .map_err(frontier_error)?;
     let now = crawl_now(time.0 * 1000 + time.1 / 1000, clock);
+    // A host without its own delay has the crawl's: an operator's, else the configured one.
+    let default_delay = default_delay.map_or(cfg.politeness.delay, Duration::from_millis);
     let all = hosts
         .into_iter()
         .zip(rows)
-        .map(|(host, row)| info(host, &row, cfg, now))
+        .map(|(host, row)| info(host, &row, cfg, default_delay, now))
         .collect();
     Ok(paginate(all, query))
 }
@@ -104,12 +109,18 @@ fn crawl_now(server: u64, (last, off, step): (Option<i64>, Option<i64>, Option<i
     u64::try_from(server.saturating_sub(uncounted)).unwrap_or(0)
 }
 
-fn info(host: String, row: &[Option<i64>], cfg: &FrontierConfig, now: u64) -> HostInfo {
+fn info(
+    host: String,
+    row: &[Option<i64>],
+    cfg: &FrontierConfig,
+    default_delay: Duration,
+    now: u64,
+) -> HostInfo {
     let field = |i: usize| row.get(i).copied().flatten();
     let count = |i: usize| u64::try_from(field(i).unwrap_or(0)).unwrap_or(0);
     let millis = |v: u64| Duration::from_millis(v);
     let set = |i: usize| field(i).and_then(|v| u64::try_from(v).ok());
-    let delay = set(5).map_or(cfg.politeness.delay, millis);
+    let delay = set(5).map_or(default_delay, millis);
     let crawl_delay = millis(count(6));
     let backoff = millis(count(7));
     let blocked_until = count(9);

@@ -36,7 +36,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::header;
 use axum::middleware;
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use axum::Router;
 use engine::Control;
 use tokio::net::TcpListener;
@@ -173,6 +173,7 @@ pub(crate) struct AppState {
         api::resume,
         api::hosts,
         api::put_host,
+        api::delete_host_queue,
         api::leases::leases,
         api::leases::complete,
         api::events
@@ -253,6 +254,7 @@ pub fn app(control: Control, settings: &Settings, shutdown: CancellationToken) -
         .route("/resume", post(api::resume))
         .route("/hosts", get(api::hosts))
         .route("/hosts/{host}", put(api::put_host))
+        .route("/hosts/{host}/queue", delete(api::delete_host_queue))
         .route("/leases", post(api::leases::leases))
         .route("/leases/complete", post(api::leases::complete))
         .route("/events", get(api::events))
@@ -359,6 +361,7 @@ mod tests {
             "/api/v1/resume",
             "/api/v1/hosts",
             "/api/v1/hosts/{host}",
+            "/api/v1/hosts/{host}/queue",
             "/api/v1/leases",
             "/api/v1/leases/complete",
             "/api/v1/events",

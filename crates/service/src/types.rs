@@ -166,6 +166,13 @@ pub struct StateResponse {
     pub state: String,
 }
 
+/// `DELETE /api/v1/hosts/{host}/queue`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeletedResponse {
+    /// URLs that were queued for the host and are dropped (0: none, or no such host).
+    pub deleted: u64,
+}
+
 /// One host in `GET /api/v1/hosts`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HostBody {

@@ -406,6 +406,48 @@ async fn a_token_guards_the_api() {
     svc.stop().await;
 }
 
+/// `DELETE /api/v1/hosts/{host}/queue` drops what is queued for the host: nothing of it is
+/// leased afterwards, its URLs stay known, and the crawl has nothing left to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosts_queue_can_be_deleted() {
+    let site = TestSite::start(SiteConfig {
+        pages: 10,
+        hosts: 1,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let svc = start(&site, Some(0), "").await;
+    let api = &svc.api;
+    let seed = site.site().seed_url();
+    let urls: Vec<String> = (1..=3).map(|i| format!("{seed}p{i}")).collect();
+    let (code, answer) = api
+        .call("POST", "/api/v1/seeds", Some(json!({ "urls": urls })))
+        .await;
+    assert_eq!(code, 200, "{answer}");
+    let host = seed
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let path = format!("/api/v1/hosts/{host}/queue");
+    let (code, answer) = api.call("DELETE", &path, None).await;
+    assert_eq!((code, &answer), (200, &json!({"deleted": 3})));
+    let (code, answer) = api
+        .call("DELETE", "/api/v1/hosts/nowhere.test/queue", None)
+        .await;
+    assert_eq!((code, &answer), (200, &json!({"deleted": 0})));
+    let (_, got) = api
+        .call("POST", "/api/v1/leases", Some(json!({"max": 10})))
+        .await;
+    assert_eq!(got["leases"], json!([]), "{got}");
+    let (_, again) = api
+        .call("POST", "/api/v1/seeds", Some(json!({ "urls": [urls[0]] })))
+        .await;
+    assert_eq!(again["results"][0]["result"], "duplicate", "{again}");
+    assert_eq!(api.status().await["state"], "idle");
+    svc.stop().await;
+}
+
 /// An external fetcher in this test: leases, fetches from the site itself, extracts links
 /// with the engine's extractor, completes. The first batch it takes is abandoned with a
 /// one-second lease: those URLs must come back.

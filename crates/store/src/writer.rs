@@ -184,14 +184,16 @@ impl Shared {
                 *per_host.entry(a.host.as_str()).or_default() += 1;
             }
             let mut recorded = 0u64;
-            for (id, rec) in done {
-                queue.remove(id).or_db(&self.path)?;
-                recorded += u64::from(*rec);
-            }
             // A URL due again keeps its admission id: its row now carries the schedule (the
-            // latest of this batch's last).
+            // latest of this batch's last). Before the done marks: an id's done mark always
+            // comes after its reschedules (a URL asleep, then dropped or finished for good), so
+            // a batch holding both leaves it done.
             for (id, rec, row) in rescheduled {
                 queue.insert(id, row.as_slice()).or_db(&self.path)?;
+                recorded += u64::from(*rec);
+            }
+            for (id, rec) in done {
+                queue.remove(id).or_db(&self.path)?;
                 recorded += u64::from(*rec);
             }
             let mut hosts = txn.open_table(HOSTS).or_db(&self.path)?;

@@ -23,7 +23,7 @@ use urlfrontier_proto::v2::{
 };
 
 use crate::crawl_id::{crawl, DEFAULT_CRAWL};
-use crate::urls::{unix_now, Limits, Urls, LATEST_DATE};
+use crate::urls::{bounded, unix_now, Limits, Urls, LATEST_DATE};
 use crate::LogLevels;
 
 /// This service as a url-frontier node.
@@ -50,9 +50,7 @@ impl Node {
             log_levels,
         }
     }
-}
 
-impl Node {
     /// Applies `controls` to the queue `key` of the crawl `crawl_id`, as
     /// `PUT /api/v1/hosts/{host}` does; `false` when the crawl knows no such queue (SetDelay
     /// and BlockQueueUntil ignore it, as upstream; SetCrawlLimit says so).
@@ -65,26 +63,17 @@ impl Node {
         crawl(crawl_id)?;
         Ok(self.control.set_host(key, controls).await)
     }
-}
 
-impl Node {
     /// A page of the crawl's hosts; `UNAVAILABLE` when the frontier does not answer.
     async fn hosts(&self, query: HostQuery) -> Result<HostPage, Status> {
-        match self.control.hosts(query).await {
-            // The hosts come as views (with their robots.txt state), the page without them.
-            Some((views, page)) => Ok(HostPage {
-                hosts: views.into_iter().map(|v| v.info).collect(),
-                ..page
-            }),
-            None => Err(Status::unavailable(
-                "the frontier cannot list its queues now; try again",
-            )),
-        }
+        self.control.host_page(query).await.ok_or_else(|| {
+            Status::unavailable("the frontier cannot list its queues now; try again")
+        })
     }
 
     /// One queue's figures: `size` = URLs queued or held, `inProcess` = held,
-    /// `counts.completed` = done, `counts.active_queues` = 1 when it has URLs and is not
-    /// blocked; `numberOfQueues` = 1 (0 and zeros for a queue the crawl does not know).
+    /// `counts.completed` = done, `counts.active_queues` = 1 when it is active (as in
+    /// ListQueues); `numberOfQueues` = 1 (0 and zeros for a queue the crawl does not know).
     async fn queue_stats(&self, crawl_id: &str, key: String) -> Result<Stats, Status> {
         let query = HostQuery {
             sort: HostSort::Name,
@@ -149,8 +138,8 @@ impl UrlFrontier for Node {
     }
 
     /// The crawl's queue keys by name from offset `start`, at most `size` (0: 100; at most
-    /// [`MAX_QUEUES_LISTED`]); only queues with URLs queued or held and not blocked, unless
-    /// `include_inactive`. `total` counts the crawl's queues in any state.
+    /// [`MAX_QUEUES_LISTED`]); only active queues (URLs queued or held, not blocked, not at
+    /// their crawl limit: [`frontier::is_active`]), unless `include_inactive`. `total` counts the crawl's queues in any state.
     async fn list_queues(
         &self,
         request: Request<Pagination>,
@@ -244,11 +233,20 @@ impl UrlFrontier for Node {
         }))
     }
 
+    /// Drops every URL queued for the key and answers how many (0 for an unknown key).
+    /// URLs held by clients stay held and are updated as usual; the dropped ones stay known
+    /// to the visited set (a put of one again is SKIPPED), and the queue keeps its figures.
     async fn delete_queue(
         &self,
-        _: Request<QueueWithinCrawlParams>,
+        request: Request<QueueWithinCrawlParams>,
     ) -> Result<Response<Long>, Status> {
-        Err(not_yet("DeleteQueue"))
+        let params = request.into_inner();
+        crawl(&params.crawl_id)?;
+        if params.key.is_empty() {
+            return Err(Status::invalid_argument("DeleteQueue needs a key"));
+        }
+        let value = self.urls.delete_queue(params.key).await?;
+        Ok(Response::new(Long { value }))
     }
 
     /// Nothing of a queue is handed out (or fetched) until `time` (Unix seconds; 0 or a past
@@ -296,23 +294,41 @@ impl UrlFrontier for Node {
 
     /// A queue's delay between hand-outs, as `PUT /api/v1/hosts/{host}`'s `delay_ms` (a
     /// Crawl-delay or back-off still wins when longer). An unknown queue is ignored, as
-    /// upstream; every queue's default (an empty key) is `politeness.delay_ms`, not set here.
+    /// upstream. An empty key sets the delay of every queue without its own (in place of
+    /// `politeness.delay_ms`; for every process of a shared frontier), from each queue's next
+    /// hand-out.
     async fn set_delay(
         &self,
         request: Request<QueueDelayParams>,
     ) -> Result<Response<Empty>, Status> {
         let params = request.into_inner();
-        if params.key.is_empty() {
-            return Err(not_yet("SetDelay of every queue (an empty key)"));
-        }
         if params.delay_requestable > MAX_DELAY_SECS {
             return Err(Status::invalid_argument(format!(
                 "delay_requestable {}: at most {MAX_DELAY_SECS} s (a year), as over HTTP",
                 params.delay_requestable
             )));
         }
+        let delay = Duration::from_secs(u64::from(params.delay_requestable));
+        if params.key.is_empty() {
+            // Every queue without a delay of its own, from its next hand-out.
+            crawl(&params.crawl_id)?;
+            let control = self.control.clone();
+            return match bounded(self.urls.limits(), async move {
+                control.set_default_delay(delay).await
+            })
+            .await
+            {
+                Some(true) => Ok(Response::new(Empty {})),
+                Some(false) => Err(Status::unavailable(
+                    "the frontier refused the delay (the crawl is stopping); try again",
+                )),
+                None => Err(Status::unavailable(
+                    "the frontier did not answer within service.request_timeout_secs",
+                )),
+            };
+        }
         let controls = HostControls {
-            delay: Some(Duration::from_secs(u64::from(params.delay_requestable))),
+            delay: Some(delay),
             ..HostControls::default()
         };
         self.set_queue(&params.crawl_id, &params.key, controls)

@@ -100,7 +100,7 @@ pub(crate) struct Urls {
 /// past that. The call itself is never cut off midway (a frontier call dropped between its
 /// steps could leave a lease renewed for good); it finishes on its own, and what it did shows
 /// on a resend (`SKIPPED`) or when its hold passes.
-async fn bounded<T: Send + 'static>(
+pub(crate) async fn bounded<T: Send + 'static>(
     limits: Limits,
     call: impl std::future::Future<Output = T> + Send + 'static,
 ) -> Option<T> {
@@ -187,6 +187,27 @@ impl Urls {
             held: Mutex::default(),
             said_no_schedule: AtomicBool::new(false),
         }
+    }
+
+    /// What bounds the work of one call.
+    pub(crate) fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Drops every URL queued for `key` (DeleteQueue): how many; `UNAVAILABLE` when the
+    /// frontier does not answer within `service.request_timeout_secs` (the delete may still
+    /// happen: a resend answers 0).
+    pub(crate) async fn delete_queue(&self, key: String) -> Result<u64, Status> {
+        let control = self.control.clone();
+        bounded(self.limits, async move { control.delete_queue(&key).await })
+            .await
+            .flatten()
+            .ok_or_else(|| {
+                Status::unavailable(
+                    "the frontier did not answer within service.request_timeout_secs; \
+                     the queue may be deleted all the same",
+                )
+            })
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {

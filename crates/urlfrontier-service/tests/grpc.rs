@@ -26,9 +26,9 @@ use urlfrontier_proto::v2::log_level_params::Level;
 use urlfrontier_proto::v2::url_frontier_client::UrlFrontierClient;
 use urlfrontier_proto::v2::url_item::Item;
 use urlfrontier_proto::v2::{
-    Active, BlockQueueParams, CrawlLimitParams, DiscoveredBatch, DiscoveredUrlItem, Empty,
-    GetParams, KnownUrlItem, Local, LogLevelParams, Pagination, QueueDelayParams,
-    QueueWithinCrawlParams, UrlInfo, UrlItem,
+    Active, BlockQueueParams, CrawlLimitParams, DeleteCrawlMessage, DiscoveredBatch,
+    DiscoveredUrlItem, Empty, GetParams, KnownUrlItem, Local, LogLevelParams, Pagination,
+    QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem,
 };
 use urlfrontier_service::{serve_grpc, LogLevels, ServeError, Settings};
 
@@ -299,11 +299,11 @@ async fn calls_need_the_token_and_the_node_calls_answer_as_the_protocol_says() {
 
     // What is not served yet says so, by name.
     let e = c
-        .delete_queue(QueueWithinCrawlParams::default())
+        .delete_crawl(DeleteCrawlMessage::default())
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::Unimplemented);
-    assert!(e.message().contains("DeleteQueue"), "{e}");
+    assert!(e.message().contains("DeleteCrawl"), "{e}");
 
     crawl.stop().await;
     server.await.unwrap().unwrap();

@@ -144,6 +144,29 @@ impl LocalFrontier {
         self.notify.notify_waiters();
         true
     }
+
+    /// Drops every URL queued for `host` (an operator's delete of its queue): each is done,
+    /// unfetched, for a resumed crawl too, and stays in the visited set. Returns how many
+    /// were dropped (0 for an unknown host); leases out are not touched.
+    pub fn delete_queue(&self, host: &str) -> u64 {
+        let dropped = {
+            let mut sched = self.sched();
+            let Some((dropped, ids)) = sched.drain_host(host, self.journal.is_some()) else {
+                return 0;
+            };
+            // Under the scheduler lock, as a completion's done mark, so that a resumed crawl
+            // sees the journal in the order the scheduler did.
+            if let Some(journal) = &self.journal {
+                for id in ids {
+                    journal.done(id, false);
+                }
+            }
+            dropped
+        };
+        // The crawl may have nothing left: waiting consumers see it end.
+        self.notify.notify_waiters();
+        dropped
+    }
 }
 
 impl Frontier for LocalFrontier {
@@ -196,6 +219,17 @@ impl Frontier for LocalFrontier {
         controls: HostControls,
     ) -> BoxFuture<'a, Result<bool, FrontierError>> {
         Box::pin(std::future::ready(Ok(self.control_host(host, &controls))))
+    }
+
+    fn set_default_delay(&self, delay: Duration) -> BoxFuture<'_, Result<(), FrontierError>> {
+        self.sched().set_default_delay(delay);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn delete_queue<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<u64, FrontierError>> {
+        Box::pin(std::future::ready(Ok(LocalFrontier::delete_queue(
+            self, host,
+        ))))
     }
 
     fn complete(&self, lease: Lease, outcome: Outcome) -> BoxFuture<'_, Result<(), FrontierError>> {

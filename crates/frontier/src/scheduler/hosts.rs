@@ -86,4 +86,50 @@ impl Scheduler {
         }
         true
     }
+
+    /// The delay of every host without an operator's own (capped at a year). It applies
+    /// from each host's next hand-out: a host already waiting keeps its time.
+    pub(crate) fn set_default_delay(&mut self, delay: Duration) {
+        self.politeness.delay = delay.min(MAX_CONTROL);
+    }
+
+    /// Takes every URL queued for `host` out of the crawl (an operator's delete of its
+    /// queue): how many, and — `with_ids`, for a journal — their journal ids;
+    /// `None` if the host is unknown. Leases out are not touched, and the host keeps its
+    /// figures and controls. Without ids the chunks on disk are released unread; with them
+    /// each is read (under the caller's lock: a host with 10^6 URLs on disk costs a read of
+    /// them, once, for an operator's call).
+    pub(crate) fn drain_host(&mut self, host: &str, with_ids: bool) -> Option<(u64, Vec<u64>)> {
+        let &id = self.ids.get(host)?;
+        let mut ids = Vec::new();
+        let mut dropped = 0u64;
+        let q = &mut self.hosts[id as usize];
+        let head = std::mem::take(&mut q.head);
+        let tail = std::mem::take(&mut q.tail);
+        let chunks = std::mem::take(&mut q.chunks);
+        self.heads -= head.len();
+        self.tails -= tail.len();
+        dropped += (head.len() + tail.len()) as u64;
+        if with_ids {
+            ids.extend(head.iter().chain(&tail).map(|e| e.id));
+        }
+        for chunk in chunks {
+            if with_ids {
+                // An unreadable chunk is lost already (and uncounted by `load_chunk`).
+                if let Some(entries) = self.load_chunk(id, chunk) {
+                    dropped += entries.len() as u64;
+                    ids.extend(entries.iter().map(|e| e.id));
+                }
+            } else {
+                self.spill.discard(chunk);
+                let n = u64::from(chunk.count);
+                self.hosts[id as usize].spilled -= n;
+                self.spilled -= n;
+                dropped += n;
+            }
+        }
+        self.queued -= dropped;
+        // Its heap entry, if any, now finds an idle host and is dropped when reached.
+        Some((dropped, ids))
+    }
 }

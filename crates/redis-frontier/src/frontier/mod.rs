@@ -45,6 +45,8 @@ use crate::{hosts, RedisFrontierError, Visited};
 use admit::{near_cache, Near};
 use lease::heartbeat;
 
+/// The longest default delay an operator may set (as a host's own): a year.
+const MAX_DEFAULT_DELAY: Duration = Duration::from_secs(365 * 24 * 3600);
 /// The longest a waiting process goes without asking Redis again.
 const POLL: Duration = Duration::from_millis(25);
 /// The longest a worker that is not the poller waits for a local wake-up.
@@ -529,6 +531,35 @@ impl Frontier for RedisFrontier {
                 opt(controls.max_done),
             ];
             s.host_script(&s.scripts.set_host, host, &args).await
+        })
+    }
+
+    fn set_default_delay(&self, delay: Duration) -> BoxFuture<'_, Result<(), FrontierError>> {
+        Box::pin(async move {
+            let s = &self.shared;
+            let mut call = s.invoke(&s.scripts.set_default_delay);
+            // At most a year, as a host's own delay: the scripts add it to times in ms.
+            call.arg(ms(delay.min(MAX_DEFAULT_DELAY)).to_string());
+            let _: u8 = call
+                .invoke_async(&mut s.conn.clone())
+                .await
+                .map_err(|e| s.failed(e))?;
+            Ok(())
+        })
+    }
+
+    fn delete_queue<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<u64, FrontierError>> {
+        Box::pin(async move {
+            let s = &self.shared;
+            let mut call = s.invoke(&s.scripts.delete_queue);
+            call.arg(host);
+            let n: u64 = call
+                .invoke_async(&mut s.conn.clone())
+                .await
+                .map_err(|e| s.failed(e))?;
+            // The crawl may have nothing left: waiting workers look again.
+            s.wake.notify_waiters();
+            Ok(n)
         })
     }
 

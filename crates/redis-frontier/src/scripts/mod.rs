@@ -36,6 +36,8 @@
 //!   which second a sleeping URL is due at, by the high 8 bytes of its fingerprint, in
 //!   buckets `B` by its low bits (small hashes, Redis' compact encoding), kept when the URL
 //!   is promoted (overwritten when it sleeps again);
+//! - `politeness` — `delay`: an operator's default delay (ms) for every host without its own,
+//!   in place of each process' configured one;
 //! - `clock` — the crawl clock (`last`: server ms of the last script, `off`: ms not counted,
 //!   `step`: the longest gap counted whole, a quarter of a lease; `grace`: the crawl time
 //!   before which no lease expires, one lease after the last outage).
@@ -48,7 +50,8 @@ mod schedule;
 /// Helpers every script starts with.
 const HELPERS: &str = r"
 local P = ARGV[1]
-local D_DELAY = tonumber(ARGV[2])
+-- The crawl's default delay: an operator's (`politeness`), else this process' configuration.
+local D_DELAY = tonumber(redis.call('HGET', P .. 'politeness', 'delay') or ARGV[2])
 local D_MAX = tonumber(ARGV[3])
 local B_BASE = tonumber(ARGV[4])
 local B_MAX = tonumber(ARGV[5])
@@ -483,6 +486,33 @@ reschedule(host)
 return 1
 ";
 
+/// Sets the crawl's default delay (ARGV: ms), for every process: it replaces their configured
+/// one (`ARGV[2]`) in every script from now on.
+const SET_DEFAULT_DELAY: &str = r"
+now_ms()
+redis.call('HSET', P .. 'politeness', 'delay', ARGV[6])
+return 1
+";
+
+/// Drops every URL queued for a host (ARGV: host): its queue goes, its state and leases stay.
+/// Returns how many were dropped (0: none, or no such host). The crawl clock's write comes
+/// first, so a full Redis refuses the call whole.
+const DELETE_QUEUE: &str = r"
+local host = ARGV[6]
+if redis.call('SISMEMBER', P .. 'hosts', host) == 0 then return 0 end
+now_ms()
+local hk = hkey(host)
+local q = P .. 'q:' .. host
+local n = redis.call('LLEN', q)
+-- Freed in the background: a long queue does not hold up every process.
+redis.call('UNLINK', q)
+local counted = hnum(hk, 'queued', 0)
+redis.call('HSET', hk, 'queued', 0)
+if counted ~= 0 then redis.call('HINCRBY', P .. 'stats', 'queued', -counted) end
+reschedule(host)
+return n
+";
+
 /// A robots.txt verdict other processes stored, or the claim to fetch it. ARGV: origin,
 /// holder, claim (ms). Returns the record, 1 (fetch it: the claim is this holder's) or 0
 /// (another process holds the claim).
@@ -514,6 +544,8 @@ pub(crate) struct Scripts {
     pub crawl_delay: redis::Script,
     pub contacted: redis::Script,
     pub set_host: redis::Script,
+    pub delete_queue: redis::Script,
+    pub set_default_delay: redis::Script,
     pub robots_get: redis::Script,
     pub robots_put: redis::Script,
     pub schedule: redis::Script,
@@ -547,6 +579,8 @@ impl Scripts {
             crawl_delay: s(CRAWL_DELAY),
             contacted: s(CONTACTED),
             set_host: s(SET_HOST),
+            delete_queue: s(DELETE_QUEUE),
+            set_default_delay: s(SET_DEFAULT_DELAY),
             robots_get: s(ROBOTS_GET),
             robots_put: s(ROBOTS_PUT),
             schedule: s(schedule::FIGURES),

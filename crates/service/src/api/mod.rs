@@ -373,6 +373,28 @@ pub(crate) async fn put_host(
     }))
 }
 
+/// Drops every URL queued for one host (url-frontier's DeleteQueue): they are done, unfetched,
+/// and stay known (offered again, they are duplicates). Fetches under way finish as usual;
+/// the host keeps its limits and figures.
+#[utoipa::path(delete, path = "/api/v1/hosts/{host}/queue",
+    params(("host" = String, Path, description = "`host` or `host:port`")),
+    responses((status = 200, body = DeletedResponse), (status = 401, body = ErrorBody),
+              (status = 403, body = ErrorBody), (status = 415, body = ErrorBody),
+              (status = 503, body = ErrorBody)))]
+pub(crate) async fn delete_host_queue(
+    State(state): State<AppState>,
+    _: StateChange,
+    Path(host): Path<String>,
+) -> ApiResult<DeletedResponse> {
+    match state.control.delete_queue(&host).await {
+        Some(deleted) => Ok(Json(DeletedResponse { deleted })),
+        None => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the frontier is not answering",
+        )),
+    }
+}
+
 /// `GET /api/v1/events` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]

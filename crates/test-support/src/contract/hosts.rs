@@ -217,3 +217,100 @@ pub async fn a_limit_of_finished_urls_stops_a_host(h: &dyn Harness) {
     }
     assert_eq!(rest, 2, "cleared, the rest is served and the crawl ends");
 }
+
+/// An operator's delete of a host's queue (url-frontier's DeleteQueue): every URL queued for
+/// it goes — those on disk too — and is counted; a lease out stays out and completes; the
+/// host's URLs stay known; other hosts are untouched; the crawl then ends, and a restored
+/// one does not bring the dropped URLs back.
+pub async fn a_deleted_queue_drops_its_urls(h: &dyn Harness) {
+    let f = h.open(base_config(), &[]);
+    // More than `memory_capacity` (64), so part of the queue is on disk.
+    let urls: Vec<String> = (0..150).map(|i| format!("http://del.test/{i}")).collect();
+    offer(&*f, None, &urls).await;
+    let keep: Vec<String> = (0..3).map(|i| format!("http://keep.test/{i}")).collect();
+    offer(&*f, None, &keep).await;
+    let mut served = Vec::new();
+    let out = loop {
+        let l = lease(&*f).await;
+        if l.host() == "del.test" {
+            break l;
+        }
+        served.push(l.entry().url.clone());
+        complete(&*f, l, Outcome::Done).await;
+    };
+    assert_eq!(f.delete_queue("del.test").await.expect("delete"), 149);
+    assert_eq!(f.delete_queue("del.test").await.expect("again"), 0);
+    assert_eq!(f.delete_queue("nowhere.test").await.expect("unknown"), 0);
+    let del = |f: Arc<dyn Frontier>| async move {
+        let one = HostQuery {
+            limit: 1,
+            host: Some("del.test".into()),
+            ..HostQuery::default()
+        };
+        let info = f.hosts(one).await.unwrap().hosts.remove(0);
+        (info.queued, info.in_flight, info.done)
+    };
+    assert_eq!(del(Arc::clone(&f)).await, (0, 1, 0), "the lease stays out");
+    assert_eq!(
+        offer(&*f, None, &urls[..3]).await,
+        [Admission::Duplicate; 3],
+        "the dropped URLs stay known"
+    );
+    complete(&*f, out, Outcome::Done).await;
+    assert_eq!(del(Arc::clone(&f)).await, (0, 0, 1), "and completes");
+    while let Next::Lease(l) = next(&*f).await {
+        served.push(l.entry().url.clone());
+        complete(&*f, l, Outcome::Done).await;
+    }
+    served.sort();
+    assert_eq!(
+        served, keep,
+        "the other host whole, nothing of the deleted queue"
+    );
+    assert_eq!(f.stats().await.unwrap().queued, 0);
+    drop(f);
+    let Some(g) = h.reopen(base_config(), &[]) else {
+        return;
+    };
+    assert_eq!(
+        g.try_next().await.unwrap().map(|l| l.entry().url.clone()),
+        None,
+        "a restored crawl has nothing of the deleted queue"
+    );
+}
+
+/// An operator's default delay (url-frontier's SetDelay of every queue): a host without a
+/// delay of its own is paced by it from its next hand-out, one with its own keeps that, and
+/// a host already waiting keeps its time when the default is lowered again.
+pub async fn a_default_delay_paces_hosts_without_their_own(h: &dyn Harness) {
+    let f = h.open(base_config(), &[]);
+    let urls = ["a", "b"].map(|h| (1..=2).map(move |i| format!("http://{h}.test/{i}")));
+    offer(&*f, None, &urls.into_iter().flatten().collect::<Vec<_>>()).await;
+    let own = HostControls {
+        delay: Some(Duration::ZERO),
+        ..HostControls::default()
+    };
+    assert!(f.set_host("b.test", own).await.expect("set_host"));
+    f.set_default_delay(Duration::from_secs(3600))
+        .await
+        .expect("set_default_delay");
+    let mut served = Vec::new();
+    while let Some(l) = f.try_next().await.expect("try_next") {
+        served.push(l.entry().url.clone());
+        complete(&*f, l, Outcome::Done).await;
+    }
+    served.sort();
+    assert_eq!(
+        served,
+        ["http://a.test/1", "http://b.test/1", "http://b.test/2"],
+        "a.test waits an hour after its first; b.test keeps its own delay"
+    );
+    f.set_default_delay(Duration::ZERO)
+        .await
+        .expect("set_default_delay");
+    assert_eq!(
+        f.try_next().await.unwrap().map(|l| l.entry().url.clone()),
+        None,
+        "a.test keeps the time it was given"
+    );
+}

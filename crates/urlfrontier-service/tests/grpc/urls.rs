@@ -1,6 +1,6 @@
 //! The RPCs that move URLs: PutDiscovered, PutURLs and GetURLs, the queue controls and
-//! figures (SetDelay, BlockQueueUntil, SetCrawlLimit, ListQueues, GetStats of a key), and
-//! what happens to them while the shared frontier's Redis is stalled.
+//! figures (SetDelay, BlockQueueUntil, SetCrawlLimit, DeleteQueue, ListQueues, GetStats of a
+//! key), and what happens to them while the shared frontier's Redis is stalled.
 
 use super::*;
 
@@ -415,6 +415,27 @@ async fn a_queue_can_be_slowed_and_blocked() {
     let e = c.block_queue_until(block(u64::MAX)).await.unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
 
+    // An empty key: an hour between hand-outs for every queue without its own delay.
+    c.set_delay(QueueDelayParams {
+        key: String::new(),
+        delay_requestable: 3600,
+        ..QueueDelayParams::default()
+    })
+    .await
+    .unwrap();
+    put_discovered(
+        &mut c,
+        vec![batch("c", &["http://c.test/1", "http://c.test/2"], "")],
+    )
+    .await
+    .unwrap();
+    let got = get_urls(&mut c, 60).await;
+    assert_eq!(
+        got,
+        vec![("http://c.test/1".to_owned(), "c.test".to_owned())],
+        "c.test's second waits the default hour"
+    );
+
     crawl.stop().await;
     server.await.unwrap().unwrap();
 }
@@ -487,6 +508,72 @@ async fn a_crawl_limit_stops_a_queue_and_its_figures_show_it() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::NotFound, "{e}");
+
+    crawl.stop().await;
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_queue_drops_what_is_queued_and_keeps_what_is_held() {
+    let crawl = Crawl::start_with(unpaced).await;
+    let (addr, server) = crawl.serve(settings("", 16, Duration::from_secs(10))).await;
+    let mut c = UrlFrontierClient::new(channel(addr).await);
+    let a: Vec<String> = (1..=5).map(|i| format!("http://a.test/{i}")).collect();
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    put_discovered(&mut c, vec![batch("a", &a, "")])
+        .await
+        .unwrap();
+    let mut one = c
+        .get_ur_ls(GetParams {
+            max_urls_per_queue: 1,
+            max_queues: 1,
+            delay_requestable: 60,
+            ..GetParams::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let held = one.message().await.unwrap().expect("one URL").url;
+    assert!(one.message().await.unwrap().is_none());
+    put_discovered(
+        &mut c,
+        vec![batch("b", &["http://b.test/1", "http://b.test/2"], "")],
+    )
+    .await
+    .unwrap();
+    let queue = |key: &str| QueueWithinCrawlParams {
+        key: key.into(),
+        ..QueueWithinCrawlParams::default()
+    };
+    let deleted = c.delete_queue(queue("a.test")).await.unwrap().into_inner();
+    assert_eq!(deleted.value, 4, "the four queued, not the one held");
+    for key in ["a.test", "nowhere.test"] {
+        let again = c.delete_queue(queue(key)).await.unwrap().into_inner();
+        assert_eq!(again.value, 0, "{key}");
+    }
+    let e = c.delete_queue(queue("")).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    let s = c.get_stats(queue("a.test")).await.unwrap().into_inner();
+    assert_eq!((s.size, s.in_process), (1, 1), "the held URL stays held");
+
+    // Only the other queue is handed out; the dropped URLs stay known.
+    let got: Vec<String> = get_urls(&mut c, 60)
+        .await
+        .into_iter()
+        .map(|(u, _)| u)
+        .collect();
+    assert_eq!(got, ["http://b.test/1", "http://b.test/2"]);
+    let acks = put_discovered(&mut c, vec![batch("again", &a[1..2], "")])
+        .await
+        .unwrap();
+    assert_eq!(acks, vec![("again".to_owned(), vec![Ack::Skipped as i32])]);
+    // The held URL is updated as usual.
+    let acks = put_urls(&mut c, vec![item(&held, Some(0), "done")])
+        .await
+        .unwrap();
+    assert_eq!(acks, vec![("done".to_owned(), Ack::Ok as i32)]);
+    let s = c.get_stats(queue("a.test")).await.unwrap().into_inner();
+    assert_eq!((s.size, s.counts.get("completed")), (0, Some(&1)));
 
     crawl.stop().await;
     server.await.unwrap().unwrap();
