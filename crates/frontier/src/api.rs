@@ -496,8 +496,8 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
 
     /// Drops every URL queued for `host` (an operator's delete of its queue): each is done
     /// unfetched — for a resumed crawl too — and stays in the visited set, so offering it
-    /// again admits nothing. Leases out are not touched, and the host keeps its controls and
-    /// figures. Returns how many URLs were dropped (0: none, or no such host).
+    /// again admits nothing. Leases out are not touched, nor URLs asleep under a recrawl
+    /// schedule (due, they queue the host again), and the host keeps its controls and figures. Returns how many URLs were dropped (0: none, or no such host).
     fn delete_queue<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<u64, FrontierError>>;
 
     /// Whether a call can fail with a [`FrontierError`]. A caller that retries keeps a copy
