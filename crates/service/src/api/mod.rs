@@ -376,16 +376,19 @@ pub(crate) async fn put_host(
 /// Drops every URL queued for one host (url-frontier's DeleteQueue): they are done, unfetched,
 /// and stay known (offered again, they are duplicates). Fetches under way finish as usual;
 /// the host keeps its limits and figures.
-#[utoipa::path(delete, path = "/api/v1/hosts/{host}/queue",
+/// Like pause, it is a state change: an empty JSON object (or nothing) as JSON.
+#[utoipa::path(delete, path = "/api/v1/hosts/{host}/queue", request_body = Empty,
     params(("host" = String, Path, description = "`host` or `host:port`")),
-    responses((status = 200, body = DeletedResponse), (status = 401, body = ErrorBody),
-              (status = 403, body = ErrorBody), (status = 415, body = ErrorBody),
-              (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = DeletedResponse), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+              (status = 415, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub(crate) async fn delete_host_queue(
     State(state): State<AppState>,
     _: StateChange,
     Path(host): Path<String>,
+    body: axum::body::Bytes,
 ) -> ApiResult<DeletedResponse> {
+    no_fields(&body)?;
     match state.control.delete_queue(&host).await {
         Some(deleted) => Ok(Json(DeletedResponse { deleted })),
         None => Err(ApiError::new(
