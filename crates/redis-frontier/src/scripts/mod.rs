@@ -51,7 +51,14 @@ mod schedule;
 const HELPERS: &str = r"
 local P = ARGV[1]
 -- The crawl's default delay: an operator's (`politeness`), else this process' configuration.
-local D_DELAY = tonumber(redis.call('HGET', P .. 'politeness', 'delay') or ARGV[2])
+-- Read once, and only by a script that paces a host (admissions never do).
+local D_DELAY = nil
+local function default_delay()
+  if not D_DELAY then
+    D_DELAY = tonumber(redis.call('HGET', P .. 'politeness', 'delay') or ARGV[2])
+  end
+  return D_DELAY
+end
 local D_MAX = tonumber(ARGV[3])
 local B_BASE = tonumber(ARGV[4])
 local B_MAX = tonumber(ARGV[5])
@@ -88,7 +95,7 @@ end
 -- The gap between two fetch starts of a healthy host: its delay and `Crawl-delay`.
 local function eff_pace(hk)
   local d = hnum(hk, 'delay', -1)
-  if d < 0 then d = D_DELAY end
+  if d < 0 then d = default_delay() end
   return math.max(d, hnum(hk, 'crawl_delay', 0))
 end
 -- The gap now in force: the pace, or the back-off while the host backs off.
