@@ -160,15 +160,12 @@ impl Spill {
             .read_exact_at(&mut bytes, u64::from(chunk.offset))?;
         let entries = Entry::decode_all(&bytes, chunk.count as usize)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "corrupt spill chunk"))?;
-        segment.live_chunks -= 1;
-        self.bytes_on_disk -= u64::from(chunk.bytes);
-        if segment.live_chunks == 0 && chunk.segment != self.current {
-            self.remove(chunk.segment);
-        }
+        self.discard(chunk);
         Ok(entries)
     }
 
-    /// Releases a chunk without reading it (its URLs are dropped).
+    /// Releases a chunk without reading it (its URLs are dropped); its segment is deleted
+    /// once nothing in it is live.
     pub(crate) fn discard(&mut self, chunk: ChunkRef) {
         let Some(segment) = self.segments.get_mut(&chunk.segment) else {
             return;
