@@ -32,6 +32,8 @@ use urlfrontier_proto::v2::{
 };
 use urlfrontier_service::{serve_grpc, LogLevels, ServeError, Settings};
 
+#[path = "grpc/queues.rs"]
+mod queues;
 #[path = "grpc/urls.rs"]
 mod urls;
 

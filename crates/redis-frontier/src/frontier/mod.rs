@@ -27,11 +27,10 @@ use std::time::Duration;
 
 use frontier::{
     prepare_seeds, Admission, BoxFuture, Canonicalizer, Frontier, FrontierConfig, FrontierError,
-    HostControls, HostPage, HostQuery, Lease, Link, Next, OutOfScope, Outcome, Recrawled,
-    RobotsShare, Scope, SharedRobots, Stats,
+    HostControls, HostPage, HostQuery, Lease, Link, Next, OutOfScope, Outcome, Recrawled, Scope,
+    Stats,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::Value;
 use tokio::sync::Notify;
 use url::Url;
 
@@ -39,6 +38,7 @@ use crate::scripts::Scripts;
 
 mod admit;
 mod lease;
+mod robots;
 
 use crate::errors::start_error;
 use crate::{hosts, RedisFrontierError, Visited};
@@ -578,48 +578,5 @@ impl Frontier for RedisFrontier {
 
     fn stats(&self) -> BoxFuture<'_, Result<Stats, FrontierError>> {
         Box::pin(self.shared.stats())
-    }
-}
-
-/// robots.txt verdicts through Redis: the first process to need an origin's claims and
-/// fetches it (the claim lapses after a minute, so a dead claimant does not block others).
-impl RobotsShare for RedisFrontier {
-    fn robots_shared<'a>(
-        &'a self,
-        origin: &'a str,
-    ) -> BoxFuture<'a, Result<SharedRobots, FrontierError>> {
-        Box::pin(async move {
-            let s = &self.shared;
-            let mut call = s.invoke(&s.scripts.robots_get);
-            // A claim outlives a robots.txt fetch (its timeouts), not a dead process for long.
-            call.arg(origin).arg(s.holder.as_str()).arg(60_000u64);
-            let reply: Value = call
-                .invoke_async(&mut s.conn.clone())
-                .await
-                .map_err(|e| s.failed(e))?;
-            Ok(match reply {
-                Value::BulkString(record) => SharedRobots::Record(record),
-                Value::Int(1) => SharedRobots::Fetch,
-                _ => SharedRobots::Wait,
-            })
-        })
-    }
-
-    fn share_robots<'a>(
-        &'a self,
-        origin: &'a str,
-        record: Vec<u8>,
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<(), FrontierError>> {
-        Box::pin(async move {
-            let s = &self.shared;
-            let mut call = s.invoke(&s.scripts.robots_put);
-            call.arg(origin).arg(record).arg(ms(ttl).max(1));
-            let _: u8 = call
-                .invoke_async(&mut s.conn.clone())
-                .await
-                .map_err(|e| s.failed(e))?;
-            Ok(())
-        })
     }
 }
