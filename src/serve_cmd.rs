@@ -84,7 +84,20 @@ async fn run_service(
         fresh,
         serve: true,
     };
+    let maker = Arc::new(launch::crawls::Maker::new(cfg.clone(), opts));
+    let max_crawls = usize::try_from(cfg.service.max_crawls).unwrap_or(usize::MAX);
     let running = launch::start(cfg, opts).await.map_err(engine_failure)?;
+    // The crawls url-frontier clients made, taken up before the APIs answer.
+    let crawls = Arc::new(engine::crawls::Crawls::new(
+        running.control(),
+        Some(maker),
+        max_crawls,
+    ));
+    match crawls.restore(fresh).await {
+        Ok(ids) if !ids.is_empty() => tracing::info!(crawls = ?ids, "named crawls taken up"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "the named crawls could not be listed"),
+    }
     let grpc_server = match grpc {
         Some(grpc) => {
             let at = grpc
@@ -99,7 +112,7 @@ async fn run_service(
             };
             let task = tokio::spawn(urlfrontier_service::serve_grpc(
                 grpc.listener,
-                running.control(),
+                crawls.clone(),
                 grpc_settings,
                 shutdown.clone(),
             ));
@@ -131,6 +144,7 @@ async fn run_service(
         Ok(Err(e)) => tracing::warn!(error = %e, "the API server ended with an error"),
         Err(e) => tracing::warn!(error = %e, "the API server task failed"),
     }
+    crawls.finish_all().await;
     let summary = summary.map_err(engine_failure)?;
     tracing::info!(
         pages = summary.pages,

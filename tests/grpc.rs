@@ -105,12 +105,8 @@ for page in (uf.Pagination(), uf.Pagination(include_inactive=True)):
 stub.SetActive(uf.Active(state=False), metadata=md, timeout=30)
 "#;
 
-#[test]
-fn a_python_grpc_client_needs_the_token_and_pauses_the_crawl() {
-    if !grpc_tools_available() {
-        eprintln!("skipped: no grpcio-tools");
-        return;
-    }
+/// The Python stubs `protoc` (grpcio-tools) generates from the protocol's `.proto`.
+fn python_stubs() -> tempfile::TempDir {
     let stubs = tempfile::tempdir().unwrap();
     let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/urlfrontier-proto/proto");
     let protoc = Command::new("python3")
@@ -126,14 +122,15 @@ fn a_python_grpc_client_needs_the_token_and_pauses_the_crawl() {
         "{}",
         String::from_utf8_lossy(&protoc.stderr)
     );
+    stubs
+}
 
-    let dir = CrawlDir::new("[crawl]\nworkers = 0\n");
-    let (child, api, grpc, log) = start_serve(&dir);
-
+/// Runs the Python `client` with the stubs, the gRPC address and the token: its lines.
+fn run_python(client: &str, stubs: &Path, grpc: &str) -> Vec<String> {
     let out = Command::new("python3")
-        .args(["-c", CLIENT])
-        .arg(stubs.path())
-        .args([&grpc, TOKEN])
+        .args(["-c", client])
+        .arg(stubs)
+        .args([grpc, TOKEN])
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -142,8 +139,22 @@ fn a_python_grpc_client_needs_the_token_and_pauses_the_crawl() {
         "{said}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    said.lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn a_python_grpc_client_needs_the_token_and_pauses_the_crawl() {
+    if !grpc_tools_available() {
+        eprintln!("skipped: no grpcio-tools");
+        return;
+    }
+    let stubs = python_stubs();
+
+    let dir = CrawlDir::new("[crawl]\nworkers = 0\n");
+    let (child, api, grpc, log) = start_serve(&dir);
+
     assert_eq!(
-        said.lines().collect::<Vec<_>>(),
+        run_python(CLIENT, stubs.path(), &grpc),
         [
             "refused UNAUTHENTICATED",
             "refused UNAUTHENTICATED",
@@ -178,6 +189,86 @@ fn a_python_grpc_client_needs_the_token_and_pauses_the_crawl() {
         "SetLogLevel is logged"
     );
 
+    terminate(child);
+}
+
+/// Upstream's testCrawlIDs, and a crawl kept over a restart: the calls' answers, a line each.
+const CRAWL_IDS_CLIENT: &str = r#"
+import sys
+import grpc
+sys.path.insert(0, sys.argv[1])
+import urlfrontier_pb2 as uf
+import urlfrontier_pb2_grpc as ufg
+
+stub = ufg.URLFrontierStub(grpc.insecure_channel(sys.argv[2]))
+md = [("authorization", "Bearer " + sys.argv[3])]
+def put(*infos):
+    items = iter([uf.URLItem(discovered=uf.DiscoveredURLItem(info=i)) for i in infos])
+    acks = stub.PutURLs(items, metadata=md, timeout=30)
+    return ",".join(uf.AckMessage.Status.Name(a.status) for a in acks)
+def stats(crawl):
+    s = stub.GetStats(uf.QueueWithinCrawlParams(crawlID=crawl), metadata=md, timeout=30)
+    return f"{s.crawlID} {s.size}"
+def crawls():
+    return ",".join(stub.ListCrawls(uf.Local(), metadata=md, timeout=30).values)
+def delete(crawl):
+    return stub.DeleteCrawl(uf.DeleteCrawlMessage(value=crawl), metadata=md, timeout=30).value
+u = "http://urlfrontier.net/"
+if sys.argv[4] == "first":
+    print("crawls", crawls())
+    print("put", put(uf.URLInfo(url=u, crawlID="BESPOKE"), uf.URLInfo(url=u), uf.URLInfo(url=u, crawlID="DEFAULT")))
+    print("stats", stats(""), stats("BESPOKE"))
+    print("crawls", crawls())
+    print("deleted", delete("BESPOKE"), stats("BESPOKE"))
+    print("deleted", delete(""), stats(""))
+    print("put", put(uf.URLInfo(url=u, crawlID="kept")))
+    print("crawls", crawls())
+else:
+    print("crawls", crawls())
+    print("stats", stats("kept"))
+    print("put", put(uf.URLInfo(url=u, crawlID="kept")))
+"#;
+
+#[test]
+fn a_python_client_keeps_crawl_ids_apart_and_a_restart_keeps_them() {
+    if !grpc_tools_available() {
+        eprintln!("skipped: no grpcio-tools");
+        return;
+    }
+    let stubs = python_stubs();
+    let dir = CrawlDir::new("[crawl]\nworkers = 0\npersist = true\n");
+    let run = |grpc: &str, phase: &str| {
+        let client = CRAWL_IDS_CLIENT.replace("sys.argv[4]", &format!("{phase:?}"));
+        run_python(&client, stubs.path(), grpc)
+    };
+
+    let (child, _, grpc, _) = start_serve(&dir);
+    assert_eq!(
+        run(&grpc, "first"),
+        [
+            "crawls DEFAULT",
+            "put OK,OK,SKIPPED",
+            "stats DEFAULT 1 BESPOKE 1",
+            "crawls DEFAULT,BESPOKE",
+            "deleted 1 BESPOKE 0",
+            "deleted 1 DEFAULT 0",
+            "put OK",
+            "crawls DEFAULT,kept",
+        ]
+    );
+    assert!(!dir.out.join("crawls/BESPOKE").exists(), "deleted whole");
+    assert!(
+        dir.out.join("crawls/kept/state").is_dir(),
+        "a crawl's state is its own"
+    );
+    terminate(child);
+
+    // Restarted on the same output: the named crawl is there before any put, as it was.
+    let (child, _, grpc, _) = start_serve(&dir);
+    assert_eq!(
+        run(&grpc, "second"),
+        ["crawls DEFAULT,kept", "stats kept 1", "put SKIPPED"]
+    );
     terminate(child);
 }
 

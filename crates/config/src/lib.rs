@@ -298,6 +298,8 @@ pub struct ServiceSection {
     /// Address and port of the url-frontier v2 gRPC API ("" = off); under the same token,
     /// exposure and connection rules as `listen`.
     pub grpc_listen: String,
+    /// Most crawls the url-frontier API's clients may make besides the started one.
+    pub max_crawls: u64,
     /// Bearer token every `/api` call must present ("" = none; allowed on loopback only).
     pub api_token: String,
     /// `/metrics` needs the token too (when one is set).

@@ -24,6 +24,7 @@
 pub use ::config;
 pub use output::{archive, clock};
 pub mod control;
+pub mod crawls;
 pub use ::fetch;
 pub use ::output;
 pub mod parse_pool;

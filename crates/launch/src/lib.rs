@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod crawls;
 pub mod shared;
 
 use std::sync::Arc;

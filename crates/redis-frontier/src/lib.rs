@@ -29,6 +29,7 @@
 //! run again after such an error: an admission that did run finds its URLs seen, a lease
 //! whose reply was lost expires and is served again, a completion is idempotent.
 
+mod crawls;
 mod errors;
 mod export;
 mod frontier;
@@ -38,6 +39,7 @@ mod scripts;
 mod visited;
 
 pub use crate::frontier::{RedisConfig, RedisFrontier};
+pub use crawls::{crawls_under, delete_crawl};
 pub use export::export_guava;
 pub use rules::agree_rules;
 pub use visited::Visited;

@@ -148,9 +148,11 @@ fn main() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
+        // The service's crawl alone (no maker: the bench names no other crawl).
+        let crawls = std::sync::Arc::new(engine::crawls::Crawls::new(running.control(), None, 0));
         let server = tokio::spawn(urlfrontier_service::serve_grpc(
             listener,
-            running.control(),
+            crawls,
             settings,
             shutdown.clone(),
         ));

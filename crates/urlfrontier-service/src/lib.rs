@@ -1,5 +1,5 @@
-//! `crawler serve`'s url-frontier v2 gRPC API (crawler-commons/url-frontier): the running
-//! crawl behind the protocol's `URLFrontier` service, on `service.grpc_listen`, so that the
+//! `crawler serve`'s url-frontier v2 gRPC API (crawler-commons/url-frontier): the service's
+//! crawls behind the protocol's `URLFrontier` service, on `service.grpc_listen`, so that the
 //! protocol's clients (its Java client and tools, StormCrawler's module, any program
 //! generated from `urlfrontier.proto`) can use this frontier.
 //!
@@ -17,30 +17,34 @@
 //!   gRPC gets a plain answer instead of a hang.
 //! - **A thin layer** ([`node`]): each RPC is one [`engine::Control`] call, as each HTTP
 //!   handler is; the frontier's rules live in the engine.
+//! - **Crawl IDs are the engine's crawls** ([`crawls`]): `DEFAULT` is the crawl the service
+//!   was started with; a put naming another ID makes a crawl of its own
+//!   ([`engine::crawls::Crawls`]), which DeleteCrawl removes whole.
 //!
-//! Served now: ListNodes, ListCrawls, GetActive/SetActive, SetLogLevel, a crawl's GetStats,
-//! SetDelay and BlockQueueUntil of a key, PutDiscovered, PutURLs and GetURLs ([`urls`]) on
-//! the crawl the service runs. Every other RPC answers `UNIMPLEMENTED`, naming itself.
+//! Served now: ListNodes, ListCrawls, DeleteCrawl, GetActive/SetActive, SetLogLevel,
+//! GetStats, ListQueues, DeleteQueue, SetDelay, BlockQueueUntil, SetCrawlLimit,
+//! PutDiscovered, PutURLs and GetURLs ([`urls`]). Every other RPC answers `UNIMPLEMENTED`,
+//! naming itself.
 
 #![forbid(unsafe_code)]
 
 mod auth;
 mod connection;
-mod crawl_id;
+mod crawls;
 mod node;
 mod urls;
 
 use std::fmt;
 use std::sync::Arc;
 
-use engine::Control;
+use engine::crawls::Crawls;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use urlfrontier_proto::v2::url_frontier_server::UrlFrontierServer;
 
 pub use service::ServeError;
 
-pub use crawl_id::DEFAULT_CRAWL;
+pub use engine::crawls::DEFAULT_CRAWL;
 
 /// Changes which log lines are written while the process runs (SetLogLevel).
 pub trait LogLevels: Send + Sync + fmt::Debug {
@@ -58,12 +62,12 @@ pub struct Settings {
     pub log_levels: Option<Arc<dyn LogLevels>>,
 }
 
-/// Serves the url-frontier API on `listener` until `shutdown`, under the exposure rule and
-/// the connection limits of `settings.api`. Open calls end with the shutdown: a call still
-/// running 5 s after it is cut off with its connection.
+/// Serves the url-frontier API of `crawls` on `listener` until `shutdown`, under the exposure
+/// rule and the connection limits of `settings.api`. Open calls end with the shutdown: a call
+/// still running 5 s after it is cut off with its connection.
 pub async fn serve_grpc(
     listener: TcpListener,
-    control: Control,
+    crawls: Arc<Crawls>,
     settings: Settings,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
@@ -74,10 +78,9 @@ pub async fn serve_grpc(
         frontier_wait: settings.api.request_timeout,
     };
     let node = node::Node::new(
-        control,
+        Arc::new(crawls::CrawlUrls::new(crawls, limits)),
         addr.to_string(),
         settings.log_levels.clone(),
-        limits,
     );
     let max_message = settings.api.max_body_bytes;
     let server = UrlFrontierServer::new(node)

@@ -1,5 +1,5 @@
-//! The RPCs: each one [`engine::Control`] call on the running crawl, named `DEFAULT`
-//! ([`crate::DEFAULT_CRAWL`]; an empty crawl ID means it too, as in the protocol). This
+//! The RPCs: each one [`engine::Control`] call on the crawl the request names ([`crate::crawls`]:
+//! `DEFAULT`, the crawl the service was started with, or one its clients made). This
 //! service is one node, so the protocol's `local` flags change nothing.
 //!
 //! An RPC this frontier does not serve yet answers `UNIMPLEMENTED` naming itself, which the
@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use engine::crawls::DEFAULT_CRAWL;
 use engine::Control;
 use frontier::{is_active, HostControls, HostPage, HostQuery, HostSort};
 use tonic::codegen::BoxStream;
@@ -22,33 +23,35 @@ use urlfrontier_proto::v2::{
     StringList, UrlInfo, UrlItem, UrlStatusRequest,
 };
 
-use crate::crawl_id::{crawl, DEFAULT_CRAWL};
-use crate::urls::{bounded, unix_now, Limits, Urls, LATEST_DATE};
+use crate::crawls::CrawlUrls;
+use crate::urls::{bounded, unix_now, LATEST_DATE};
 use crate::LogLevels;
 
 /// This service as a url-frontier node.
 #[derive(Debug)]
 pub(crate) struct Node {
-    control: Control,
     /// `host:port` of the gRPC listener (ListNodes).
     address: String,
     log_levels: Option<Arc<dyn LogLevels>>,
-    urls: Arc<Urls>,
+    crawls: Arc<CrawlUrls>,
 }
 
 impl Node {
     pub(crate) fn new(
-        control: Control,
+        crawls: Arc<CrawlUrls>,
         address: String,
         log_levels: Option<Arc<dyn LogLevels>>,
-        limits: Limits,
     ) -> Self {
         Self {
-            urls: Arc::new(Urls::new(control.clone(), limits)),
-            control,
             address,
             log_levels,
+            crawls,
         }
+    }
+
+    /// The handle of the crawl `crawl_id` names, `None` when nobody made it.
+    fn control(&self, crawl_id: &str) -> Result<Option<Control>, Status> {
+        Ok(self.crawls.read(crawl_id)?.map(|u| u.control().clone()))
     }
 
     /// Applies `controls` to the queue `key` of the crawl `crawl_id`, as
@@ -60,28 +63,56 @@ impl Node {
         key: &str,
         controls: HostControls,
     ) -> Result<bool, Status> {
-        crawl(crawl_id)?;
-        Ok(self.control.set_host(key, controls).await)
+        match self.control(crawl_id)? {
+            Some(control) => Ok(control.set_host(key, controls).await),
+            None => Ok(false),
+        }
     }
 
     /// A page of the crawl's hosts; `UNAVAILABLE` when the frontier does not answer.
-    async fn hosts(&self, query: HostQuery) -> Result<HostPage, Status> {
-        self.control.host_page(query).await.ok_or_else(|| {
+    async fn hosts(control: &Control, query: HostQuery) -> Result<HostPage, Status> {
+        control.host_page(query).await.ok_or_else(|| {
             Status::unavailable("the frontier cannot list its queues now; try again")
         })
+    }
+
+    /// Empties every queue of the crawl the service runs on (DeleteCrawl of `DEFAULT`), a
+    /// page of hosts at a time: how many URLs were dropped.
+    async fn empty_default(&self) -> Result<u64, Status> {
+        let Some(urls) = self.crawls.read(DEFAULT_CRAWL)? else {
+            return Ok(0);
+        };
+        let (mut dropped, mut skip) = (0, 0);
+        loop {
+            let query = HostQuery {
+                sort: HostSort::Name,
+                limit: MAX_QUEUES_LISTED as usize,
+                skip,
+                ..HostQuery::default()
+            };
+            let page = Self::hosts(urls.control(), query).await?;
+            let listed = page.hosts.len();
+            for host in page.hosts {
+                dropped += urls.delete_queue(host.host).await?;
+            }
+            if listed < MAX_QUEUES_LISTED as usize {
+                return Ok(dropped);
+            }
+            skip += listed;
+        }
     }
 
     /// One queue's figures: `size` = URLs queued or held, `inProcess` = held,
     /// `counts.completed` = done, `counts.active_queues` = 1 when it is active (as in
     /// ListQueues); `numberOfQueues` = 1 (0 and zeros for a queue the crawl does not know).
-    async fn queue_stats(&self, crawl_id: &str, key: String) -> Result<Stats, Status> {
+    async fn queue_stats(control: &Control, crawl_id: &str, key: String) -> Result<Stats, Status> {
         let query = HostQuery {
             sort: HostSort::Name,
             limit: 1,
             host: Some(key),
             ..HostQuery::default()
         };
-        let page = self.hosts(query).await?;
+        let page = Self::hosts(control, query).await?;
         let mut stats = Stats {
             crawl_id: crawl_id.to_owned(),
             ..Stats::default()
@@ -97,6 +128,11 @@ impl Node {
         }
         Ok(stats)
     }
+}
+
+/// The name a request's crawl ID gives back: `DEFAULT` for an empty one.
+fn crawl_name(id: &str) -> String {
+    if id.is_empty() { DEFAULT_CRAWL } else { id }.to_owned()
 }
 
 /// Most queue keys in one ListQueues answer.
@@ -127,14 +163,29 @@ impl UrlFrontier for Node {
         }))
     }
 
+    /// `DEFAULT` first, then the crawls clients made, by name.
     async fn list_crawls(&self, _: Request<Local>) -> Result<Response<StringList>, Status> {
         Ok(Response::new(StringList {
-            values: vec![DEFAULT_CRAWL.to_owned()],
+            values: self.crawls.crawls().ids(),
         }))
     }
 
-    async fn delete_crawl(&self, _: Request<DeleteCrawlMessage>) -> Result<Response<Long>, Status> {
-        Err(not_yet("DeleteCrawl"))
+    /// A crawl a client made is stopped and removed whole (its queues, visited set, state
+    /// and output; in Redis, its keys); a put naming it later makes a new, empty one. The
+    /// crawl the service runs on (`DEFAULT`) keeps running: its queues are emptied as
+    /// DeleteQueue does, its visited set stays. Answers how many URLs were dropped (0 for a
+    /// crawl nobody made).
+    async fn delete_crawl(
+        &self,
+        request: Request<DeleteCrawlMessage>,
+    ) -> Result<Response<Long>, Status> {
+        let id = request.into_inner().value;
+        let value = if id.is_empty() || id == DEFAULT_CRAWL {
+            self.empty_default().await?
+        } else {
+            self.crawls.delete(&id).await?
+        };
+        Ok(Response::new(Long { value }))
     }
 
     /// The crawl's queue keys by name from offset `start`, at most `size` (0: 100; at most
@@ -145,10 +196,18 @@ impl UrlFrontier for Node {
         request: Request<Pagination>,
     ) -> Result<Response<QueueList>, Status> {
         let params = request.into_inner();
-        let crawl_id = crawl(&params.crawl_id)?;
         let size = match params.size {
             0 => 100,
             n => n.min(MAX_QUEUES_LISTED),
+        };
+        let mut list = QueueList {
+            start: params.start,
+            size,
+            crawl_id: crawl_name(&params.crawl_id),
+            ..QueueList::default()
+        };
+        let Some(control) = self.control(&params.crawl_id)? else {
+            return Ok(Response::new(list));
         };
         let query = HostQuery {
             sort: HostSort::Name,
@@ -157,14 +216,10 @@ impl UrlFrontier for Node {
             active_only: !params.include_inactive,
             ..HostQuery::default()
         };
-        let page = self.hosts(query).await?;
-        Ok(Response::new(QueueList {
-            values: page.hosts.into_iter().map(|h| h.host).collect(),
-            total: page.total,
-            start: params.start,
-            size,
-            crawl_id: crawl_id.to_owned(),
-        }))
+        let page = Self::hosts(&control, query).await?;
+        list.values = page.hosts.into_iter().map(|h| h.host).collect();
+        list.total = page.total;
+        Ok(Response::new(list))
     }
 
     type GetURLsStream = BoxStream<UrlInfo>;
@@ -174,7 +229,7 @@ impl UrlFrontier for Node {
         request: Request<GetParams>,
     ) -> Result<Response<Self::GetURLsStream>, Status> {
         Ok(Response::new(
-            self.urls.get_urls(request.into_inner()).await?,
+            self.crawls.get_urls(request.into_inner()).await?,
         ))
     }
 
@@ -184,21 +239,21 @@ impl UrlFrontier for Node {
         &self,
         request: Request<Streaming<UrlItem>>,
     ) -> Result<Response<Self::PutURLsStream>, Status> {
-        Ok(Response::new(self.urls.put_urls(request.into_inner())))
+        Ok(Response::new(self.crawls.put_urls(request.into_inner())))
     }
 
     type PutDiscoveredStream = BoxStream<BatchAck>;
 
     /// Each batch's URLs are offered as the HTTP API's seeds are (canonicalised, checked
     /// against the visited set, queued by host; the client decides scope, so each widens the
-    /// crawl's as a seed does), see [`Urls::put_discovered`]. A client `key` is not kept yet:
-    /// queues are by host.
+    /// crawl's as a seed does), see [`CrawlUrls::put_discovered`]. A client `key` is not kept
+    /// yet: queues are by host.
     async fn put_discovered(
         &self,
         request: Request<Streaming<DiscoveredBatch>>,
     ) -> Result<Response<Self::PutDiscoveredStream>, Status> {
         Ok(Response::new(
-            self.urls.put_discovered(request.into_inner()),
+            self.crawls.put_discovered(request.into_inner()),
         ))
     }
 
@@ -210,14 +265,19 @@ impl UrlFrontier for Node {
         request: Request<QueueWithinCrawlParams>,
     ) -> Result<Response<Stats>, Status> {
         let params = request.into_inner();
-        let crawl_id = crawl(&params.crawl_id)?;
+        let crawl_id = crawl_name(&params.crawl_id);
+        let Some(control) = self.control(&params.crawl_id)? else {
+            return Ok(Response::new(Stats {
+                crawl_id,
+                ..Stats::default()
+            }));
+        };
         if !params.key.is_empty() {
-            return self
-                .queue_stats(crawl_id, params.key)
+            return Self::queue_stats(&control, &crawl_id, params.key)
                 .await
                 .map(Response::new);
         }
-        let stats = self.control.frontier_stats().await.map_err(|e| {
+        let stats = control.frontier_stats().await.map_err(|e| {
             Status::unavailable(format!("the frontier cannot give its figures now: {e}"))
         })?;
         let counts = HashMap::from([
@@ -229,7 +289,7 @@ impl UrlFrontier for Node {
             in_process: u32::try_from(stats.in_flight).unwrap_or(u32::MAX),
             counts,
             number_of_queues: stats.hosts,
-            crawl_id: crawl_id.to_owned(),
+            crawl_id,
         }))
     }
 
@@ -241,11 +301,13 @@ impl UrlFrontier for Node {
         request: Request<QueueWithinCrawlParams>,
     ) -> Result<Response<Long>, Status> {
         let params = request.into_inner();
-        crawl(&params.crawl_id)?;
         if params.key.is_empty() {
             return Err(Status::invalid_argument("DeleteQueue needs a key"));
         }
-        let value = self.urls.delete_queue(params.key).await?;
+        let value = match self.crawls.read(&params.crawl_id)? {
+            Some(urls) => urls.delete_queue(params.key).await?,
+            None => 0,
+        };
         Ok(Response::new(Long { value }))
     }
 
@@ -275,20 +337,17 @@ impl UrlFrontier for Node {
             .map(|_| Response::new(Empty {}))
     }
 
-    /// `false` pauses the crawl as `POST /api/v1/pause` does (no fetch or hand-out starts;
-    /// URLs are still taken), `true` resumes it.
+    /// `false` pauses every crawl (and those made later) as `POST /api/v1/pause` does (no
+    /// fetch or hand-out starts; URLs are still taken), `true` resumes them.
     async fn set_active(&self, request: Request<Active>) -> Result<Response<Empty>, Status> {
-        if request.into_inner().state {
-            self.control.resume();
-        } else {
-            self.control.pause();
-        }
+        self.crawls.crawls().set_paused(!request.into_inner().state);
         Ok(Response::new(Empty {}))
     }
 
+    /// Whether the crawl the service runs on hands out URLs (not paused, here or over HTTP).
     async fn get_active(&self, _: Request<Local>) -> Result<Response<Boolean>, Status> {
         Ok(Response::new(Boolean {
-            state: !self.control.paused(),
+            state: !self.crawls.crawls().default_crawl().control.paused(),
         }))
     }
 
@@ -311,9 +370,10 @@ impl UrlFrontier for Node {
         let delay = Duration::from_secs(u64::from(params.delay_requestable));
         if params.key.is_empty() {
             // Every queue without a delay of its own, from its next hand-out.
-            crawl(&params.crawl_id)?;
-            let control = self.control.clone();
-            return match bounded(self.urls.limits(), async move {
+            let Some(control) = self.control(&params.crawl_id)? else {
+                return Ok(Response::new(Empty {}));
+            };
+            return match bounded(self.crawls.limits(), async move {
                 control.set_default_delay(delay).await
             })
             .await

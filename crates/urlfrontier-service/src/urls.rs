@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use engine::crawls::Crawl;
 use engine::{Control, RecrawlResult, SeedResult};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -37,11 +38,8 @@ use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
 use tonic::codegen::BoxStream;
 use tonic::{Status, Streaming};
 use urlfrontier_proto::v2::ack_message::Status as Ack;
-use urlfrontier_proto::v2::get_params::Item as CrawlFilter;
 use urlfrontier_proto::v2::url_item::Item;
-use urlfrontier_proto::v2::{AckMessage, BatchAck, DiscoveredBatch, GetParams, UrlInfo, UrlItem};
-
-use crate::crawl_id::{crawl, DEFAULT_CRAWL};
+use urlfrontier_proto::v2::UrlInfo;
 
 /// Acks not yet read by the client before the intake waits (backpressure).
 pub(crate) const ACKS_AHEAD: usize = 4;
@@ -86,9 +84,13 @@ struct Held {
     finished: HashSet<String>,
 }
 
-/// The URL RPCs' state and handles.
+/// One crawl's URL RPCs: its state and handles.
 #[derive(Debug)]
 pub(crate) struct Urls {
+    /// The crawl's ID (in each URL handed out).
+    crawl_id: Arc<str>,
+    /// Which crawl of that name ([`Crawl::generation`]).
+    generation: u64,
     control: Control,
     limits: Limits,
     held: Mutex<Held>,
@@ -114,7 +116,7 @@ pub(crate) async fn bounded<T: Send + 'static>(
 /// Reads `input` on its own task and answers each message with what `handle` makes of it,
 /// in order, at most `ahead` answers unread by the client (then the intake waits: the
 /// backpressure of a put stream). An error of the stream or of `handle` is the last answer.
-fn ack_stream<In, Out, F, Fut>(
+pub(crate) fn ack_stream<In, Out, F, Fut>(
     mut input: Streaming<In>,
     ahead: usize,
     mut handle: F,
@@ -180,18 +182,30 @@ pub(crate) fn host_key(url: &str) -> String {
 }
 
 impl Urls {
-    pub(crate) fn new(control: Control, limits: Limits) -> Self {
+    pub(crate) fn new(crawl: Crawl, limits: Limits) -> Self {
         Self {
-            control,
+            crawl_id: crawl.id,
+            generation: crawl.generation,
+            control: crawl.control,
             limits,
             held: Mutex::default(),
             said_no_schedule: AtomicBool::new(false),
         }
     }
 
-    /// What bounds the work of one call.
-    pub(crate) fn limits(&self) -> Limits {
-        self.limits
+    /// Which crawl of its name this is.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The crawl's handle.
+    pub(crate) fn control(&self) -> &Control {
+        &self.control
+    }
+
+    /// Offers `urls` as discovered (see [`offer`]).
+    pub(crate) async fn offer(&self, urls: &[String]) -> Vec<Ack> {
+        offer(&self.control, urls, self.limits).await
     }
 
     /// Drops every URL queued for `key` (DeleteQueue): how many; `UNAVAILABLE` when the
@@ -214,73 +228,8 @@ impl Urls {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// PutDiscovered: each batch offered and acked in one `BatchAck`, in order. An empty
-    /// batch is acked (clients probe with one).
-    pub(crate) fn put_discovered(
-        self: &Arc<Self>,
-        batches: Streaming<DiscoveredBatch>,
-    ) -> BoxStream<BatchAck> {
-        let this = Arc::clone(self);
-        ack_stream(batches, ACKS_AHEAD, move |batch: DiscoveredBatch| {
-            let this = Arc::clone(&this);
-            async move {
-                this.check_batch(&batch.id, &batch.items)?;
-                let urls: Vec<String> = batch.items.into_iter().map(|i| i.url).collect();
-                let statuses = if urls.is_empty() {
-                    Vec::new()
-                } else {
-                    offer(&this.control, &urls, this.limits).await
-                };
-                Ok(BatchAck {
-                    id: batch.id,
-                    statuses: statuses.into_iter().map(|s| s as i32).collect(),
-                })
-            }
-        })
-    }
-
-    /// A batch over the size limit, or naming a crawl this service does not hold.
-    fn check_batch(&self, id: &str, items: &[UrlInfo]) -> Result<(), Status> {
-        if items.len() > self.limits.max_urls {
-            return Err(Status::invalid_argument(format!(
-                "batch `{id}` holds {} URLs; at most {} (service.max_urls_per_call)",
-                items.len(),
-                self.limits.max_urls
-            )));
-        }
-        match items.iter().find_map(|i| crawl(&i.crawl_id).err()) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    /// PutURLs: each item acked in order, by its ID (its URL when the ID is empty).
-    pub(crate) fn put_urls(self: &Arc<Self>, items: Streaming<UrlItem>) -> BoxStream<AckMessage> {
-        let this = Arc::clone(self);
-        ack_stream(items, ACKS_AHEAD * 64, move |item: UrlItem| {
-            let this = Arc::clone(&this);
-            async move {
-                let url = match &item.item {
-                    Some(Item::Discovered(d)) => d.info.as_ref().map(|i| i.url.clone()),
-                    Some(Item::Known(k)) => k.info.as_ref().map(|i| i.url.clone()),
-                    None => None,
-                };
-                let status = this.put(item.item).await?;
-                let id = if item.id.is_empty() {
-                    url.unwrap_or_default()
-                } else {
-                    item.id
-                };
-                Ok(AckMessage {
-                    id,
-                    status: status as i32,
-                })
-            }
-        })
-    }
-
-    /// One PutURLs item.
-    async fn put(&self, item: Option<Item>) -> Result<Ack, Status> {
+    /// One PutURLs item (its crawl is this one).
+    pub(crate) async fn put(&self, item: Option<Item>) -> Result<Ack, Status> {
         let (info, date) = match item {
             Some(Item::Discovered(d)) => (d.info.unwrap_or_default(), None),
             Some(Item::Known(k)) => (k.info.unwrap_or_default(), Some(k.refetchable_from_date)),
@@ -290,7 +239,6 @@ impl Urls {
                 ))
             }
         };
-        crawl(&info.crawl_id)?;
         Ok(match date {
             None => offer(&self.control, &[info.url], self.limits).await[0],
             Some(0) => self.done(&info.url).await,
@@ -385,80 +333,63 @@ impl Urls {
         }
     }
 
-    /// GetURLs: due URLs, each held for `delay_requestable` seconds. Nothing while the crawl
-    /// is paused, or for a crawl this service does not hold; `UNAVAILABLE` when the frontier
-    /// does not answer within `service.request_timeout_secs`.
-    pub(crate) async fn get_urls(&self, params: GetParams) -> Result<BoxStream<UrlInfo>, Status> {
-        let ours = match &params.item {
-            Some(CrawlFilter::CrawlId(id)) => crawl(id).is_ok(),
-            Some(CrawlFilter::AnyCrawlId(_)) | None => true,
+    /// GetURLs of this crawl: at most `max` due URLs, each held for `delay_requestable`
+    /// seconds (0: the protocol's default). Nothing while the crawl is paused;
+    /// `UNAVAILABLE` when the frontier does not answer within `service.request_timeout_secs`.
+    pub(crate) async fn lease(
+        &self,
+        max: usize,
+        delay_requestable: u32,
+    ) -> Result<Vec<UrlInfo>, Status> {
+        let hold = match delay_requestable {
+            0 => DEFAULT_HOLD_SECS,
+            s => u64::from(s).min(MAX_HOLD_SECS),
         };
-        if !params.key.is_empty() {
-            return Err(Status::unimplemented(
-                "GetURLs of one key is not served by this frontier yet (leave key empty)",
-            ));
-        }
-        let mut infos = Vec::new();
-        if ours {
-            let per_queue = match params.max_urls_per_queue {
-                0 => usize::MAX,
-                n => n as usize,
-            };
-            let queues = match params.max_queues {
-                0 => usize::MAX,
-                n => n as usize,
-            };
-            let max = per_queue.saturating_mul(queues).min(self.limits.max_urls);
-            let hold = match params.delay_requestable {
-                0 => DEFAULT_HOLD_SECS,
-                s => u64::from(s).min(MAX_HOLD_SECS),
-            };
-            // Bounded as an HTTP call is: a frontier that does not answer (Redis stalled)
-            // leaves the client free to try again, and what was leased meanwhile expires.
-            let control = self.control.clone();
-            let leased = bounded(self.limits, async move {
-                control.lease_unchecked(max, hold).await
-            })
-            .await
-            .ok_or_else(|| {
-                Status::unavailable(
-                    "the frontier did not answer within service.request_timeout_secs; \
-                     try again",
-                )
-            })?;
-            let until = Instant::now() + Duration::from_secs(hold);
-            let mut finished = Vec::new();
-            {
-                let mut held = self.held();
-                if held.leases.len() > 2 * self.limits.max_urls.max(1024) {
-                    let now = Instant::now();
-                    held.leases.retain(|_, (_, end)| *end > now);
-                }
-                for l in leased {
-                    if held.finished.remove(&l.url) {
-                        finished.push(l.id);
-                        continue;
-                    }
-                    held.leases.insert(l.url.clone(), (l.id, until));
-                    infos.push(UrlInfo {
-                        key: host_key(&l.url),
-                        url: l.url,
-                        metadata: HashMap::new(),
-                        crawl_id: DEFAULT_CRAWL.to_owned(),
-                    });
-                }
+        // Bounded as an HTTP call is: a frontier that does not answer (Redis stalled)
+        // leaves the client free to try again, and what was leased meanwhile expires.
+        let control = self.control.clone();
+        let leased = bounded(self.limits, async move {
+            control.lease_unchecked(max, hold).await
+        })
+        .await
+        .ok_or_else(|| {
+            Status::unavailable(
+                "the frontier did not answer within service.request_timeout_secs; \
+                 try again",
+            )
+        })?;
+        let until = Instant::now() + Duration::from_secs(hold);
+        let mut infos = Vec::with_capacity(leased.len());
+        let mut finished = Vec::new();
+        {
+            let mut held = self.held();
+            if held.leases.len() > 2 * self.limits.max_urls.max(1024) {
+                let now = Instant::now();
+                held.leases.retain(|_, (_, end)| *end > now);
             }
-            if !finished.is_empty() {
-                let control = self.control.clone();
-                tokio::spawn(async move {
-                    for id in finished {
-                        control.finish_by_client(id, None).await;
-                    }
+            for l in leased {
+                if held.finished.remove(&l.url) {
+                    finished.push(l.id);
+                    continue;
+                }
+                held.leases.insert(l.url.clone(), (l.id, until));
+                infos.push(UrlInfo {
+                    key: host_key(&l.url),
+                    url: l.url,
+                    metadata: HashMap::new(),
+                    crawl_id: self.crawl_id.to_string(),
                 });
             }
         }
-        let stream = tonic::codegen::tokio_stream::iter(infos.into_iter().map(Ok));
-        Ok(Box::pin(stream))
+        if !finished.is_empty() {
+            let control = self.control.clone();
+            tokio::spawn(async move {
+                for id in finished {
+                    control.finish_by_client(id, None).await;
+                }
+            });
+        }
+        Ok(infos)
     }
 }
 

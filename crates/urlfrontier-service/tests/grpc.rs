@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use engine::crawls::Crawls;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
@@ -26,12 +27,14 @@ use urlfrontier_proto::v2::log_level_params::Level;
 use urlfrontier_proto::v2::url_frontier_client::UrlFrontierClient;
 use urlfrontier_proto::v2::url_item::Item;
 use urlfrontier_proto::v2::{
-    Active, BlockQueueParams, CrawlLimitParams, DeleteCrawlMessage, DiscoveredBatch,
-    DiscoveredUrlItem, Empty, GetParams, KnownUrlItem, Local, LogLevelParams, Pagination,
-    QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem,
+    Active, BlockQueueParams, CountUrlParams, CrawlLimitParams, DeleteCrawlMessage,
+    DiscoveredBatch, DiscoveredUrlItem, Empty, GetParams, KnownUrlItem, Local, LogLevelParams,
+    Pagination, QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem,
 };
 use urlfrontier_service::{serve_grpc, LogLevels, ServeError, Settings};
 
+#[path = "grpc/crawls.rs"]
+mod crawls;
 #[path = "grpc/queues.rs"]
 mod queues;
 #[path = "grpc/urls.rs"]
@@ -68,11 +71,13 @@ fn settings(token: &str, max_connections: usize, header_timeout: Duration) -> Se
     }
 }
 
-/// A crawl waiting for seeds, as `crawler serve` starts one.
+/// A crawl waiting for seeds, as `crawler serve` starts one, with the crawls clients make
+/// beside it.
 struct Crawl {
     running: Option<engine::Running>,
+    crawls: Arc<Crawls>,
     shutdown: CancellationToken,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Crawl {
@@ -81,7 +86,14 @@ impl Crawl {
     }
 
     async fn start_with(change: impl FnOnce(&mut engine::CrawlConfig)) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(tempfile::tempdir().unwrap(), change).await
+    }
+
+    /// The crawl whose output is under `dir` (a restart when an earlier one left it).
+    async fn start_in(
+        dir: tempfile::TempDir,
+        change: impl FnOnce(&mut engine::CrawlConfig),
+    ) -> Self {
         let mut cfg = engine::CrawlConfig::default();
         cfg.crawl.out_dir = dir.path().join("out");
         cfg.crawl.progress_secs = 3600;
@@ -91,11 +103,16 @@ impl Crawl {
             fresh: false,
             serve: true,
         };
+        let maker = Arc::new(launch::crawls::Maker::new(cfg.clone(), opts));
+        let max_crawls = cfg.service.max_crawls as usize;
         let running = launch::start(cfg, opts).await.expect("engine starts");
+        let crawls = Arc::new(Crawls::new(running.control(), Some(maker), max_crawls));
+        crawls.restore(false).await.expect("stored crawls listed");
         Self {
             running: Some(running),
+            crawls,
             shutdown: CancellationToken::new(),
-            _dir: dir,
+            dir,
         }
     }
 
@@ -112,14 +129,15 @@ impl Crawl {
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(serve_grpc(
             listener,
-            self.control(),
+            self.crawls.clone(),
             settings,
             self.shutdown.clone(),
         ));
         (addr, server)
     }
 
-    async fn stop(mut self) {
+    /// Stops the service's crawls, handing back the directory they wrote.
+    async fn stop(mut self) -> tempfile::TempDir {
         self.shutdown.cancel();
         self.running
             .take()
@@ -127,6 +145,8 @@ impl Crawl {
             .finish(self.shutdown.clone())
             .await
             .expect("the crawl ends cleanly");
+        self.crawls.finish_all().await;
+        self.dir
     }
 }
 
@@ -228,7 +248,8 @@ async fn calls_need_the_token_and_the_node_calls_answer_as_the_protocol_says() {
             .state
     );
 
-    // GetStats of the crawl, by its name or by none; another crawl is unknown.
+    // GetStats of the crawl, by its name or by none; a crawl nobody made is empty (its ID
+    // echoed, as upstream), and a name that cannot be a crawl ID is refused.
     for id in ["", "DEFAULT"] {
         let stats = c
             .get_stats(QueueWithinCrawlParams {
@@ -243,15 +264,27 @@ async fn calls_need_the_token_and_the_node_calls_answer_as_the_protocol_says() {
         assert_eq!((stats.size, stats.in_process), (0, 0));
         assert_eq!(stats.counts.get("completed"), Some(&0));
     }
-    let e = c
+    let stats = c
         .get_stats(QueueWithinCrawlParams {
             key: String::new(),
             crawl_id: "other".into(),
             local: false,
         })
         .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((stats.crawl_id.as_str(), stats.size), ("other", 0));
+    let e = c
+        .get_stats(QueueWithinCrawlParams {
+            key: String::new(),
+            crawl_id: "../other".into(),
+            local: false,
+        })
+        .await
         .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound, "{e}");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    let crawls = c.list_crawls(Local::default()).await.unwrap().into_inner();
+    assert_eq!(crawls.values, ["DEFAULT"], "reads make no crawl");
 
     // SetLogLevel: a module path and a level; anything else is refused.
     c.set_log_level(LogLevelParams {
@@ -300,12 +333,9 @@ async fn calls_need_the_token_and_the_node_calls_answer_as_the_protocol_says() {
     assert_eq!((stats.number_of_queues, stats.size), (0, 0));
 
     // What is not served yet says so, by name.
-    let e = c
-        .delete_crawl(DeleteCrawlMessage::default())
-        .await
-        .unwrap_err();
+    let e = c.count_ur_ls(CountUrlParams::default()).await.unwrap_err();
     assert_eq!(e.code(), Code::Unimplemented);
-    assert!(e.message().contains("DeleteCrawl"), "{e}");
+    assert!(e.message().contains("CountURLs"), "{e}");
 
     crawl.stop().await;
     server.await.unwrap().unwrap();
@@ -317,7 +347,7 @@ async fn a_public_address_needs_a_token() {
     let listener = TcpListener::bind("0.0.0.0:0").await.unwrap();
     let e = serve_grpc(
         listener,
-        crawl.control(),
+        crawl.crawls.clone(),
         settings("", 16, Duration::from_secs(10)),
         crawl.shutdown.clone(),
     )

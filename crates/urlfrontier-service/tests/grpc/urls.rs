@@ -85,8 +85,8 @@ async fn discovered_batches_queue_each_new_url_once_and_are_acked_in_order() {
         .into_inner();
     assert_eq!((stats.size, stats.number_of_queues), (3, 2));
 
-    // A batch over service.max_urls_per_call, or for another crawl, ends the stream with
-    // an error saying so; the batches before it are acked.
+    // A batch over service.max_urls_per_call, or naming what cannot be a crawl ID, ends the
+    // stream with an error saying so; the batches before it are acked.
     let big: Vec<String> = (0..1001).map(|i| format!("http://c.test/{i}")).collect();
     let big: Vec<&str> = big.iter().map(String::as_str).collect();
     let e = put_discovered(&mut c, vec![batch("big", &big, "")])
@@ -97,7 +97,7 @@ async fn discovered_batches_queue_each_new_url_once_and_are_acked_in_order() {
     let mut other = c
         .put_discovered(tonic::codegen::tokio_stream::iter(vec![
             batch("d1", &["http://d.test/1"], ""),
-            batch("d2", &["http://d.test/2"], "news"),
+            batch("d2", &["http://d.test/2"], "no/such"),
         ]))
         .await
         .unwrap()
@@ -105,7 +105,7 @@ async fn discovered_batches_queue_each_new_url_once_and_are_acked_in_order() {
     let first = other.message().await.unwrap().unwrap();
     assert_eq!((first.id.as_str(), first.statuses), ("d1", vec![ok]));
     let e = other.message().await.unwrap_err();
-    assert_eq!(e.code(), Code::NotFound, "{e}");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
     let stats = c
         .get_stats(QueueWithinCrawlParams::default())
         .await
