@@ -62,6 +62,10 @@ fn settings_within_limits(cfg: &engine::CrawlConfig, grpc: bool) -> service::Set
     settings
 }
 
+/// How often a service on a Redis frontier reads which named crawls its replicas made or
+/// deleted.
+const SYNC_PERIOD: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The url-frontier gRPC API's listener and what it needs, when `service.grpc_listen` is set.
 struct Grpc {
     listener: tokio::net::TcpListener,
@@ -84,6 +88,10 @@ async fn run_service(
         fresh,
         serve: true,
     };
+    let grpc_at = match &grpc {
+        Some(g) => Some(g.listener.local_addr().map_err(|e| Failure::new(IO, e))?),
+        None => None,
+    };
     let maker = Arc::new(launch::crawls::Maker::new(cfg.clone(), opts));
     let max_crawls = usize::try_from(cfg.service.max_crawls).unwrap_or(usize::MAX);
     let running = launch::start(cfg, opts).await.map_err(engine_failure)?;
@@ -96,14 +104,12 @@ async fn run_service(
     match crawls.restore(fresh).await {
         Ok(ids) if !ids.is_empty() => tracing::info!(crawls = ?ids, "named crawls taken up"),
         Ok(_) => {}
-        Err(e) => tracing::warn!(error = %e, "the named crawls could not be listed"),
+        Err(e) => tracing::warn!(error = %e, "no named crawl taken up"),
     }
-    let grpc_server = match grpc {
-        Some(grpc) => {
-            let at = grpc
-                .listener
-                .local_addr()
-                .map_err(|e| Failure::new(IO, e))?;
+    // With a frontier in Redis, the crawls other replicas make and delete.
+    let sync = tokio::spawn(crawls.clone().sync_every(SYNC_PERIOD, shutdown.clone()));
+    let grpc_server = match grpc.zip(grpc_at) {
+        Some((grpc, at)) => {
             let grpc_settings = urlfrontier_service::Settings {
                 api: settings.clone(),
                 log_levels: grpc
@@ -124,7 +130,7 @@ async fn run_service(
     };
     let server = tokio::spawn(service::serve(
         listener,
-        running.control(),
+        crawls.clone(),
         settings,
         shutdown.clone(),
     ));
@@ -144,6 +150,7 @@ async fn run_service(
         Ok(Err(e)) => tracing::warn!(error = %e, "the API server ended with an error"),
         Err(e) => tracing::warn!(error = %e, "the API server task failed"),
     }
+    let _ = sync.await;
     crawls.finish_all().await;
     let summary = summary.map_err(engine_failure)?;
     tracing::info!(

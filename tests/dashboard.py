@@ -2,7 +2,8 @@
 """The dashboard in a real browser (headless Chromium through selenium and chromedriver):
 load it, add a seed through its form, and read from the rendered DOM that the page count
 rises and the seed's host appears in the hosts table; pause that host from its row; pause
-and resume the crawl; reload and find the last errors listed. Before that, a page of another
+and resume the crawl; reload and find the last errors listed; pick the service's second
+crawl from the crawl selector and see its figures instead. Before that, a page of another
 origin (served here on another port) tries to pause the crawl with a cross-site form and a
 fetch(): the API refuses both, seen from its status. Writes a screenshot.
 
@@ -119,7 +120,19 @@ def main():
         wait_for("the last errors listed",
                  lambda: len(driver.find_elements(By.CSS_SELECTOR, "#errors div")) > 0, 90)
         driver.save_screenshot(screenshot)
-        print(f"ok: pages {before} -> {text('pages')}, {host} listed, screenshot {screenshot}")
+        pages = text("pages")
+        # The service holds a second crawl ("news", empty): the selector shows both, and
+        # choosing it shows that crawl's figures and hosts, not the default one's.
+        select = lambda: driver.find_element(By.ID, "crawl")
+        wait_for("the crawl selector", lambda: select().is_displayed()
+                 and [o.text for o in select().find_elements(By.TAG_NAME, "option")]
+                 == ["crawl DEFAULT", "crawl news"])
+        select().find_elements(By.TAG_NAME, "option")[1].click()
+        wait_for("the crawl news shown", lambda: driver.current_url.endswith("/?crawl=news")
+                 and text("state") not in ("", "…") and text("pages") == "0"
+                 and driver.find_element(By.CSS_SELECTOR, "#hoststable tbody").text == "")
+        print(f"ok: pages {before} -> {pages}, {host} listed, crawl news selected, "
+              f"screenshot {screenshot}")
     finally:
         driver.quit()
 

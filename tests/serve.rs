@@ -370,6 +370,8 @@ async fn the_dashboard_in_a_real_browser_adds_a_seed_and_shows_the_crawl() {
          [service]\nallow_private_seeds = true\n\
          [recrawl]\npolicy = \"fixed\"\ninterval_secs = 2\nmin_interval_secs = 1\n",
     );
+    // A second crawl of the service, as a url-frontier client left it: the dashboard offers it.
+    std::fs::create_dir_all(dir.out.join("crawls/news")).unwrap();
     let (serve, api) = start_serve(&dir, 4);
     let seed = site.site().seed_url();
     let host = seed

@@ -353,6 +353,13 @@ impl Control {
         tracing::info!("resumed by the operator");
     }
 
+    /// Retires the crawl before its data is removed (a deleted named crawl, once it is
+    /// stopped): every frontier call from this process is refused from now on, and this
+    /// waits for the calls under way to end.
+    pub async fn retire(&self) {
+        self.report.frontier.retire().await;
+    }
+
     /// Whether an operator has paused the crawl ([`pause`](Self::pause)).
     pub fn paused(&self) -> bool {
         self.report.run.held()

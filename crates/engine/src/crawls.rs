@@ -10,11 +10,15 @@
 //!   it up from what an earlier run stored.
 //! - **Bounded**: at most `service.max_crawls` besides `DEFAULT`; one more is refused.
 //! - **A delete is whole and serialised with creation**: the crawl is unlisted, stopped (its
-//!   tasks drained, its state checkpointed) and then its files or keys removed, all under the
-//!   lock creations take, so a put racing the delete makes a new, empty crawl only after the
-//!   old one is gone.
+//!   tasks drained, its state checkpointed), retired (calls that found it before it was
+//!   unlisted end, later ones are refused: [`Control::retire`]) and then its files or keys
+//!   removed, all under the lock creations take, so a put racing the delete makes a new,
+//!   empty crawl only after the old one is gone.
 //! - **Restored at start** ([`Crawls::restore`]): the crawls an earlier run left are taken up
 //!   before the service answers, so their figures and queues are there before any put.
+//! - **Replicas converge** ([`Crawls::sync`], every few seconds): with a shared frontier,
+//!   each process takes up the crawls others made and lets go of those others deleted
+//!   (stopped and its own files removed; the frontier's data is gone already).
 //! - **Generations**: each crawl made gets a new number, so a layer that keeps its own state
 //!   per crawl (the gRPC API's held URLs) can tell a crawl from a later one of the same name.
 
@@ -47,8 +51,15 @@ pub trait CrawlMaker: Send + Sync + fmt::Debug {
     fn start<'a>(&'a self, id: &'a str) -> MakerFuture<'a, Running>;
     /// Removes what the stopped crawl `id` left: its files, its keys in a shared frontier.
     fn remove<'a>(&'a self, id: &'a str) -> MakerFuture<'a, ()>;
-    /// The IDs of the crawls earlier runs left (unchecked: [`Crawls::restore`] checks them).
+    /// The IDs of the crawls earlier runs (or, with a shared frontier, other processes) left
+    /// (unchecked: [`Crawls::restore`] checks them).
     fn stored(&self) -> MakerFuture<'_, Vec<String>>;
+    /// Removes this process's own files of crawl `id`, which another process deleted from
+    /// the shared frontier.
+    fn forget<'a>(&'a self, id: &'a str) -> MakerFuture<'a, ()>;
+    /// Whether the crawls are shared with other processes (a frontier in Redis): then they
+    /// are synchronised ([`Crawls::sync`]).
+    fn shared(&self) -> bool;
 }
 
 /// One crawl of the service.
@@ -93,6 +104,9 @@ pub enum CrawlsError {
         /// Why.
         why: String,
     },
+    /// The crawls earlier runs left could not be listed.
+    #[error("the stored crawls could not be listed: {0}")]
+    List(String),
     /// The crawl stopped, but what it left could not be removed.
     #[error("the crawl `{id}` is stopped but what it stored could not be removed: {why}")]
     Remove {
@@ -235,28 +249,26 @@ impl Crawls {
             generation: self.generation.fetch_add(1, Ordering::Relaxed),
             control: running.control(),
         };
-        if self.paused.load(Ordering::Acquire) {
-            crawl.control.pause();
-        }
         let stop = CancellationToken::new();
         let task = tokio::spawn(running.finish(stop.clone()));
         started.insert(crawl.id.clone(), Started { stop, task });
         self.listed_mut().insert(crawl.id.clone(), crawl.clone());
+        // After it is listed: a pause from now on finds it, one before is seen here.
+        if self.paused.load(Ordering::SeqCst) {
+            crawl.control.pause();
+        }
         tracing::info!(crawl = id, "crawl made");
         Ok(crawl)
     }
 
     /// Takes up the crawls earlier runs left (up to `service.max_crawls`, by name), or with
-    /// `fresh` removes them. Answers the IDs taken up; a crawl that cannot start is logged
-    /// and left as it is stored.
+    /// `fresh` removes them. Answers the IDs taken up; a crawl that cannot start (or be
+    /// removed) is logged and left as it is stored. `Err` only when they cannot be listed.
     pub async fn restore(&self, fresh: bool) -> Result<Vec<String>, CrawlsError> {
         let Some(maker) = &self.maker else {
             return Ok(Vec::new());
         };
-        let mut stored = maker.stored().await.map_err(|why| CrawlsError::Start {
-            id: "(stored crawls)".to_owned(),
-            why,
-        })?;
+        let mut stored = maker.stored().await.map_err(CrawlsError::List)?;
         stored.sort();
         stored.dedup();
         let mut restored = Vec::new();
@@ -269,11 +281,10 @@ impl Crawls {
                 Ok(_) => {}
             }
             if fresh {
-                maker.remove(&id).await.map_err(|why| CrawlsError::Remove {
-                    id: id.clone(),
-                    why,
-                })?;
-                tracing::info!(crawl = %id, "crawl removed (--fresh)");
+                match maker.remove(&id).await {
+                    Ok(()) => tracing::info!(crawl = %id, "crawl removed (--fresh)"),
+                    Err(why) => tracing::warn!(crawl = %id, error = %why, "crawl not removed"),
+                }
                 continue;
             }
             match self.get_or_create(&id).await {
@@ -286,9 +297,79 @@ impl Crawls {
         Ok(restored)
     }
 
+    /// With a shared frontier: takes up the crawls other processes made and lets go of those
+    /// they deleted (see the module's header). Crawls listed before the stored ones are read
+    /// and missing from them were deleted; a crawl made here meanwhile is not let go.
+    pub async fn sync(&self) -> Result<(), CrawlsError> {
+        let Some(maker) = self.maker.as_ref().filter(|m| m.shared()) else {
+            return Ok(());
+        };
+        let before: Vec<Crawl> = self.listed().values().cloned().collect();
+        let stored: std::collections::BTreeSet<String> = maker
+            .stored()
+            .await
+            .map_err(CrawlsError::List)?
+            .into_iter()
+            .collect();
+        for crawl in before.iter().filter(|c| !stored.contains(&*c.id)) {
+            self.let_go(maker.as_ref(), crawl).await;
+        }
+        for id in &stored {
+            if matches!(crawl_id(id), Ok(i) if i != DEFAULT_CRAWL) && self.get(id)?.is_none() {
+                if let Err(e) = self.get_or_create(id).await {
+                    tracing::debug!(crawl = %id, error = %e, "crawl not taken up");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Lets go of `crawl`, which another process deleted: unlisted (if it still is that
+    /// crawl), stopped, retired, and this process's files of it removed.
+    async fn let_go(&self, maker: &dyn CrawlMaker, crawl: &Crawl) {
+        let mut started = self.started.lock().await;
+        {
+            let mut listed = self.listed_mut();
+            if listed.get(&crawl.id).map(|c| c.generation) != Some(crawl.generation) {
+                return;
+            }
+            listed.remove(&crawl.id);
+        }
+        if let Some(s) = started.remove(&crawl.id) {
+            stop(&crawl.id, s).await;
+        }
+        crawl.control.retire().await;
+        if let Err(why) = maker.forget(&crawl.id).await {
+            tracing::warn!(crawl = %crawl.id, error = %why, "files of a deleted crawl left");
+        }
+        tracing::info!(crawl = %crawl.id, "crawl deleted by another process: let go");
+    }
+
+    /// Runs [`Crawls::sync`] every `period` until `stop` (nothing without a shared frontier).
+    pub async fn sync_every(self: Arc<Self>, period: std::time::Duration, stop: CancellationToken) {
+        if !self.maker.as_ref().is_some_and(|m| m.shared()) {
+            return;
+        }
+        let mut said = false;
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(period) => {}
+            }
+            match self.sync().await {
+                Ok(()) => said = false,
+                Err(e) if !said => {
+                    said = true;
+                    tracing::warn!(error = %e, "the shared crawls could not be read; retrying");
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
     /// Pauses (or resumes) every crawl, and those made later.
     pub fn set_paused(&self, paused: bool) {
-        self.paused.store(paused, Ordering::Release);
+        self.paused.store(paused, Ordering::SeqCst);
         for crawl in self.all() {
             if paused {
                 crawl.control.pause();
@@ -314,10 +395,12 @@ impl Crawls {
             Ok(s) => s.queued + s.in_flight,
             Err(_) => 0,
         };
-        drop(crawl);
         if let Some(s) = started.remove(id) {
             stop(id, s).await;
         }
+        // Calls that found the crawl before it was unlisted end before its data goes.
+        crawl.control.retire().await;
+        drop(crawl);
         if let Some(maker) = &self.maker {
             maker.remove(id).await.map_err(|why| CrawlsError::Remove {
                 id: id.to_owned(),

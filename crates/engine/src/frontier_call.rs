@@ -6,7 +6,12 @@
 //! Each kind of failure is its own episode, logged once when it begins and once when it
 //! ends, and shown while it lasts (`status.json`'s `frontier_error` and
 //! `frontier_unavailable_secs`, `/metrics`, the dashboard). A cheap-clone handle.
+//!
+//! A crawl being deleted is **retired** ([`FrontierClient::retire`]): every call from then on
+//! is refused, and the retirement waits for the calls under way, so that once it returns
+//! nothing of this process touches the frontier's data (which is then removed).
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +27,41 @@ pub(crate) struct FrontierClient {
     frontier: Arc<dyn Frontier>,
     health: Arc<FrontierHealth>,
     run: Run,
+    gate: Arc<Gate>,
+}
+
+/// The calls under way, and whether the crawl is retired.
+#[derive(Debug, Default)]
+struct Gate {
+    retired: AtomicBool,
+    in_flight: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+/// One call under way (see [`Gate::enter`]).
+struct Pass<'a>(&'a Gate);
+
+impl Drop for Pass<'_> {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+impl Gate {
+    /// A pass for one call, `None` once the crawl is retired. (Counted before the check, so
+    /// that [`FrontierClient::retire`] either sees the call or the call sees the retirement.)
+    fn enter(&self) -> Option<Pass<'_>> {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let pass = Pass(self);
+        (!self.retired.load(Ordering::SeqCst)).then_some(pass)
+    }
+}
+
+/// The answer to a call after the crawl was retired.
+fn retired() -> FrontierError {
+    FrontierError::Unavailable("the crawl is deleted".to_owned())
 }
 
 impl FrontierClient {
@@ -30,6 +70,19 @@ impl FrontierClient {
             frontier,
             health: Arc::default(),
             run,
+            gate: Arc::default(),
+        }
+    }
+
+    /// Refuses every call from now on and waits for the calls under way to end.
+    pub(crate) async fn retire(&self) {
+        self.gate.retired.store(true, Ordering::SeqCst);
+        loop {
+            let idle = self.gate.idle.notified();
+            if self.gate.in_flight.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
         }
     }
 
@@ -46,11 +99,17 @@ impl FrontierClient {
 
     /// The frontier's counters, or why it cannot answer now.
     pub(crate) async fn try_stats(&self) -> Result<frontier::Stats, FrontierError> {
+        let Some(_pass) = self.gate.enter() else {
+            return Err(retired());
+        };
         self.frontier.stats().await
     }
 
     /// The frontier's counters; empty ones (and a warning) when the frontier cannot answer.
     pub(crate) async fn stats(&self) -> frontier::Stats {
+        let Some(_pass) = self.gate.enter() else {
+            return frontier::Stats::default();
+        };
         self.frontier.stats().await.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "frontier statistics unavailable");
             frontier::Stats::default()
@@ -86,6 +145,7 @@ impl FrontierClient {
         changes: bool,
         mut call: impl FnMut(&'a dyn Frontier) -> frontier::BoxFuture<'a, Result<T, FrontierError>>,
     ) -> Option<T> {
+        let _pass = self.gate.enter()?;
         let mut wait = Duration::from_millis(50);
         loop {
             match call(&*self.frontier).await {

@@ -5,9 +5,10 @@
 //! its clients fetch: no built-in workers (`crawl.workers = 0`), no seeds, no WARC; output in
 //! `<out_dir>/crawls/ID`, state in `<state_dir>/crawls/ID` (by default under the output),
 //! spill in `<spill_dir>/crawls/ID` (when one is set); in Redis, the crawl
-//! `<frontier.crawl_id>/ID`, so the replicas of one service share their named crawls and
-//! services with different crawl IDs do not. Everything else (scope, politeness, budgets,
-//! the visited set's shape, `[recrawl]`) is the started crawl's.
+//! `<frontier.crawl_id>/ID`, listed in the service's registry in Redis, so the replicas of
+//! one service share their named crawls and services with different crawl IDs do not.
+//! Everything else (scope, politeness, budgets, the visited set's shape, `[recrawl]`) is the
+//! started crawl's.
 
 use std::path::{Path, PathBuf};
 
@@ -42,8 +43,21 @@ impl Maker {
         if !base.frontier.spill_dir.is_empty() {
             cfg.frontier.spill_dir = under(Path::new(&base.frontier.spill_dir), id);
         }
-        cfg.frontier.crawl_id = format!("{}/{id}", base.frontier.crawl_id);
+        cfg.frontier.crawl_id = redis_frontier::named_crawl_id(&base.frontier.crawl_id, id);
         cfg
+    }
+
+    /// The directories that hold the named crawls (`<out_dir>/crawls`, and under
+    /// `state_dir` and `spill_dir` when set).
+    fn roots(&self) -> Vec<PathBuf> {
+        let base = &self.base;
+        let mut roots = vec![base.crawl.out_dir.join("crawls")];
+        for extra in [&base.crawl.state_dir, &base.frontier.spill_dir] {
+            if !extra.is_empty() {
+                roots.push(Path::new(extra).join("crawls"));
+            }
+        }
+        roots
     }
 
     /// The directories the named crawl `id` writes.
@@ -64,27 +78,95 @@ fn under(dir: &Path, id: &str) -> String {
     dir.join("crawls").join(id).to_string_lossy().into_owned()
 }
 
-/// Removes `dir` and what it holds: renamed aside first (`.deleting-<name>`), so that a crawl
-/// of the same name made right after starts empty even if the removal is cut short; an
-/// earlier leftover is removed on the way.
-fn remove_dir(dir: &Path) -> std::io::Result<()> {
+/// The name a directory being removed has meanwhile.
+const DELETING: &str = ".deleting-";
+
+/// Moves `dir` aside (`.deleting-<name>` beside it, an earlier leftover removed first): what
+/// it held is no crawl's from now on. `None` when there is no such directory.
+fn set_aside(dir: &Path) -> std::io::Result<Option<PathBuf>> {
     let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
-        return Ok(());
+        return Ok(None);
     };
-    let aside = parent.join(format!(".deleting-{}", name.to_string_lossy()));
+    let aside = parent.join(format!("{DELETING}{}", name.to_string_lossy()));
     if aside.exists() {
         std::fs::remove_dir_all(&aside)?;
     }
     match std::fs::rename(dir, &aside) {
-        Ok(()) => std::fs::remove_dir_all(&aside),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Ok(()) => Ok(Some(aside)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
+    }
+}
+
+/// Removes `dirs` and what they hold: all moved aside first, so that a crawl of the same
+/// name made right after starts empty even if a removal fails or is cut short (what is left
+/// aside is swept when the service next lists its crawls).
+fn remove_dirs(dirs: &[PathBuf]) -> Result<(), String> {
+    let mut aside = Vec::new();
+    for dir in dirs {
+        match set_aside(dir) {
+            Ok(Some(a)) => aside.push(a),
+            Ok(None) => {}
+            Err(e) => return Err(format!("{}: {e}", dir.display())),
+        }
+    }
+    for a in aside {
+        std::fs::remove_dir_all(&a).map_err(|e| format!("{}: {e}", a.display()))?;
+    }
+    Ok(())
+}
+
+/// Removes what interrupted deletes left in `root` (a `crawls` directory).
+fn sweep(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(DELETING) {
+            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+                tracing::warn!(dir = %entry.path().display(), error = %e,
+                    "cannot remove what an interrupted crawl delete left");
+            }
+        }
+    }
+}
+
+impl Maker {
+    fn shared(&self) -> bool {
+        self.base.frontier.backend == FrontierBackend::Redis
+    }
+
+    /// In Redis: registers the named crawl `id` (a crawl new to the registry starts from an
+    /// empty namespace, see `redis_frontier::clear_unborn`).
+    async fn register(&self, id: &str) -> Result<(), String> {
+        let base = &self.base.frontier;
+        if base.crawl_id.contains('/') {
+            return Err(format!(
+                "frontier.crawl_id `{}` holds a `/`, which separates a service's crawl from its \
+                 named crawls in Redis: give the service a crawl ID without one",
+                base.crawl_id
+            ));
+        }
+        let redis = |e: redis_frontier::RedisFrontierError| format!("Redis: {e}");
+        if redis_frontier::register_crawl(&base.redis_url, &base.crawl_id, id)
+            .await
+            .map_err(redis)?
+        {
+            let crawl_id = redis_frontier::named_crawl_id(&base.crawl_id, id);
+            redis_frontier::clear_unborn(&base.redis_url, &crawl_id)
+                .await
+                .map_err(redis)?;
+        }
+        Ok(())
     }
 }
 
 impl CrawlMaker for Maker {
     fn start<'a>(&'a self, id: &'a str) -> MakerFuture<'a, Running> {
         Box::pin(async move {
+            if self.shared() {
+                self.register(id).await?;
+            }
             let opts = RunOptions {
                 fresh: false,
                 ..self.opts
@@ -97,29 +179,42 @@ impl CrawlMaker for Maker {
 
     fn remove<'a>(&'a self, id: &'a str) -> MakerFuture<'a, ()> {
         Box::pin(async move {
-            let cfg = self.config(id);
-            if cfg.frontier.backend == FrontierBackend::Redis {
-                redis_frontier::delete_crawl(&cfg.frontier.redis_url, &cfg.frontier.crawl_id)
+            if self.shared() {
+                let base = &self.base.frontier;
+                redis_frontier::delete_crawl(&base.redis_url, &base.crawl_id, id)
                     .await
                     .map_err(|e| format!("its keys in Redis: {e}"))?;
             }
-            for dir in self.dirs(id) {
-                remove_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            }
-            Ok(())
+            remove_dirs(&self.dirs(id))
         })
     }
 
-    /// In Redis, the crawls under `<frontier.crawl_id>/`; otherwise the directories of
-    /// `<out_dir>/crawls` (removing what an interrupted delete left).
+    fn forget<'a>(&'a self, id: &'a str) -> MakerFuture<'a, ()> {
+        Box::pin(async move { remove_dirs(&self.dirs(id)) })
+    }
+
+    fn shared(&self) -> bool {
+        Maker::shared(self)
+    }
+
+    /// In Redis, the crawls the service's registry lists; otherwise the directories of
+    /// `<out_dir>/crawls` (removing what an interrupted delete left, in every root).
     fn stored(&self) -> MakerFuture<'_, Vec<String>> {
         Box::pin(async move {
             let base = &self.base;
+            for root in self.roots() {
+                sweep(&root);
+            }
             if base.frontier.backend == FrontierBackend::Redis {
-                let prefix = format!("{}/", base.frontier.crawl_id);
-                return redis_frontier::crawls_under(&base.frontier.redis_url, &prefix)
-                    .await
-                    .map_err(|e| format!("the crawls in Redis: {e}"));
+                if base.frontier.crawl_id.contains('/') {
+                    return Ok(Vec::new()); // It cannot have named crawls (see `start`).
+                }
+                return redis_frontier::named_crawls(
+                    &base.frontier.redis_url,
+                    &base.frontier.crawl_id,
+                )
+                .await
+                .map_err(|e| format!("the crawls in Redis: {e}"));
             }
             let dir = base.crawl.out_dir.join("crawls");
             let entries = match std::fs::read_dir(&dir) {
@@ -134,14 +229,9 @@ impl CrawlMaker for Maker {
                     continue;
                 }
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if name.starts_with(".deleting-") {
-                    if let Err(e) = std::fs::remove_dir_all(entry.path()) {
-                        tracing::warn!(dir = %entry.path().display(), error = %e,
-                            "cannot remove what an interrupted crawl delete left");
-                    }
-                    continue;
+                if !name.starts_with(DELETING) {
+                    ids.push(name);
                 }
-                ids.push(name);
             }
             Ok(ids)
         })
@@ -183,19 +273,41 @@ mod tests {
     }
 
     #[test]
-    fn a_removed_directory_is_gone_and_a_missing_one_is_fine() {
+    fn removed_directories_are_gone_and_missing_ones_are_fine() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("crawls").join("x");
         std::fs::create_dir_all(dir.join("state")).unwrap();
         std::fs::write(dir.join("state").join("f"), b"1").unwrap();
-        remove_dir(&dir).unwrap();
+        let missing = tmp.path().join("spill").join("crawls").join("x");
+        remove_dirs(&[dir.clone(), missing]).unwrap();
         assert!(!dir.exists());
-        assert_eq!(
-            std::fs::read_dir(tmp.path().join("crawls"))
-                .unwrap()
-                .count(),
-            0
-        );
-        remove_dir(&dir).unwrap();
+        let left = std::fs::read_dir(tmp.path().join("crawls"))
+            .unwrap()
+            .count();
+        assert_eq!(left, 0);
+        remove_dirs(&[dir]).unwrap();
+    }
+
+    #[test]
+    fn what_an_interrupted_delete_left_is_swept_and_not_listed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut base = CrawlConfig::default();
+        base.crawl.out_dir = tmp.path().to_path_buf();
+        let crawls = tmp.path().join("crawls");
+        for d in ["kept", ".deleting-gone"] {
+            std::fs::create_dir_all(crawls.join(d).join("state")).unwrap();
+        }
+        std::fs::write(crawls.join("a-file"), b"").unwrap();
+        let opts = RunOptions {
+            progress: engine::ProgressMode::Log,
+            fresh: false,
+            serve: true,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let ids = rt.block_on(Maker::new(base, opts).stored()).unwrap();
+        assert_eq!(ids, ["kept"]);
+        assert!(!crawls.join(".deleting-gone").exists());
     }
 }

@@ -39,7 +39,7 @@ mod scripts;
 mod visited;
 
 pub use crate::frontier::{RedisConfig, RedisFrontier};
-pub use crawls::{crawls_under, delete_crawl};
+pub use crawls::{clear_unborn, delete_crawl, named_crawl_id, named_crawls, register_crawl};
 pub use export::export_guava;
 pub use rules::agree_rules;
 pub use visited::Visited;

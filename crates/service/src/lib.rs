@@ -3,9 +3,12 @@
 //! metrics, an OpenAPI document and a dashboard.
 //!
 //! Design choices:
-//! - **[`serve`]`(listener, control, settings, shutdown)`**: the caller binds the listener and
+//! - **[`serve`]`(listener, crawls, settings, shutdown)`**: the caller binds the listener and
 //!   owns the shutdown, so tests run a real server on `127.0.0.1:0` and stop it. The exposure
 //!   rule ([`check_exposure`]) is checked by `serve` itself, so no listener can skip it.
+//! - **Every crawl of the service behind one API**: calls are about the crawl the service
+//!   runs unless `?crawl=ID` names another ([`crawl_select`]; `GET /api/v1/crawls` lists
+//!   them), and the dashboard follows its own `?crawl=`.
 //! - **A thin layer**: each handler makes one [`engine::Control`] call; the rules (scope,
 //!   politeness, robots.txt, leases) live in the engine and the frontier, so a call over HTTP
 //!   does exactly what a worker or the command line would.
@@ -22,6 +25,7 @@
 
 mod api;
 mod body;
+mod crawl_select;
 mod error;
 pub mod listener;
 pub mod metrics;
@@ -38,6 +42,8 @@ use axum::middleware;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::Router;
+use crawl_select::CrawlParam;
+use engine::crawls::Crawls;
 use engine::Control;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -146,7 +152,11 @@ pub(crate) struct Limits {
 
 #[derive(Debug, Clone)]
 pub(crate) struct AppState {
+    /// The crawl a call is about: `DEFAULT`, or the one its `?crawl=` names
+    /// ([`crawl_select::CrawlState`]).
     pub(crate) control: Control,
+    /// Every crawl of the service.
+    pub(crate) crawls: Arc<Crawls>,
     pub(crate) limits: Limits,
     /// Event streams open now.
     pub(crate) event_streams: Arc<AtomicUsize>,
@@ -176,10 +186,11 @@ pub(crate) struct AppState {
         api::delete_host_queue,
         api::leases::leases,
         api::leases::complete,
-        api::events
+        api::events,
+        api::crawls::crawls
     ),
     components(schemas(types::ErrorBody)),
-    modifiers(&BearerAuth)
+    modifiers(&BearerAuth, &CrawlParam)
 )]
 struct ApiDoc;
 
@@ -226,14 +237,15 @@ async fn dashboard() -> Html<&'static str> {
 }
 
 /// The application: every route, its limits, its checks and its authentication.
-pub fn app(control: Control, settings: &Settings, shutdown: CancellationToken) -> Router {
+pub fn app(crawls: Arc<Crawls>, settings: &Settings, shutdown: CancellationToken) -> Router {
     let rules = Arc::new(protect::Rules {
         token: settings.api_token.clone(),
         allowed_hosts: settings.allowed_hosts.clone(),
         request_timeout: settings.request_timeout,
     });
     let state = AppState {
-        control,
+        control: crawls.default_crawl().control.clone(),
+        crawls: Arc::clone(&crawls),
         limits: Limits {
             max_urls: settings.max_urls_per_call,
             max_event_streams: settings.max_event_streams,
@@ -258,7 +270,13 @@ pub fn app(control: Control, settings: &Settings, shutdown: CancellationToken) -
         .route("/leases", post(api::leases::leases))
         .route("/leases/complete", post(api::leases::complete))
         .route("/events", get(api::events))
+        .route("/crawls", get(api::crawls::crawls))
         .fallback(api::not_found)
+        // `?crawl=ID`, resolved after the token is checked.
+        .layer(middleware::from_fn_with_state(
+            crawls,
+            crawl_select::select_crawl,
+        ))
         .layer(auth.clone());
     let mut metrics = Router::new().route("/metrics", get(metrics_handler));
     if settings.protect_metrics {
@@ -282,12 +300,12 @@ pub fn app(control: Control, settings: &Settings, shutdown: CancellationToken) -
 /// the exposure rule ([`check_exposure`]) and the connection limits of `settings`.
 pub async fn serve(
     listener: TcpListener,
-    control: Control,
+    crawls: Arc<Crawls>,
     settings: Settings,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     check_exposure(listener.local_addr()?, &settings)?;
-    let app = app(control, &settings, shutdown.clone());
+    let app = app(crawls, &settings, shutdown.clone());
     let limits = listener::ConnLimits {
         name: "the API",
         max_connections: settings.max_connections.max(1),

@@ -15,6 +15,8 @@ use client::{http, Api};
 
 #[path = "api/concurrency.rs"]
 mod concurrency;
+#[path = "api/crawls.rs"]
+mod crawls;
 #[path = "api/hostile.rs"]
 mod hostile;
 
@@ -42,6 +44,8 @@ fn config(out: &std::path::Path, site: &TestSite, workers: Option<u32>) -> engin
 struct Service {
     api: Api,
     running: Option<engine::Running>,
+    /// The service's crawls (`DEFAULT` and those a test makes).
+    crawls: std::sync::Arc<engine::crawls::Crawls>,
     shutdown: CancellationToken,
     server: tokio::task::JoinHandle<Result<(), service::ServeError>>,
     _dir: tempfile::TempDir,
@@ -70,13 +74,21 @@ async fn start_with(
         fresh: false,
         serve: true,
     };
+    let maker_cfg = cfg.clone();
     let running = launch::start(cfg, opts).await.expect("engine starts");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
+    let crawls = std::sync::Arc::new(engine::crawls::Crawls::new(
+        running.control(),
+        Some(std::sync::Arc::new(launch::crawls::Maker::new(
+            maker_cfg, opts,
+        ))),
+        4,
+    ));
     let server = tokio::spawn(service::serve(
         listener,
-        running.control(),
+        crawls.clone(),
         settings,
         shutdown.clone(),
     ));
@@ -86,6 +98,7 @@ async fn start_with(
             token: (!token.is_empty()).then(|| token.to_owned()),
         },
         running: Some(running),
+        crawls,
         shutdown,
         server,
         _dir: dir,
@@ -104,6 +117,7 @@ impl Service {
             .await
             .expect("the crawl ends cleanly");
         self.server.await.unwrap().unwrap();
+        self.crawls.finish_all().await;
         let pages = std::fs::read_to_string(self.out.join("pages.jsonl"))
             .unwrap()
             .lines()

@@ -74,18 +74,28 @@ impl CrawlUrls {
         self.tables.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The URL table of `crawl` (a new one for a crawl made again under an old name).
+    /// The generation of the crawl listed as `id` now.
+    fn listed(&self, id: &str) -> Option<u64> {
+        self.crawls.get(id).ok().flatten().map(|c| c.generation)
+    }
+
+    /// The URL table of `crawl` (a new one for a crawl made again under an old name). A table
+    /// is kept only for the crawl listed under its ID now: a request that found a crawl
+    /// since deleted gets one of its own, which displaces nothing and dies with the request.
     fn table(&self, crawl: Crawl) -> Arc<Urls> {
         let mut tables = self.tables();
-        match tables.get(&crawl.id) {
-            Some(t) if t.generation() == crawl.generation => t.clone(),
-            _ => {
-                let id = crawl.id.clone();
-                let t = Arc::new(Urls::new(crawl, self.limits));
-                tables.insert(id, t.clone());
-                t
+        if let Some(t) = tables.get(&crawl.id) {
+            if t.generation() == crawl.generation {
+                return t.clone();
             }
         }
+        let t = Arc::new(Urls::new(crawl.clone(), self.limits));
+        if self.listed(&crawl.id) == Some(crawl.generation) {
+            // Tables of crawls deleted since (they hold their frontier) go on the way.
+            tables.retain(|id, kept| self.listed(id) == Some(kept.generation()));
+            tables.insert(crawl.id, t.clone());
+        }
+        t
     }
 
     /// The crawl `id` names, `None` when nobody made it.
@@ -111,8 +121,16 @@ impl CrawlUrls {
     /// Deletes the named crawl `id`: how many URLs it held (0 when there is none).
     pub(crate) async fn delete(&self, id: &str) -> Result<u64, Status> {
         let id = crawl_id(id).map_err(status)?;
-        self.tables().remove(id);
         let held = self.crawls.delete(id).await.map_err(status)?;
+        // Its table goes once it is unlisted (a crawl made again since keeps its own).
+        let listed = self.listed(id);
+        let mut tables = self.tables();
+        if tables
+            .get(id)
+            .is_some_and(|t| Some(t.generation()) != listed)
+        {
+            tables.remove(id);
+        }
         Ok(held.unwrap_or(0))
     }
 
@@ -135,8 +153,8 @@ impl CrawlUrls {
         })
     }
 
-    /// One batch: checked whole first (its size, every crawl ID), then offered crawl by
-    /// crawl.
+    /// One batch: checked whole first (its size, every crawl ID, every crawl had or made),
+    /// then offered crawl by crawl — a batch refused is refused before any of it is offered.
     async fn discovered(&self, batch: &DiscoveredBatch) -> Result<Vec<Ack>, Status> {
         let items = &batch.items;
         if items.len() > self.limits.max_urls {
@@ -156,9 +174,12 @@ impl CrawlUrls {
                 None => groups.push((id, vec![i])),
             }
         }
-        let mut statuses = vec![Ack::Fail; items.len()];
+        let mut tables = Vec::with_capacity(groups.len());
         for (id, members) in groups {
-            let table = self.write(&id).await?;
+            tables.push((self.write(&id).await?, members));
+        }
+        let mut statuses = vec![Ack::Fail; items.len()];
+        for (table, members) in tables {
             let urls: Vec<String> = members.iter().map(|&i| items[i].url.clone()).collect();
             for (&i, ack) in members.iter().zip(table.offer(&urls).await) {
                 statuses[i] = ack;
@@ -223,9 +244,15 @@ impl CrawlUrls {
             if left == 0 {
                 break;
             }
-            let got = table.lease(left, params.delay_requestable).await?;
-            left -= got.len().min(left);
-            infos.extend(got);
+            match table.lease(left, params.delay_requestable).await {
+                Ok(got) => {
+                    left -= got.len().min(left);
+                    infos.extend(got);
+                }
+                // What other crawls handed out is held already: it goes to the client.
+                Err(_) if !infos.is_empty() => break,
+                Err(e) => return Err(e),
+            }
         }
         let stream = tonic::codegen::tokio_stream::iter(infos.into_iter().map(Ok));
         Ok(Box::pin(stream))

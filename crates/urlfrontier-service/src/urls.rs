@@ -1,4 +1,5 @@
-//! The RPCs that move URLs: PutDiscovered and PutURLs take them, GetURLs hands them out.
+//! One crawl's URLs as the RPCs that move them see it: PutDiscovered and PutURLs take them,
+//! GetURLs hands them out ([`crate::crawls`] sends each item to its crawl's table).
 //!
 //! Design choices:
 //! - **A hand-out is an external lease** ([`engine::Control::lease_unchecked`]): the URL is

@@ -108,10 +108,17 @@ impl Crawl {
         let running = launch::start(cfg, opts).await.expect("engine starts");
         let crawls = Arc::new(Crawls::new(running.control(), Some(maker), max_crawls));
         crawls.restore(false).await.expect("stored crawls listed");
+        let shutdown = CancellationToken::new();
+        // Replicas on one Redis converge quickly here (5 s in `crawler serve`).
+        tokio::spawn(
+            crawls
+                .clone()
+                .sync_every(Duration::from_millis(200), shutdown.clone()),
+        );
         Self {
             running: Some(running),
             crawls,
-            shutdown: CancellationToken::new(),
+            shutdown,
             dir,
         }
     }

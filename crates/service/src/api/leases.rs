@@ -1,17 +1,16 @@
 //! The external fetchers' handlers: `POST /api/v1/leases` hands out due URLs, `POST
 //! /api/v1/leases/complete` takes their results (each a page's record, links and outcome).
 
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use engine::{Completed, Completion};
 
 use super::{check_count, ApiResult};
 use crate::body::JsonObject;
+use crate::crawl_select::CrawlState;
 use crate::error::ApiError;
 use crate::protect::StateChange;
 use crate::types::*;
-use crate::AppState;
 
 /// Leases due URLs to an external fetcher.
 #[utoipa::path(post, path = "/api/v1/leases", request_body = LeaseRequest,
@@ -19,7 +18,7 @@ use crate::AppState;
               (status = 401, body = ErrorBody), (status = 413, body = ErrorBody),
               (status = 415, body = ErrorBody)))]
 pub(crate) async fn leases(
-    State(state): State<AppState>,
+    CrawlState(state): CrawlState,
     _: StateChange,
     JsonObject(req): JsonObject<LeaseRequest>,
 ) -> ApiResult<LeasesResponse> {
@@ -62,7 +61,7 @@ pub(crate) async fn leases(
               (status = 401, body = ErrorBody), (status = 413, body = ErrorBody),
               (status = 415, body = ErrorBody)))]
 pub(crate) async fn complete(
-    State(state): State<AppState>,
+    CrawlState(state): CrawlState,
     _: StateChange,
     JsonObject(req): JsonObject<CompleteRequest>,
 ) -> ApiResult<CompleteResponse> {

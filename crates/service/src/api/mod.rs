@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::Json;
@@ -15,11 +15,13 @@ use futures_util::Stream;
 use serde::Deserialize;
 
 use crate::body::JsonObject;
+use crate::crawl_select::CrawlState;
 use crate::error::ApiError;
 use crate::protect::StateChange;
 use crate::types::*;
 use crate::AppState;
 
+pub(crate) mod crawls;
 pub(crate) mod leases;
 
 pub(crate) type ApiResult<T> = Result<Json<T>, ApiError>;
@@ -76,7 +78,7 @@ pub(crate) async fn status_body(state: &AppState) -> StatusBody {
 
 /// The crawl's status.
 #[utoipa::path(get, path = "/api/v1/status", responses((status = 200, body = StatusBody), (status = 401, body = ErrorBody)))]
-pub(crate) async fn status(State(state): State<AppState>) -> Json<StatusBody> {
+pub(crate) async fn status(CrawlState(state): CrawlState) -> Json<StatusBody> {
     Json(status_body(&state).await)
 }
 
@@ -86,7 +88,7 @@ pub(crate) async fn status(State(state): State<AppState>) -> Json<StatusBody> {
               (status = 401, body = ErrorBody), (status = 413, body = ErrorBody),
               (status = 415, body = ErrorBody)))]
 pub(crate) async fn seeds(
-    State(state): State<AppState>,
+    CrawlState(state): CrawlState,
     _: StateChange,
     JsonObject(req): JsonObject<UrlsRequest>,
 ) -> ApiResult<UrlsResponse> {
@@ -127,7 +129,7 @@ fn outcomes<T>(
               (status = 401, body = ErrorBody), (status = 409, body = ErrorBody),
               (status = 413, body = ErrorBody), (status = 415, body = ErrorBody)))]
 pub(crate) async fn forget(
-    State(state): State<AppState>,
+    CrawlState(state): CrawlState,
     _: StateChange,
     JsonObject(req): JsonObject<UrlsRequest>,
 ) -> ApiResult<UrlsResponse> {
@@ -151,7 +153,7 @@ pub(crate) async fn forget(
               (status = 401, body = ErrorBody), (status = 409, body = ErrorBody),
               (status = 413, body = ErrorBody), (status = 415, body = ErrorBody)))]
 pub(crate) async fn recrawl(
-    State(state): State<AppState>,
+    CrawlState(state): CrawlState,
     _: StateChange,
     JsonObject(req): JsonObject<RecrawlRequest>,
 ) -> ApiResult<UrlsResponse> {
@@ -194,7 +196,7 @@ fn no_fields(bytes: &[u8]) -> Result<(), ApiError> {
               (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
               (status = 415, body = ErrorBody)))]
 pub(crate) async fn pause(
-    State(state): State<AppState>,
+    CrawlState(state): CrawlState,
     _: StateChange,
     body: axum::body::Bytes,
 ) -> ApiResult<StateResponse> {
@@ -211,7 +213,7 @@ pub(crate) async fn pause(
               (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
               (status = 415, body = ErrorBody)))]
 pub(crate) async fn resume(
-    State(state): State<AppState>,
+    CrawlState(state): CrawlState,
     _: StateChange,
     body: axum::body::Bytes,
 ) -> ApiResult<StateResponse> {
@@ -242,7 +244,7 @@ pub(crate) struct HostsParams {
     responses((status = 200, body = HostsResponse), (status = 400, body = ErrorBody),
               (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub(crate) async fn hosts(
-    State(state): State<AppState>,
+    CrawlState(state): CrawlState,
     params: Result<Query<HostsParams>, QueryRejection>,
 ) -> ApiResult<HostsResponse> {
     let Query(p) = params?;
@@ -315,7 +317,7 @@ pub(crate) async fn hosts(
               (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
               (status = 415, body = ErrorBody)))]
 pub(crate) async fn put_host(
-    State(state): State<AppState>,
+    CrawlState(state): CrawlState,
     _: StateChange,
     Path(host): Path<String>,
     JsonObject(u): JsonObject<HostUpdate>,
@@ -383,7 +385,7 @@ pub(crate) async fn put_host(
               (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
               (status = 415, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub(crate) async fn delete_host_queue(
-    State(state): State<AppState>,
+    CrawlState(state): CrawlState,
     _: StateChange,
     Path(host): Path<String>,
     body: axum::body::Bytes,
@@ -440,7 +442,7 @@ impl Drop for StreamSlot {
               (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
               (status = 503, body = ErrorBody)))]
 pub(crate) async fn events(
-    State(state): State<AppState>,
+    CrawlState(state): CrawlState,
     params: Result<Query<EventsParams>, QueryRejection>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let Query(p) = params?;
@@ -512,7 +514,7 @@ pub(crate) struct ErrorsParams {
     responses((status = 200, body = ErrorsResponse), (status = 400, body = ErrorBody),
               (status = 401, body = ErrorBody)))]
 pub(crate) async fn errors(
-    State(state): State<AppState>,
+    CrawlState(state): CrawlState,
     params: Result<Query<ErrorsParams>, QueryRejection>,
 ) -> ApiResult<ErrorsResponse> {
     let Query(p) = params?;

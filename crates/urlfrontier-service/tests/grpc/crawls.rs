@@ -2,7 +2,9 @@
 //! crawl of its own (its own visited set and queues), reads make none, one stream or batch
 //! may name several crawls, `service.max_crawls` bounds them, DeleteCrawl removes one whole
 //! (a put after it starts afresh) and empties `DEFAULT`'s queues, a restarted service takes
-//! its crawls up again; in Redis each crawl is a namespace of its own, deleted key by key.
+//! its crawls up again; in Redis each crawl is a namespace of its own, deleted key by key, and
+//! the service's replicas share them (each takes up what another made and lets go of what
+//! another deleted).
 
 use urlfrontier_proto::v2::get_params;
 
@@ -224,8 +226,20 @@ async fn crawl_ids_are_crawls_of_their_own_made_by_puts_deleted_whole_and_restor
     server.await.unwrap().unwrap();
 }
 
+/// Polls `check` every 100 ms for up to 30 s.
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn in_redis_each_crawl_id_is_a_namespace_taken_up_by_replicas_and_deleted_whole() {
+async fn in_redis_each_crawl_id_is_a_namespace_replicas_share_and_a_delete_removes_whole() {
     let Some(redis) = test_support::redis_server::RedisServer::for_test(&[]) else {
         return;
     };
@@ -246,30 +260,61 @@ async fn in_redis_each_crawl_id_is_a_namespace_taken_up_by_replicas_and_deleted_
     let mut c = UrlFrontierClient::new(channel(addr).await);
     let ok = Ack::Ok as i32;
 
-    // The same URL in two crawls: two visited sets, two namespaces.
+    // The same URL in three crawls: three visited sets, three namespaces.
     let u = "http://a.test/";
-    let acks = statuses(&mut c, vec![item_in(u, "news", None), item_in(u, "", None)]).await;
-    assert_eq!(acks, [ok, ok]);
+    let acks = statuses(
+        &mut c,
+        vec![
+            item_in(u, "news", None),
+            item_in(u, "", None),
+            item_in(u, "news2", None),
+        ],
+    )
+    .await;
+    assert_eq!(acks, [ok, ok, ok]);
     assert_ne!(keys("crawl:{svc/news}:*"), ":0");
 
-    // Another replica of the service (its own output) finds the crawl in Redis.
+    // Another replica of the service (its own output) takes them up from Redis.
     let replica = Crawl::start_with(configure).await;
     let (raddr, rserver) = replica
         .serve(settings("", 16, Duration::from_secs(10)))
         .await;
     let mut r = UrlFrontierClient::new(channel(raddr).await);
-    assert_eq!(crawl_ids(&mut r).await, ["DEFAULT", "news"]);
+    assert_eq!(crawl_ids(&mut r).await, ["DEFAULT", "news", "news2"]);
     assert_eq!(stats(&mut r, "news").await, (1, 1, "news".into()));
-    replica.stop().await;
-    rserver.await.unwrap().unwrap();
 
-    // DeleteCrawl removes every key of the crawl, and only those.
+    // A crawl made on one replica shows on the other.
+    assert_eq!(statuses(&mut r, vec![item_in(u, "late", None)]).await, [ok]);
+    eventually("the crawl made elsewhere", async || {
+        crawl_ids(&mut c).await == ["DEFAULT", "late", "news", "news2"]
+    })
+    .await;
+    assert_eq!(stats(&mut c, "late").await, (1, 1, "late".into()));
+
+    // DeleteCrawl removes every key of the crawl, and only those; the other replica lets
+    // go of it, and a put there after makes a new, empty crawl.
     assert_eq!(delete_crawl(&mut c, "news").await, 1);
     assert_eq!(keys("crawl:{svc/news}:*"), ":0");
+    assert_ne!(keys("crawl:{svc/news2}:*"), ":0");
     assert_ne!(keys("crawl:{svc}:*"), ":0");
+    eventually("the replica to let go", async || {
+        crawl_ids(&mut r).await == ["DEFAULT", "late", "news2"]
+    })
+    .await;
+    assert!(
+        !replica.dir.path().join("out/crawls/news").exists(),
+        "its files went too"
+    );
     assert_eq!(stats(&mut c, "").await.0, 1);
-    assert_eq!(statuses(&mut c, vec![item_in(u, "news", None)]).await, [ok]);
+    assert_eq!(statuses(&mut r, vec![item_in(u, "news", None)]).await, [ok]);
+    eventually("the crawl made again", async || {
+        crawl_ids(&mut c).await == ["DEFAULT", "late", "news", "news2"]
+    })
+    .await;
+    assert_eq!(stats(&mut c, "news").await, (1, 1, "news".into()));
 
+    replica.stop().await;
+    rserver.await.unwrap().unwrap();
     crawl.stop().await;
     server.await.unwrap().unwrap();
 }
