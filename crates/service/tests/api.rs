@@ -41,6 +41,17 @@ fn config(out: &std::path::Path, site: &TestSite, workers: Option<u32>) -> engin
     cfg
 }
 
+/// The test site: `pages` pages on `hosts` hosts.
+async fn site(pages: u64, hosts: u32) -> TestSite {
+    TestSite::start(SiteConfig {
+        pages,
+        hosts,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
 struct Service {
     api: Api,
     running: Option<engine::Running>,
@@ -141,13 +152,7 @@ fn assert_ground_truth(site: &TestSite, pages: &[Value]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seeds_over_the_api_crawl_the_site_and_controls_hold() {
-    let site = TestSite::start(SiteConfig {
-        pages: 300,
-        hosts: 3,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
+    let site = site(300, 3).await;
     let svc = start(&site, None, "").await;
     let api = &svc.api;
     assert_eq!(api.status().await["state"], "idle", "no seeds yet");
@@ -394,13 +399,7 @@ async fn seeds_over_the_api_crawl_the_site_and_controls_hold() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_guards_the_api() {
-    let site = TestSite::start(SiteConfig {
-        pages: 10,
-        hosts: 1,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
+    let site = site(10, 1).await;
     let svc = start(&site, None, "s3cret-token-0123").await;
     let (code, _) = svc.api.call("GET", "/api/v1/status", None).await;
     assert_eq!(code, 200, "with the token");
@@ -424,13 +423,7 @@ async fn a_token_guards_the_api() {
 /// leased afterwards, its URLs stay known, and the crawl has nothing left to do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hosts_queue_can_be_deleted() {
-    let site = TestSite::start(SiteConfig {
-        pages: 10,
-        hosts: 1,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
+    let site = site(10, 1).await;
     let svc = start(&site, Some(0), "").await;
     let api = &svc.api;
     let seed = site.site().seed_url();
@@ -467,13 +460,7 @@ async fn a_hosts_queue_can_be_deleted() {
 /// one-second lease: those URLs must come back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn external_fetchers_alone_crawl_the_site_and_lost_leases_come_back() {
-    let site = TestSite::start(SiteConfig {
-        pages: 1000,
-        hosts: 3,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
+    let site = site(1000, 3).await;
     let svc = start(&site, Some(0), "").await;
     let api = &svc.api;
     let seed = site.site().seed_url();

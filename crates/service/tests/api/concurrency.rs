@@ -12,13 +12,7 @@ use super::start_with;
 /// no more than the slots free, and a completion frees its slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crawl_concurrency_bounds_the_leases_out() {
-    let site = TestSite::start(SiteConfig {
-        pages: 50,
-        hosts: 1,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
+    let site = super::site(50, 1).await;
     // Twelve URLs due at once on one host that allows twenty in flight: only the eight
     // fetch slots of `crawl.concurrency` are handed out.
     let svc = start_with(&site, Some(0), "", |cfg| {

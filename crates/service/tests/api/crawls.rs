@@ -6,13 +6,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_crawl_parameter_addresses_each_crawl_of_the_service() {
-    let site = TestSite::start(SiteConfig {
-        pages: 10,
-        hosts: 1,
-        ..SiteConfig::default()
-    })
-    .await
-    .unwrap();
+    let site = site(10, 1).await;
     let svc = start(&site, Some(0), "").await;
     let api = &svc.api;
     // A crawl as a url-frontier client's first put makes it.

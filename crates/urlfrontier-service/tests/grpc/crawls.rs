@@ -8,27 +8,12 @@
 
 use urlfrontier_proto::v2::get_params;
 
-use super::urls::{batch, get_urls, put_discovered, put_urls, unpaced};
+use super::urls::{batch, get_urls, item_of_crawl, put_discovered, put_urls, unpaced};
 use super::*;
 
-/// A PutURLs item of crawl `crawl_id`: discovered, or known with `known` as its date.
-fn item_in(url: &str, crawl_id: &str, known: Option<u64>) -> UrlItem {
-    let info = Some(UrlInfo {
-        url: url.into(),
-        crawl_id: crawl_id.into(),
-        ..UrlInfo::default()
-    });
-    UrlItem {
-        item: Some(match known {
-            None => Item::Discovered(DiscoveredUrlItem { info }),
-            Some(date) => Item::Known(KnownUrlItem {
-                info,
-                refetchable_from_date: date,
-            }),
-        }),
-        id: String::new(),
-        creation_date: 0,
-    }
+/// A discovered URL of crawl `crawl_id`, acked by its URL.
+fn item_in(url: &str, crawl_id: &str) -> UrlItem {
+    item_of_crawl(url, crawl_id, None, "")
 }
 
 /// The statuses of `items` put on one stream.
@@ -110,11 +95,7 @@ async fn crawl_ids_are_crawls_of_their_own_made_by_puts_deleted_whole_and_restor
     let u = "http://urlfrontier.net/";
     let acks = statuses(
         &mut c,
-        vec![
-            item_in(u, "BESPOKE", None),
-            item_in(u, "", None),
-            item_in(u, "DEFAULT", None),
-        ],
+        vec![item_in(u, "BESPOKE"), item_in(u, ""), item_in(u, "DEFAULT")],
     )
     .await;
     assert_eq!(acks, [ok, ok, skipped]);
@@ -153,11 +134,8 @@ async fn crawl_ids_are_crawls_of_their_own_made_by_puts_deleted_whole_and_restor
     );
 
     // service.max_crawls = 2: a third named crawl is refused, and nothing of it is made.
-    assert_eq!(
-        statuses(&mut c, vec![item_in(u, "third", None)]).await,
-        [ok]
-    );
-    let e = put_urls(&mut c, vec![item_in(u, "fourth", None)])
+    assert_eq!(statuses(&mut c, vec![item_in(u, "third")]).await, [ok]);
+    let e = put_urls(&mut c, vec![item_in(u, "fourth")])
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::ResourceExhausted, "{e}");
@@ -176,10 +154,7 @@ async fn crawl_ids_are_crawls_of_their_own_made_by_puts_deleted_whole_and_restor
     assert_eq!(crawl_ids(&mut c).await, ["DEFAULT", "third"]);
     assert!(!out.join("crawls/BESPOKE").exists());
     assert_eq!(delete_crawl(&mut c, "BESPOKE").await, 0, "gone already");
-    assert_eq!(
-        statuses(&mut c, vec![item_in(u, "BESPOKE", None)]).await,
-        [ok]
-    );
+    assert_eq!(statuses(&mut c, vec![item_in(u, "BESPOKE")]).await, [ok]);
     assert_eq!(stats(&mut c, "BESPOKE").await, (1, 1, "BESPOKE".into()));
 
     // SetActive(false) pauses every crawl: nothing is handed out from any.
@@ -200,7 +175,7 @@ async fn crawl_ids_are_crawls_of_their_own_made_by_puts_deleted_whole_and_restor
     // DeleteCrawl of DEFAULT empties its queues (the service runs on it): what is queued
     // is dropped, what a client holds stays held.
     assert_eq!(
-        statuses(&mut c, vec![item_in("http://c.test/", "", None)]).await,
+        statuses(&mut c, vec![item_in("http://c.test/", "")]).await,
         [ok]
     );
     assert_eq!(stats(&mut c, "").await.0, 3);
@@ -217,7 +192,7 @@ async fn crawl_ids_are_crawls_of_their_own_made_by_puts_deleted_whole_and_restor
     assert_eq!(crawl_ids(&mut c).await, ["DEFAULT", "BESPOKE", "third"]);
     assert_eq!(stats(&mut c, "BESPOKE").await, (1, 1, "BESPOKE".into()));
     assert_eq!(
-        statuses(&mut c, vec![item_in(u, "BESPOKE", None)]).await,
+        statuses(&mut c, vec![item_in(u, "BESPOKE")]).await,
         [skipped]
     );
     assert_eq!(stats(&mut c, "third").await, (1, 1, "third".into()));
@@ -264,11 +239,7 @@ async fn in_redis_each_crawl_id_is_a_namespace_replicas_share_and_a_delete_remov
     let u = "http://a.test/";
     let acks = statuses(
         &mut c,
-        vec![
-            item_in(u, "news", None),
-            item_in(u, "", None),
-            item_in(u, "news2", None),
-        ],
+        vec![item_in(u, "news"), item_in(u, ""), item_in(u, "news2")],
     )
     .await;
     assert_eq!(acks, [ok, ok, ok]);
@@ -284,7 +255,7 @@ async fn in_redis_each_crawl_id_is_a_namespace_replicas_share_and_a_delete_remov
     assert_eq!(stats(&mut r, "news").await, (1, 1, "news".into()));
 
     // A crawl made on one replica shows on the other.
-    assert_eq!(statuses(&mut r, vec![item_in(u, "late", None)]).await, [ok]);
+    assert_eq!(statuses(&mut r, vec![item_in(u, "late")]).await, [ok]);
     eventually("the crawl made elsewhere", async || {
         crawl_ids(&mut c).await == ["DEFAULT", "late", "news", "news2"]
     })
@@ -306,7 +277,7 @@ async fn in_redis_each_crawl_id_is_a_namespace_replicas_share_and_a_delete_remov
         "its files went too"
     );
     assert_eq!(stats(&mut c, "").await.0, 1);
-    assert_eq!(statuses(&mut r, vec![item_in(u, "news", None)]).await, [ok]);
+    assert_eq!(statuses(&mut r, vec![item_in(u, "news")]).await, [ok]);
     eventually("the crawl made again", async || {
         crawl_ids(&mut c).await == ["DEFAULT", "late", "news", "news2"]
     })

@@ -118,8 +118,14 @@ async fn discovered_batches_queue_each_new_url_once_and_are_acked_in_order() {
 }
 
 pub(super) fn item(url: &str, known: Option<u64>, id: &str) -> UrlItem {
+    item_of_crawl(url, "", known, id)
+}
+
+/// A PutURLs item of crawl `crawl_id`: discovered, or known with `known` as its date.
+pub(super) fn item_of_crawl(url: &str, crawl_id: &str, known: Option<u64>, id: &str) -> UrlItem {
     let info = Some(UrlInfo {
         url: url.into(),
+        crawl_id: crawl_id.into(),
         ..UrlInfo::default()
     });
     UrlItem {
