@@ -8,7 +8,7 @@
 
 use urlfrontier_proto::v2::get_params;
 
-use super::urls::{batch, get_urls, item_of_crawl, put_discovered, put_urls, unpaced};
+use super::urls::{batch, get_infos, get_urls, item_of_crawl, put_discovered, put_urls, unpaced};
 use super::*;
 
 /// A discovered URL of crawl `crawl_id`, acked by its URL.
@@ -60,19 +60,13 @@ async fn delete_crawl(c: &mut UrlFrontierClient<Channel>, id: &str) -> u64 {
 
 /// The URLs one GetURLs of crawl `crawl_id` hands out, with the crawl each names, sorted.
 async fn get_urls_of(c: &mut UrlFrontierClient<Channel>, crawl_id: &str) -> Vec<(String, String)> {
-    let mut infos = c
-        .get_ur_ls(GetParams {
-            delay_requestable: 60,
-            item: Some(get_params::Item::CrawlId(crawl_id.into())),
-            ..GetParams::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut out = Vec::new();
-    while let Some(info) = infos.message().await.unwrap() {
-        out.push((info.url, info.crawl_id));
-    }
+    let params = GetParams {
+        delay_requestable: 60,
+        item: Some(get_params::Item::CrawlId(crawl_id.into())),
+        ..GetParams::default()
+    };
+    let infos = get_infos(c, params).await;
+    let mut out: Vec<(String, String)> = infos.into_iter().map(|i| (i.url, i.crawl_id)).collect();
     out.sort();
     out
 }

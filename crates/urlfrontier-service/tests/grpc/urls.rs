@@ -157,24 +157,36 @@ pub(super) async fn put_urls(
     Ok(out)
 }
 
-/// The URLs one GetURLs hands out (held for `hold` seconds), sorted.
+/// What one GetURLs with `params` hands out.
+pub(super) async fn get_infos(
+    c: &mut UrlFrontierClient<Channel>,
+    params: GetParams,
+) -> Vec<UrlInfo> {
+    let mut infos = c.get_ur_ls(params).await.unwrap().into_inner();
+    let mut out = Vec::new();
+    while let Some(info) = infos.message().await.unwrap() {
+        out.push(info);
+    }
+    out
+}
+
+/// The URLs one GetURLs hands out (held for `hold` seconds), with their keys, sorted.
 pub(super) async fn get_urls(
     c: &mut UrlFrontierClient<Channel>,
     hold: u32,
 ) -> Vec<(String, String)> {
-    let mut infos = c
-        .get_ur_ls(GetParams {
-            delay_requestable: hold,
-            ..GetParams::default()
-        })
+    let params = GetParams {
+        delay_requestable: hold,
+        ..GetParams::default()
+    };
+    let mut out: Vec<(String, String)> = get_infos(c, params)
         .await
-        .unwrap()
-        .into_inner();
-    let mut out = Vec::new();
-    while let Some(info) = infos.message().await.unwrap() {
-        assert_eq!(info.crawl_id, "DEFAULT");
-        out.push((info.url, info.key));
-    }
+        .into_iter()
+        .map(|info| {
+            assert_eq!(info.crawl_id, "DEFAULT");
+            (info.url, info.key)
+        })
+        .collect();
     out.sort();
     out
 }
