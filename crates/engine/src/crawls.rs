@@ -16,9 +16,11 @@
 //!   empty crawl only after the old one is gone.
 //! - **Restored at start** ([`Crawls::restore`]): the crawls an earlier run left are taken up
 //!   before the service answers, so their figures and queues are there before any put.
-//! - **Replicas converge** ([`Crawls::sync`], every few seconds): with a shared frontier,
-//!   each process takes up the crawls others made and lets go of those others deleted
-//!   (stopped and its own files removed; the frontier's data is gone already).
+//! - **Replicas converge on positive evidence** ([`Crawls::sync`], every few seconds): with a
+//!   shared frontier, each process joins the crawls others made (it never makes one it only
+//!   read of, so a crawl deleted meanwhile stays deleted) and lets go of those the shared
+//!   record says were deleted or made again (an incarnation of its own) — stopped, retired,
+//!   its own files removed; a record that was lost lets go of nothing.
 //! - **Generations**: each crawl made gets a new number, so a layer that keeps its own state
 //!   per crawl (the gRPC API's held URLs) can tell a crawl from a later one of the same name.
 
@@ -32,6 +34,7 @@ use std::sync::{Arc, RwLock};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::sync::lock;
 use crate::{Control, EngineError, Running, Summary};
 
 /// The name of the crawl a service was started with (and of a request naming none).
@@ -46,20 +49,33 @@ pub type MakerFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + S
 /// Makes and removes named crawls (implemented by the `launch` crate, which knows the
 /// frontiers and the started crawl's configuration).
 pub trait CrawlMaker: Send + Sync + fmt::Debug {
-    /// Starts the crawl `id`: a new one, or the one an earlier run left (its state or its
-    /// keys in a shared frontier).
-    fn start<'a>(&'a self, id: &'a str) -> MakerFuture<'a, Running>;
+    /// Starts the crawl `id`: a new one, or the one an earlier run (or, with a shared
+    /// frontier, another process) left. Without `create` it only joins a crawl that is
+    /// there: with a shared frontier, one alive in it (a crawl deleted meanwhile is not made
+    /// again).
+    fn start<'a>(&'a self, id: &'a str, create: bool) -> MakerFuture<'a, Made>;
     /// Removes what the stopped crawl `id` left: its files, its keys in a shared frontier.
     fn remove<'a>(&'a self, id: &'a str) -> MakerFuture<'a, ()>;
-    /// The IDs of the crawls earlier runs (or, with a shared frontier, other processes) left
-    /// (unchecked: [`Crawls::restore`] checks them).
-    fn stored(&self) -> MakerFuture<'_, Vec<String>>;
+    /// The crawls earlier runs (or, with a shared frontier, other processes) left, with
+    /// their incarnations (unchecked: [`Crawls::restore`] checks the IDs); `None` when a
+    /// shared frontier's record of them was lost (then nothing is let go).
+    fn stored(&self) -> MakerFuture<'_, Option<BTreeMap<String, u64>>>;
     /// Removes this process's own files of crawl `id`, which another process deleted from
     /// the shared frontier.
     fn forget<'a>(&'a self, id: &'a str) -> MakerFuture<'a, ()>;
     /// Whether the crawls are shared with other processes (a frontier in Redis): then they
     /// are synchronised ([`Crawls::sync`]).
     fn shared(&self) -> bool;
+}
+
+/// A crawl a [`CrawlMaker`] started.
+#[derive(Debug)]
+pub struct Made {
+    /// The crawl.
+    pub running: Running,
+    /// Which crawl of that ID it is in a shared frontier (0 in a process of its own): a
+    /// process lets go of its crawl when the shared record names another.
+    pub incarnation: u64,
 }
 
 /// One crawl of the service.
@@ -70,6 +86,8 @@ pub struct Crawl {
     /// Which crawl of that name (0 for `DEFAULT`; a crawl deleted and made again gets a new
     /// number).
     pub generation: u64,
+    /// Its incarnation in a shared frontier ([`Made::incarnation`]).
+    pub incarnation: u64,
     /// Its handle.
     pub control: Control,
 }
@@ -135,6 +153,8 @@ pub struct Crawls {
     started: tokio::sync::Mutex<BTreeMap<Arc<str>, Started>>,
     /// Paused by [`Crawls::set_paused`]: crawls made later start paused too.
     paused: AtomicBool,
+    /// Orders a pause against a crawl being listed.
+    pausing: std::sync::Mutex<()>,
     closed: AtomicBool,
 }
 
@@ -174,6 +194,7 @@ impl Crawls {
             default: Crawl {
                 id: Arc::from(DEFAULT_CRAWL),
                 generation: 0,
+                incarnation: 0,
                 control: default,
             },
             maker,
@@ -182,6 +203,7 @@ impl Crawls {
             listed: RwLock::default(),
             started: tokio::sync::Mutex::default(),
             paused: AtomicBool::new(false),
+            pausing: std::sync::Mutex::default(),
             closed: AtomicBool::new(false),
         }
     }
@@ -225,6 +247,11 @@ impl Crawls {
     /// The crawl `id` names, made (or taken up from what an earlier run stored) when there
     /// is none.
     pub async fn get_or_create(&self, id: &str) -> Result<Crawl, CrawlsError> {
+        self.start(id, true).await
+    }
+
+    /// The crawl `id` names, or the one stored, joined (see [`CrawlMaker::start`]).
+    async fn start(&self, id: &str, create: bool) -> Result<Crawl, CrawlsError> {
         if let Some(crawl) = self.get(id)? {
             return Ok(crawl);
         }
@@ -240,22 +267,30 @@ impl Crawls {
         if started.len() >= self.max {
             return Err(CrawlsError::Full(started.len()));
         }
-        let running = maker.start(id).await.map_err(|why| CrawlsError::Start {
-            id: id.to_owned(),
-            why,
-        })?;
+        let made = maker
+            .start(id, create)
+            .await
+            .map_err(|why| CrawlsError::Start {
+                id: id.to_owned(),
+                why,
+            })?;
+        let running = made.running;
         let crawl = Crawl {
             id: Arc::from(id),
             generation: self.generation.fetch_add(1, Ordering::Relaxed),
+            incarnation: made.incarnation,
             control: running.control(),
         };
         let stop = CancellationToken::new();
         let task = tokio::spawn(running.finish(stop.clone()));
         started.insert(crawl.id.clone(), Started { stop, task });
         self.listed_mut().insert(crawl.id.clone(), crawl.clone());
-        // After it is listed: a pause from now on finds it, one before is seen here.
-        if self.paused.load(Ordering::SeqCst) {
-            crawl.control.pause();
+        {
+            // After it is listed: a pause from now on finds it, one before is seen here.
+            let _order = lock(&self.pausing);
+            if self.paused.load(Ordering::SeqCst) {
+                crawl.control.pause();
+            }
         }
         tracing::info!(crawl = id, "crawl made");
         Ok(crawl)
@@ -268,11 +303,9 @@ impl Crawls {
         let Some(maker) = &self.maker else {
             return Ok(Vec::new());
         };
-        let mut stored = maker.stored().await.map_err(CrawlsError::List)?;
-        stored.sort();
-        stored.dedup();
+        let stored = maker.stored().await.map_err(CrawlsError::List)?;
         let mut restored = Vec::new();
-        for id in stored {
+        for id in stored.unwrap_or_default().into_keys() {
             match crawl_id(&id) {
                 Ok(DEFAULT_CRAWL) | Err(_) => {
                     tracing::warn!(crawl = %id.escape_debug(), "not a crawl ID: left alone");
@@ -287,7 +320,7 @@ impl Crawls {
                 }
                 continue;
             }
-            match self.get_or_create(&id).await {
+            match self.start(&id, false).await {
                 Ok(_) => restored.push(id),
                 Err(e) => {
                     tracing::warn!(crawl = %id, error = %e, "crawl not taken up");
@@ -298,25 +331,24 @@ impl Crawls {
     }
 
     /// With a shared frontier: takes up the crawls other processes made and lets go of those
-    /// they deleted (see the module's header). Crawls listed before the stored ones are read
-    /// and missing from them were deleted; a crawl made here meanwhile is not let go.
+    /// the shared record says were deleted or made again (see the module's header). It acts
+    /// on positive evidence only: a crawl missing from a lost record is kept.
     pub async fn sync(&self) -> Result<(), CrawlsError> {
         let Some(maker) = self.maker.as_ref().filter(|m| m.shared()) else {
             return Ok(());
         };
-        let before: Vec<Crawl> = self.listed().values().cloned().collect();
-        let stored: std::collections::BTreeSet<String> = maker
-            .stored()
-            .await
-            .map_err(CrawlsError::List)?
-            .into_iter()
-            .collect();
-        for crawl in before.iter().filter(|c| !stored.contains(&*c.id)) {
-            self.let_go(maker.as_ref(), crawl).await;
+        let Some(stored) = maker.stored().await.map_err(CrawlsError::List)? else {
+            return Ok(());
+        };
+        let listed: Vec<Crawl> = self.listed().values().cloned().collect();
+        for crawl in listed {
+            if stored.get(&*crawl.id) != Some(&crawl.incarnation) {
+                self.let_go(maker.as_ref(), &crawl).await;
+            }
         }
-        for id in &stored {
+        for id in stored.keys() {
             if matches!(crawl_id(id), Ok(i) if i != DEFAULT_CRAWL) && self.get(id)?.is_none() {
-                if let Err(e) = self.get_or_create(id).await {
+                if let Err(e) = self.start(id, false).await {
                     tracing::debug!(crawl = %id, error = %e, "crawl not taken up");
                 }
             }
@@ -369,6 +401,7 @@ impl Crawls {
 
     /// Pauses (or resumes) every crawl, and those made later.
     pub fn set_paused(&self, paused: bool) {
+        let _order = lock(&self.pausing);
         self.paused.store(paused, Ordering::SeqCst);
         for crawl in self.all() {
             if paused {
@@ -380,7 +413,8 @@ impl Crawls {
     }
 
     /// Deletes the named crawl `id`: unlisted, stopped, and what it stored removed. Answers
-    /// how many URLs it held (queued or out), `None` when there is no such crawl. `DEFAULT`
+    /// how many URLs it held (queued or out), `None` when this process held no such crawl
+    /// (what is stored of it is removed all the same). `DEFAULT`
     /// is not deleted here (the service runs on it): its callers empty its queues.
     pub async fn delete(&self, id: &str) -> Result<Option<u64>, CrawlsError> {
         let id = crawl_id(id)?;
@@ -389,6 +423,14 @@ impl Crawls {
         }
         let mut started = self.started.lock().await;
         let Some(crawl) = self.listed_mut().remove(id) else {
+            // Not here: a delete cut short is finished, and what is stored of a crawl not
+            // taken up (or, shared, alive in another process only) goes.
+            if let Some(maker) = &self.maker {
+                maker.remove(id).await.map_err(|why| CrawlsError::Remove {
+                    id: id.to_owned(),
+                    why,
+                })?;
+            }
             return Ok(None);
         };
         let held = match crawl.control.frontier_stats().await {

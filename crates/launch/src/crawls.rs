@@ -10,10 +10,11 @@
 //! Everything else (scope, politeness, budgets, the visited set's shape, `[recrawl]`) is the
 //! started crawl's.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use engine::crawls::{CrawlMaker, MakerFuture};
-use engine::{CrawlConfig, FrontierBackend, RunOptions, Running, Workers};
+use engine::crawls::{CrawlMaker, Made, MakerFuture};
+use engine::{CrawlConfig, FrontierBackend, RunOptions, Workers};
 
 /// Makes the named crawls of a service started with `base` and `opts`.
 #[derive(Debug, Clone)]
@@ -25,8 +26,13 @@ pub struct Maker {
 impl Maker {
     /// The maker of a service whose started crawl is `base` (as given: `launch::start` has
     /// not yet agreed a shared crawl's rules into it) run with `opts`.
+    /// Sweeps what interrupted deletes left in the crawls' directories first.
     pub fn new(base: CrawlConfig, opts: RunOptions) -> Self {
-        Self { base, opts }
+        let maker = Self { base, opts };
+        for root in maker.roots() {
+            sweep(&root);
+        }
+        maker
     }
 
     /// The configuration of the named crawl `id`.
@@ -136,9 +142,8 @@ impl Maker {
         self.base.frontier.backend == FrontierBackend::Redis
     }
 
-    /// In Redis: registers the named crawl `id` (a crawl new to the registry starts from an
-    /// empty namespace, see `redis_frontier::clear_unborn`).
-    async fn register(&self, id: &str) -> Result<(), String> {
+    /// In Redis: makes (`create`) or joins the named crawl `id`: its incarnation.
+    async fn register(&self, id: &str, create: bool) -> Result<u64, String> {
         let base = &self.base.frontier;
         if base.crawl_id.contains('/') {
             return Err(format!(
@@ -148,32 +153,52 @@ impl Maker {
             ));
         }
         let redis = |e: redis_frontier::RedisFrontierError| format!("Redis: {e}");
-        if redis_frontier::register_crawl(&base.redis_url, &base.crawl_id, id)
+        if !create {
+            return redis_frontier::join_crawl(&base.redis_url, &base.crawl_id, id)
+                .await
+                .map_err(redis)?
+                .ok_or_else(|| "it is not alive in Redis (deleted, or being made)".to_owned());
+        }
+        match redis_frontier::create_crawl(&base.redis_url, &base.crawl_id, id)
             .await
             .map_err(redis)?
         {
-            let crawl_id = redis_frontier::named_crawl_id(&base.crawl_id, id);
-            redis_frontier::clear_unborn(&base.redis_url, &crawl_id)
-                .await
-                .map_err(redis)?;
+            redis_frontier::Created::Alive(n) => Ok(n),
+            redis_frontier::Created::Deleting => Err(format!(
+                "a crawl `{id}` is being deleted; try again once it is (a DeleteCrawl of it \
+                 finishes a delete that was cut short)"
+            )),
         }
-        Ok(())
+    }
+
+    /// Removes `dirs` off the async threads.
+    async fn remove_dirs(&self, id: &str) -> Result<(), String> {
+        let dirs = self.dirs(id);
+        tokio::task::spawn_blocking(move || remove_dirs(&dirs))
+            .await
+            .map_err(|e| e.to_string())?
     }
 }
 
 impl CrawlMaker for Maker {
-    fn start<'a>(&'a self, id: &'a str) -> MakerFuture<'a, Running> {
+    fn start<'a>(&'a self, id: &'a str, create: bool) -> MakerFuture<'a, Made> {
         Box::pin(async move {
-            if self.shared() {
-                self.register(id).await?;
-            }
+            let incarnation = if self.shared() {
+                self.register(id, create).await?
+            } else {
+                0
+            };
             let opts = RunOptions {
                 fresh: false,
                 ..self.opts
             };
-            crate::start(self.config(id), opts)
+            let running = crate::start(self.config(id), opts)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            Ok(Made {
+                running,
+                incarnation,
+            })
         })
     }
 
@@ -185,29 +210,26 @@ impl CrawlMaker for Maker {
                     .await
                     .map_err(|e| format!("its keys in Redis: {e}"))?;
             }
-            remove_dirs(&self.dirs(id))
+            self.remove_dirs(id).await
         })
     }
 
     fn forget<'a>(&'a self, id: &'a str) -> MakerFuture<'a, ()> {
-        Box::pin(async move { remove_dirs(&self.dirs(id)) })
+        Box::pin(self.remove_dirs(id))
     }
 
     fn shared(&self) -> bool {
         Maker::shared(self)
     }
 
-    /// In Redis, the crawls the service's registry lists; otherwise the directories of
-    /// `<out_dir>/crawls` (removing what an interrupted delete left, in every root).
-    fn stored(&self) -> MakerFuture<'_, Vec<String>> {
+    /// In Redis, the alive crawls of the service's registry; otherwise the directories of
+    /// `<out_dir>/crawls`.
+    fn stored(&self) -> MakerFuture<'_, Option<BTreeMap<String, u64>>> {
         Box::pin(async move {
             let base = &self.base;
-            for root in self.roots() {
-                sweep(&root);
-            }
             if base.frontier.backend == FrontierBackend::Redis {
                 if base.frontier.crawl_id.contains('/') {
-                    return Ok(Vec::new()); // It cannot have named crawls (see `start`).
+                    return Ok(Some(BTreeMap::new())); // No named crawls (see `register`).
                 }
                 return redis_frontier::named_crawls(
                     &base.frontier.redis_url,
@@ -219,10 +241,12 @@ impl CrawlMaker for Maker {
             let dir = base.crawl.out_dir.join("crawls");
             let entries = match std::fs::read_dir(&dir) {
                 Ok(entries) => entries,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Ok(Some(BTreeMap::new()))
+                }
                 Err(e) => return Err(format!("{}: {e}", dir.display())),
             };
-            let mut ids = Vec::new();
+            let mut ids = BTreeMap::new();
             for entry in entries {
                 let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
                 if !entry.file_type().is_ok_and(|t| t.is_dir()) {
@@ -230,10 +254,10 @@ impl CrawlMaker for Maker {
                 }
                 let name = entry.file_name().to_string_lossy().into_owned();
                 if !name.starts_with(DELETING) {
-                    ids.push(name);
+                    ids.insert(name, 0);
                 }
             }
-            Ok(ids)
+            Ok(Some(ids))
         })
     }
 }
@@ -303,11 +327,12 @@ mod tests {
             fresh: false,
             serve: true,
         };
+        let maker = Maker::new(base, opts);
+        assert!(!crawls.join(".deleting-gone").exists());
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        let ids = rt.block_on(Maker::new(base, opts).stored()).unwrap();
-        assert_eq!(ids, ["kept"]);
-        assert!(!crawls.join(".deleting-gone").exists());
+        let ids = rt.block_on(maker.stored()).unwrap().unwrap();
+        assert_eq!(ids.into_keys().collect::<Vec<_>>(), ["kept"]);
     }
 }

@@ -1,20 +1,26 @@
-//! A service's named crawls in Redis: the crawl `<base>/<ID>` of each ID, listed in the set
-//! `crawl:{<base>}:named` ([`named_crawls`], [`register_crawl`]) and deleted whole
-//! ([`delete_crawl`]).
+//! A service's named crawls in Redis: the crawl `<base>/<ID>` of each ID, recorded in the
+//! hash `crawl:{<base>}:named` — made ([`create_crawl`]), joined by the service's other
+//! replicas ([`join_crawl`], [`named_crawls`]) and deleted whole ([`delete_crawl`]).
 //!
 //! Design choices:
-//! - **A registry set, not a key scan, says which crawls exist**: every replica of the
-//!   service reads it every few seconds (to take up crawls others made and let go of those
-//!   they deleted), which must cost nothing however many keys the crawls hold.
-//! - **Every key of a crawl lives under `crawl:{ID}:`** (one hash slot), so a cursor `SCAN`
-//!   of that prefix finds them all, a step at a time (the server is never held for long), and
-//!   `UNLINK` frees them off the server's main thread. A delete unregisters first, so that no
-//!   replica takes the crawl up while its keys go.
-//! - **A crawl registered anew starts from an empty namespace** ([`clear_unborn`]): keys a
-//!   replica wrote there while the crawl was being deleted (it learns of a delete within a
-//!   sync period) are removed — but only while the crawl has no visited set (`meta`), checked
-//!   with each batch in one script, so that a replica making the same crawl at the same moment
-//!   loses nothing it has already taken.
+//! - **Each ID's state in one hash field, changed only by scripts**: `N` (alive, the `N`th
+//!   crawl made under this service: its incarnation), `clearing:N` (being made where a
+//!   deleted crawl was), `deleting`, `deleted`. Field `""` counts incarnations and is the
+//!   registry's sentinel: a registry without it was lost (flushed, evicted), and a replica
+//!   then lets go of nothing.
+//! - **Replicas act on positive evidence only**: a replica lets go of its crawl when the
+//!   registry names another state or incarnation for it, never because it is missing; a
+//!   replica takes a crawl up by joining an alive incarnation, never by making one, so a
+//!   crawl deleted meanwhile is not brought back.
+//! - **No crawl is made while one of the same ID is being deleted**, and none is joined while
+//!   it is being made: a delete marks the ID `deleting` first, removes the visited set's
+//!   shape (`meta`) and then every key of the namespace (a cursor `SCAN`, `UNLINK`: the server
+//!   is never held long), then marks it `deleted`. A delete cut short is finished by the next.
+//! - **A crawl made where one was deleted starts from an empty namespace**: keys a lagging
+//!   replica wrote after the delete are removed while no one may join ([`clear_namespace`]).
+//!   An ID never deleted has nothing to clear, so making it costs no scan.
+
+use std::collections::BTreeMap;
 
 use redis::AsyncCommands;
 
@@ -24,11 +30,67 @@ use crate::RedisFrontierError;
 /// Keys asked per `SCAN` step.
 const SCAN_COUNT: usize = 1_000;
 
+/// KEYS: registry. ARGV: id. Returns {incarnation, 0 joined | 1 made | 2 made, clear first},
+/// or {-1, 0} while the ID is being deleted.
+const CREATE: &str = r"
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v == 'deleting' then return {-1, 0} end
+if v and string.sub(v, 1, 9) == 'clearing:' then return {tonumber(string.sub(v, 10)), 2} end
+if v and v ~= 'deleted' then return {tonumber(v), 0} end
+local n = redis.call('HINCRBY', KEYS[1], '', 1)
+if v == 'deleted' then
+  redis.call('HSET', KEYS[1], ARGV[1], 'clearing:' .. n)
+  return {n, 2}
+end
+redis.call('HSET', KEYS[1], ARGV[1], n)
+return {n, 1}
+";
+
+/// KEYS: registry. ARGV: id, incarnation. The clearing of a crawl made is over.
+const CLEARED: &str = r"
+if redis.call('HGET', KEYS[1], ARGV[1]) == 'clearing:' .. ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+return 1
+";
+
+/// KEYS: registry. ARGV: id. The alive incarnation, or -1.
+const JOIN: &str = r"
+local n = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '')
+if n then return n end
+return -1
+";
+
+/// KEYS: registry. ARGV: id. Marks the ID `deleting` (1), unless there is nothing to delete (0).
+const DELETE_BEGIN: &str = r"
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v or v == 'deleted' then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], 'deleting')
+return 1
+";
+
+/// KEYS: registry. ARGV: id.
+const DELETE_END: &str = r"
+if redis.call('HGET', KEYS[1], ARGV[1]) == 'deleting' then
+  redis.call('HSET', KEYS[1], ARGV[1], 'deleted')
+end
+return 1
+";
+
 /// Unlinks the keys given after the first, unless the first (the crawl's `meta`) exists.
 const UNLINK_UNBORN: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
 return redis.call('UNLINK', unpack(KEYS, 2))
 ";
+
+/// What [`create_crawl`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    /// The crawl is alive: this is its incarnation (made now, or joined).
+    Alive(u64),
+    /// A crawl of that ID is being deleted: try again once it is.
+    Deleting,
+}
 
 /// `text` matched literally in a `SCAN MATCH` pattern (its glob characters escaped).
 fn glob_literal(text: &str) -> String {
@@ -47,7 +109,7 @@ pub fn named_crawl_id(base: &str, id: &str) -> String {
     format!("{base}/{id}")
 }
 
-/// The set of the named crawls of `base`.
+/// The registry of the named crawls of `base`.
 fn registry(base: &str) -> String {
     format!("crawl:{{{base}}}:named")
 }
@@ -88,72 +150,126 @@ where
     }
 }
 
-/// The IDs of the named crawls of `base` at `url`, by name.
-pub async fn named_crawls(url: &str, base: &str) -> Result<Vec<String>, RedisFrontierError> {
+/// The alive named crawls of `base` with their incarnations, by ID; `None` when the
+/// registry was lost (see the module's header).
+pub async fn named_crawls(
+    url: &str,
+    base: &str,
+) -> Result<Option<BTreeMap<String, u64>>, RedisFrontierError> {
     check_crawl_id(base)?;
     let mut conn = connect(url).await?;
-    let mut ids: Vec<String> = conn.smembers(registry(base)).await?;
-    ids.sort();
-    Ok(ids)
+    let all: BTreeMap<String, String> = conn.hgetall(registry(base)).await?;
+    if !all.contains_key("") {
+        return Ok(None);
+    }
+    Ok(Some(
+        all.into_iter()
+            .filter(|(id, _)| !id.is_empty())
+            .filter_map(|(id, v)| v.parse().ok().map(|n| (id, n)))
+            .collect(),
+    ))
 }
 
-/// Registers the named crawl `id` of `base`: whether it is new (was not registered).
-pub async fn register_crawl(url: &str, base: &str, id: &str) -> Result<bool, RedisFrontierError> {
+/// Makes the named crawl `id` of `base` — or joins it when it is alive — clearing its
+/// namespace first where a deleted crawl was.
+pub async fn create_crawl(url: &str, base: &str, id: &str) -> Result<Created, RedisFrontierError> {
+    let crawl_id = named_crawl_id(base, id);
+    check_crawl_id(&crawl_id)?;
+    let mut conn = connect(url).await?;
+    let (n, state): (i64, i64) = redis::Script::new(CREATE)
+        .key(registry(base))
+        .arg(id)
+        .invoke_async(&mut conn)
+        .await?;
+    let Ok(n) = u64::try_from(n) else {
+        return Ok(Created::Deleting);
+    };
+    if state == 2 {
+        clear_namespace(&mut conn, &crawl_id).await?;
+        let _: i64 = redis::Script::new(CLEARED)
+            .key(registry(base))
+            .arg(id)
+            .arg(n)
+            .invoke_async(&mut conn)
+            .await?;
+    }
+    Ok(Created::Alive(n))
+}
+
+/// The alive incarnation of the named crawl `id` of `base`, `None` when it is not alive
+/// (never made, being made, being deleted or deleted).
+pub async fn join_crawl(
+    url: &str,
+    base: &str,
+    id: &str,
+) -> Result<Option<u64>, RedisFrontierError> {
     check_crawl_id(&named_crawl_id(base, id))?;
     let mut conn = connect(url).await?;
-    let added: u64 = conn.sadd(registry(base), id).await?;
-    Ok(added == 1)
+    let n: i64 = redis::Script::new(JOIN)
+        .key(registry(base))
+        .arg(id)
+        .invoke_async(&mut conn)
+        .await?;
+    Ok(u64::try_from(n).ok())
 }
 
 /// Removes every key of crawl `crawl_id` as long as it has no visited set (see the module's
-/// header): how many.
-pub async fn clear_unborn(url: &str, crawl_id: &str) -> Result<u64, RedisFrontierError> {
-    check_crawl_id(crawl_id)?;
-    let mut conn = connect(url).await?;
+/// header).
+async fn clear_namespace(
+    conn: &mut redis::aio::MultiplexedConnection,
+    crawl_id: &str,
+) -> Result<(), RedisFrontierError> {
     let meta = format!("crawl:{{{crawl_id}}}:meta");
     let script = redis::Script::new(UNLINK_UNBORN);
-    let removed = std::sync::atomic::AtomicU64::new(0);
     let pattern = format!("crawl:{{{}}}:*", glob_literal(crawl_id));
-    scan(&mut conn, &pattern, |mut conn, keys| {
-        let (script, meta, removed) = (&script, &meta, &removed);
+    scan(conn, &pattern, |mut conn, keys| {
+        let (script, meta) = (&script, &meta);
         async move {
             let mut call = script.key(meta.as_str());
             for k in keys {
                 call.key(k);
             }
             let n: i64 = call.invoke_async(&mut conn).await?;
-            match u64::try_from(n) {
-                Ok(n) => {
-                    removed.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-                    Ok(true)
-                }
-                Err(_) => Ok(false), // Born meanwhile: its keys are its own.
-            }
+            Ok(n >= 0) // Born meanwhile: its keys are its own.
         }
     })
-    .await?;
-    Ok(removed.into_inner())
+    .await
 }
 
-/// Deletes the named crawl `id` of `base`: unregistered, then every key of its namespace.
-/// Answers how many keys there were.
+/// Deletes the named crawl `id` of `base` (or finishes a delete cut short): marked
+/// `deleting`, its `meta` removed, then every key of its namespace, then marked `deleted`.
+/// Answers how many keys there were (0 when there was nothing to delete).
 pub async fn delete_crawl(url: &str, base: &str, id: &str) -> Result<u64, RedisFrontierError> {
     let crawl_id = named_crawl_id(base, id);
     check_crawl_id(&crawl_id)?;
     let mut conn = connect(url).await?;
-    let _: u64 = conn.srem(registry(base), id).await?;
+    let begun: i64 = redis::Script::new(DELETE_BEGIN)
+        .key(registry(base))
+        .arg(id)
+        .invoke_async(&mut conn)
+        .await?;
+    if begun == 0 {
+        return Ok(0);
+    }
+    let mut removed: u64 = conn.unlink(format!("crawl:{{{crawl_id}}}:meta")).await?;
     let pattern = format!("crawl:{{{}}}:*", glob_literal(&crawl_id));
-    let removed = std::sync::atomic::AtomicU64::new(0);
+    let more = std::sync::atomic::AtomicU64::new(0);
     scan(&mut conn, &pattern, |mut conn, keys| {
-        let removed = &removed;
+        let more = &more;
         async move {
             let n: u64 = conn.unlink(keys).await?;
-            removed.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            more.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
             Ok(true)
         }
     })
     .await?;
-    Ok(removed.into_inner())
+    removed += more.into_inner();
+    let _: i64 = redis::Script::new(DELETE_END)
+        .key(registry(base))
+        .arg(id)
+        .invoke_async(&mut conn)
+        .await?;
+    Ok(removed)
 }
 
 #[cfg(test)]

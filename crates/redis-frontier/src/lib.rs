@@ -39,7 +39,7 @@ mod scripts;
 mod visited;
 
 pub use crate::frontier::{RedisConfig, RedisFrontier};
-pub use crawls::{clear_unborn, delete_crawl, named_crawl_id, named_crawls, register_crawl};
+pub use crawls::{create_crawl, delete_crawl, join_crawl, named_crawl_id, named_crawls, Created};
 pub use export::export_guava;
 pub use rules::agree_rules;
 pub use visited::Visited;

@@ -49,9 +49,8 @@ impl FromRequestParts<AppState> for CrawlState {
 
 /// The crawl `?crawl=` names and the query without it; `None` when it names none.
 fn split_query(query: &str) -> Result<(Option<String>, String), ApiError> {
-    let named = query
-        .split('&')
-        .any(|p| p == PARAM || p.starts_with("crawl="));
+    // Decoded first: `cr%61wl=` names a crawl too.
+    let named = form_urlencoded::parse(query.as_bytes()).any(|(key, _)| key == PARAM);
     if !named {
         return Ok((None, query.to_owned()));
     }
@@ -197,5 +196,9 @@ mod tests {
         );
         assert_eq!(split_query("crawl").unwrap().0.as_deref(), Some(""));
         assert!(split_query("crawl=a&crawl=b").is_err());
+        assert_eq!(
+            split_query("cr%61wl=x&q=a+b%2B").unwrap(),
+            (Some("x".to_owned()), "q=a+b%2B".to_owned())
+        );
     }
 }

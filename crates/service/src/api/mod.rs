@@ -476,6 +476,10 @@ pub(crate) async fn events(
                 tokio::select! {
                     _ = state.shutdown.cancelled() => return None,
                     _ = tick.tick() => {
+                        // A crawl stopping (a named crawl deleted) has nothing more to say.
+                        if state.control.stopping() {
+                            return None;
+                        }
                         let s = status_body(&state).await;
                         break Event::default().event("status").json_data(s).ok()?;
                     }

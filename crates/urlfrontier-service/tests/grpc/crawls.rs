@@ -278,6 +278,27 @@ async fn in_redis_each_crawl_id_is_a_namespace_replicas_share_and_a_delete_remov
     .await;
     assert_eq!(stats(&mut c, "news").await, (1, 1, "news".into()));
 
+    // A delete cut short (the ID left `deleting`) refuses the ID until a delete finishes it.
+    redis
+        .command(&["HSET", "crawl:{svc}:named", "cut", "deleting"])
+        .unwrap();
+    let e = put_urls(&mut c, vec![item_in(u, "cut")]).await.unwrap_err();
+    assert_eq!(e.code(), Code::Unavailable, "{e}");
+    assert!(e.message().contains("being deleted"), "{e}");
+    assert_eq!(delete_crawl(&mut c, "cut").await, 0);
+    assert_eq!(statuses(&mut c, vec![item_in(u, "cut")]).await, [ok]);
+
+    // A registry that is lost (flushed, evicted) is no evidence of a delete: nothing is let go.
+    let all = ["DEFAULT", "cut", "late", "news", "news2"];
+    eventually("the replica to join", async || {
+        crawl_ids(&mut r).await == all
+    })
+    .await;
+    redis.command(&["DEL", "crawl:{svc}:named"]).unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(crawl_ids(&mut r).await, all);
+    assert_eq!(crawl_ids(&mut c).await, all);
+
     replica.stop().await;
     rserver.await.unwrap().unwrap();
     crawl.stop().await;
