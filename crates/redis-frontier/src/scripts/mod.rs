@@ -476,7 +476,17 @@ local host = ARGV[6]
 if redis.call('SISMEMBER', P .. 'hosts', host) == 0 then return 0 end
 local now = now_ms()
 local hk = hkey(host)
-if ARGV[7] ~= '' then redis.call('HSET', hk, 'delay', ARGV[7]) end
+if ARGV[7] ~= '' then
+  redis.call('HSET', hk, 'delay', ARGV[7])
+  -- The new delay counts from the last fetch's start, shorter or longer, as the local
+  -- frontier's does; a host backing off keeps waiting (its wait may be a Retry-After).
+  if hnum(hk, 'backoff', 0) == 0 then
+    local last = hnum(hk, 'last_start', nil)
+    local at = now
+    if last then at = last + eff_pace(hk) end
+    redis.call('HSET', hk, 'next_at', I(math.max(at, hnum(hk, 'held_at', 0))))
+  end
+end
 if ARGV[8] ~= '' then redis.call('HSET', hk, 'max_inflight', ARGV[8]) end
 if ARGV[9] ~= '' then
   local block = tonumber(ARGV[9])

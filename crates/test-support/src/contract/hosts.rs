@@ -314,3 +314,29 @@ pub async fn a_default_delay_paces_hosts_without_their_own(h: &dyn Harness) {
         "a.test keeps the time it was given"
     );
 }
+
+/// An operator's delay for one host counts from its last fetch's start at once, shorter or
+/// longer (url-frontier's SetDelay of a queue, `PUT /api/v1/hosts/{host}`'s `delay_ms`).
+pub async fn a_host_delay_counts_from_its_last_fetch(h: &dyn Harness) {
+    let f = h.open(base_config(), &[]);
+    let urls: Vec<String> = (1..=3).map(|i| format!("http://p.test/{i}")).collect();
+    offer(&*f, None, &urls).await;
+    let delay = |d: Duration| HostControls {
+        delay: Some(d),
+        ..HostControls::default()
+    };
+    let hour = Duration::from_secs(3600);
+    assert!(f.set_host("p.test", delay(hour)).await.expect("set_host"));
+    let first = lease(&*f).await;
+    complete(&*f, first, Outcome::Done).await;
+    assert!(f.try_next().await.unwrap().is_none(), "an hour to wait");
+    assert!(f.set_host("p.test", delay(Duration::ZERO)).await.unwrap());
+    let second = f.try_next().await.unwrap();
+    let second = second.expect("a shorter delay applies at once");
+    complete(&*f, second, Outcome::Done).await;
+    assert!(f.set_host("p.test", delay(hour)).await.unwrap());
+    assert!(
+        f.try_next().await.unwrap().is_none(),
+        "a longer delay applies at once too"
+    );
+}

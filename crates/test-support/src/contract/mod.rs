@@ -27,7 +27,8 @@ mod recrawl;
 pub use backoff::{a_success_ends_the_back_off_at_once, failures_in_flight_together_back_off_once};
 pub use hosts::{
     a_default_delay_paces_hosts_without_their_own, a_deleted_queue_drops_its_urls,
-    a_limit_of_finished_urls_stops_a_host, host_listing_and_controls,
+    a_host_delay_counts_from_its_last_fetch, a_limit_of_finished_urls_stops_a_host,
+    host_listing_and_controls,
 };
 pub use recrawl::{
     a_fetched_url_is_due_again, an_operator_moves_a_schedule, scheduled_config,
@@ -110,6 +111,7 @@ pub async fn run_all(h: &dyn Harness) {
     a_limit_of_finished_urls_stops_a_host(h).await;
     a_deleted_queue_drops_its_urls(h).await;
     a_default_delay_paces_hosts_without_their_own(h).await;
+    a_host_delay_counts_from_its_last_fetch(h).await;
     a_kept_open_frontier_waits_for_seeds(h).await;
     a_requeued_url_is_served_again(h).await;
     entries_carry_how_they_were_found(h).await;
