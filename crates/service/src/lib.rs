@@ -223,7 +223,19 @@ pub fn openapi_json(token_set: bool) -> String {
 }
 
 async fn metrics_handler(State(state): State<AppState>) -> Response {
-    let text = metrics::encode(state.control.metrics().await);
+    let mut crawls = Vec::new();
+    for crawl in state.crawls.all() {
+        // A crawl whose frontier does not answer now is left out of this scrape.
+        if let Ok(s) = crawl.control.frontier_stats().await {
+            crawls.push(metrics::CrawlFigures {
+                id: crawl.id.to_string(),
+                queued: s.queued,
+                in_flight: s.in_flight,
+                done: s.pages,
+            });
+        }
+    }
+    let text = metrics::encode(state.control.metrics().await, &crawls);
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
 }
 

@@ -77,9 +77,44 @@ fn family(rows: impl IntoIterator<Item = (&'static str, String, u64)>) -> Family
     f
 }
 
-/// Encodes `m` as the OpenMetrics text.
-pub fn encode(m: MetricsSnapshot) -> String {
+/// One crawl of the service as `/metrics` shows it beside the `DEFAULT` crawl's figures.
+#[derive(Debug, Clone, Default)]
+pub struct CrawlFigures {
+    /// Its ID.
+    pub id: String,
+    /// URLs queued.
+    pub queued: u64,
+    /// URLs out (fetched by the built-in workers or held by clients).
+    pub in_flight: u64,
+    /// URLs done.
+    pub done: u64,
+}
+
+/// Encodes `m` (the `DEFAULT` crawl's figures) and `crawls` (every crawl's URLs, by state) as
+/// the OpenMetrics text.
+pub fn encode(m: MetricsSnapshot, crawls: &[CrawlFigures]) -> String {
     let mut r = Registry::with_prefix("crawler");
+    let by_crawl = Family::<Labels, Gauge>::default();
+    for c in crawls {
+        for (state, n) in [
+            ("queued", c.queued),
+            ("in_flight", c.in_flight),
+            ("done", c.done),
+        ] {
+            by_crawl
+                .get_or_create(&vec![
+                    ("crawl".to_owned(), c.id.clone()),
+                    ("state".to_owned(), state.to_owned()),
+                ])
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+    r.register(
+        "crawl_urls",
+        "URLs of each crawl of the service (DEFAULT and the url-frontier crawl IDs), by \
+         state: queued, in_flight, done",
+        by_crawl,
+    );
     let s = &m.frontier;
     r.register(
         "fetches",

@@ -47,6 +47,18 @@ async fn the_crawl_parameter_addresses_each_crawl_of_the_service() {
     let (_, listed) = api.call("GET", "/api/v1/crawls", None).await;
     assert_eq!(listed["crawls"][1]["queued"], 1, "{listed}");
 
+    // /metrics counts every crawl's URLs by state.
+    let (code, _, metrics) = http(api.addr, "GET", "/metrics", "127.0.0.1", &[], None).await;
+    assert_eq!(code, 200);
+    let metrics = String::from_utf8(metrics).unwrap();
+    for line in [
+        "crawler_crawl_urls{crawl=\"news\",state=\"queued\"} 1",
+        "crawler_crawl_urls{crawl=\"DEFAULT\",state=\"queued\"} 1",
+        "crawler_crawl_urls{crawl=\"news\",state=\"done\"} 0",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
+
     // Pause applies to the crawl named.
     let (code, _) = api.call("POST", "/api/v1/pause?crawl=news", None).await;
     assert_eq!(code, 200);
