@@ -192,7 +192,8 @@ fn a_python_grpc_client_needs_the_token_and_pauses_the_crawl() {
     terminate(child);
 }
 
-/// Upstream's testCrawlIDs, and a crawl kept over a restart: the calls' answers, a line each.
+/// Upstream's testCrawlIDs and testQueueNames, and a crawl kept over a restart: the calls'
+/// answers, a line each.
 const CRAWL_IDS_CLIENT: &str = r#"
 import sys
 import grpc
@@ -223,6 +224,11 @@ if sys.argv[4] == "first":
     print("deleted", delete(""), stats(""))
     print("put", put(uf.URLInfo(url=u, crawlID="kept")))
     print("crawls", crawls())
+    # Upstream's testQueueNames: a URL with a query and no path is queued under its host.
+    print("put", put(uf.URLInfo(url="http://gac.icann.org?language_id=9")))
+    q = uf.QueueWithinCrawlParams(key="gac.icann.org")
+    print("queue", stub.GetStats(q, metadata=md, timeout=30).size,
+          stub.DeleteQueue(q, metadata=md, timeout=30).value)
 else:
     print("crawls", crawls())
     print("stats", stats("kept"))
@@ -254,6 +260,8 @@ fn a_python_client_keeps_crawl_ids_apart_and_a_restart_keeps_them() {
             "deleted 1 DEFAULT 0",
             "put OK",
             "crawls DEFAULT,kept",
+            "put OK",
+            "queue 1 1",
         ]
     );
     assert!(!dir.out.join("crawls/BESPOKE").exists(), "deleted whole");
