@@ -223,19 +223,20 @@ pub fn openapi_json(token_set: bool) -> String {
 }
 
 async fn metrics_handler(State(state): State<AppState>) -> Response {
-    let mut crawls = Vec::new();
-    for crawl in state.crawls.all() {
-        // A crawl whose frontier does not answer now is left out of this scrape.
-        if let Ok(s) = crawl.control.frontier_stats().await {
-            crawls.push(metrics::CrawlFigures {
-                id: crawl.id.to_string(),
-                queued: s.queued,
-                in_flight: s.in_flight,
-                done: s.pages,
-            });
-        }
-    }
-    let text = metrics::encode(state.control.metrics().await, &crawls);
+    let m = state.control.metrics().await;
+    // A crawl whose frontier does not answer now is left out of this scrape.
+    let crawls: Vec<metrics::CrawlFigures> = api::crawls::summaries(&state, Some(&m.frontier))
+        .await
+        .into_iter()
+        .filter(|c| c.error.is_none())
+        .map(|c| metrics::CrawlFigures {
+            id: c.id,
+            queued: c.queued,
+            in_flight: c.in_flight,
+            done: c.done,
+        })
+        .collect();
+    let text = metrics::encode(m, &crawls);
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
 }
 

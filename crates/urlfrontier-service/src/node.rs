@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::crawls::DEFAULT_CRAWL;
+use engine::crawls::{crawl_id, DEFAULT_CRAWL};
 use engine::Control;
 use frontier::{is_active, HostControls, HostPage, HostQuery, HostSort};
 use tonic::codegen::BoxStream;
@@ -132,7 +132,7 @@ impl Node {
 
 /// The name a request's crawl ID gives back: `DEFAULT` for an empty one.
 fn crawl_name(id: &str) -> String {
-    if id.is_empty() { DEFAULT_CRAWL } else { id }.to_owned()
+    crawl_id(id).unwrap_or(id).to_owned()
 }
 
 /// Most queue keys in one ListQueues answer.

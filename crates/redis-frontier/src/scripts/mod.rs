@@ -45,6 +45,7 @@
 //! Every script takes `ARGV[1..5]` = prefix, default delay (ms), default `max_per_host`,
 //! back-off base (ms), most back-off (ms); its own arguments follow.
 
+mod hosts;
 mod schedule;
 
 /// Helpers every script starts with.
@@ -444,92 +445,6 @@ return 0
 /// that dies there loses its URL to the others after this many leases instead of one.
 pub(crate) const WRITE_PIN: u64 = 10;
 
-/// A host's robots.txt `Crawl-delay` (ARGV: host, delay ms): the next fetch waits it from
-/// the last fetch's start.
-const CRAWL_DELAY: &str = r"
-now_ms()
-local hk = hkey(ARGV[6])
-redis.call('HSET', hk, 'crawl_delay', I(math.min(tonumber(ARGV[7]), B_MAX)))
-local last = hnum(hk, 'last_start', -1)
-if last >= 0 then
-  redis.call('HSET', hk, 'next_at', I(math.max(hnum(hk, 'next_at', 0), last + eff_delay(hk))))
-end
-reschedule(ARGV[6])
-return 1
-";
-
-/// A fetch of the host (ARGV: host) started late: its next fetch waits from now.
-const CONTACTED: &str = r"
-local hk = hkey(ARGV[6])
-local now = now_ms()
-redis.call('HSET', hk, 'last_start', I(now))
-redis.call('HSET', hk, 'next_at', I(math.max(hnum(hk, 'next_at', 0), now + eff_delay(hk))))
-reschedule(ARGV[6])
-return 1
-";
-
-/// An operator's controls of a host. ARGV: host, delay (ms), most in flight, block for
-/// (ms), budget, recrawl interval (s), most finished (0: none) — each empty to leave it.
-/// Returns 0 for a host the crawl does not know.
-const SET_HOST: &str = r"
-local host = ARGV[6]
-if redis.call('SISMEMBER', P .. 'hosts', host) == 0 then return 0 end
-local now = now_ms()
-local hk = hkey(host)
-if ARGV[7] ~= '' then
-  redis.call('HSET', hk, 'delay', ARGV[7])
-  -- The new delay counts from the last fetch's start, shorter or longer, as the local
-  -- frontier's does; a host backing off keeps waiting (its wait may be a Retry-After).
-  if hnum(hk, 'backoff', 0) == 0 then
-    local last = hnum(hk, 'last_start', nil)
-    local at = now
-    if last then at = last + eff_pace(hk) end
-    redis.call('HSET', hk, 'next_at', I(math.max(at, hnum(hk, 'held_at', 0))))
-  end
-end
-if ARGV[8] ~= '' then redis.call('HSET', hk, 'max_inflight', ARGV[8]) end
-if ARGV[9] ~= '' then
-  local block = tonumber(ARGV[9])
-  if block > 0 then block = now + block end
-  redis.call('HSET', hk, 'blocked_until', I(block))
-end
-if ARGV[10] ~= '' then redis.call('HSET', hk, 'budget', ARGV[10]) end
-if ARGV[11] and ARGV[11] ~= '' then redis.call('HSET', hk, 'recrawl_secs', ARGV[11]) end
-if ARGV[12] and ARGV[12] ~= '' then
-  if tonumber(ARGV[12]) > 0 then redis.call('HSET', hk, 'max_done', ARGV[12])
-  else redis.call('HDEL', hk, 'max_done') end
-end
-reschedule(host)
-return 1
-";
-
-/// Sets the crawl's default delay (ARGV: ms), for every process: it replaces their configured
-/// one (`ARGV[2]`) in every script from now on.
-const SET_DEFAULT_DELAY: &str = r"
-now_ms()
-redis.call('HSET', P .. 'politeness', 'delay', ARGV[6])
-return 1
-";
-
-/// Drops every URL queued for a host (ARGV: host): its queue goes, its state and leases stay.
-/// Returns how many were dropped (0: none, or no such host). The crawl clock's write comes
-/// first, so a full Redis refuses the call whole.
-const DELETE_QUEUE: &str = r"
-local host = ARGV[6]
-if redis.call('SISMEMBER', P .. 'hosts', host) == 0 then return 0 end
-now_ms()
-local hk = hkey(host)
-local q = P .. 'q:' .. host
-local n = redis.call('LLEN', q)
--- Freed in the background: a long queue does not hold up every process.
-redis.call('UNLINK', q)
-local counted = hnum(hk, 'queued', 0)
-redis.call('HSET', hk, 'queued', 0)
-if counted ~= 0 then redis.call('HINCRBY', P .. 'stats', 'queued', -counted) end
-reschedule(host)
-return n
-";
-
 /// A robots.txt verdict other processes stored, or the claim to fetch it. ARGV: origin,
 /// holder, claim (ms). Returns the record, 1 (fetch it: the claim is this holder's) or 0
 /// (another process holds the claim).
@@ -593,11 +508,11 @@ impl Scripts {
             complete: s(COMPLETE),
             renew: s(RENEW),
             hold: s(&HOLD.replace("WRITE_PIN", &WRITE_PIN.to_string())),
-            crawl_delay: s(CRAWL_DELAY),
-            contacted: s(CONTACTED),
-            set_host: s(SET_HOST),
-            delete_queue: s(DELETE_QUEUE),
-            set_default_delay: s(SET_DEFAULT_DELAY),
+            crawl_delay: s(hosts::CRAWL_DELAY),
+            contacted: s(hosts::CONTACTED),
+            set_host: s(hosts::SET_HOST),
+            delete_queue: s(hosts::DELETE_QUEUE),
+            set_default_delay: s(hosts::SET_DEFAULT_DELAY),
             robots_get: s(ROBOTS_GET),
             robots_put: s(ROBOTS_PUT),
             schedule: s(schedule::FIGURES),

@@ -40,6 +40,17 @@ pub struct CrawlSummary {
 #[utoipa::path(get, path = "/api/v1/crawls",
     responses((status = 200, body = CrawlsResponse), (status = 401, body = crate::types::ErrorBody)))]
 pub(crate) async fn crawls(State(state): State<AppState>) -> Json<CrawlsResponse> {
+    Json(CrawlsResponse {
+        crawls: summaries(&state, None).await,
+    })
+}
+
+/// Every crawl's figures, `DEFAULT` first; `default` is the `DEFAULT` crawl's frontier
+/// figures when the caller has read them already (a `/metrics` scrape).
+pub(crate) async fn summaries(
+    state: &AppState,
+    default: Option<&frontier::Stats>,
+) -> Vec<CrawlSummary> {
     let mut crawls = Vec::new();
     for crawl in state.crawls.all() {
         let control = &crawl.control;
@@ -59,7 +70,11 @@ pub(crate) async fn crawls(State(state): State<AppState>) -> Json<CrawlsResponse
             done: 0,
             error: None,
         };
-        match control.frontier_stats().await {
+        let stats = match default.filter(|_| &*crawl.id == engine::crawls::DEFAULT_CRAWL) {
+            Some(s) => Ok(s.clone()),
+            None => control.frontier_stats().await,
+        };
+        match stats {
             Ok(s) => {
                 summary.queued = s.queued;
                 summary.in_flight = s.in_flight;
@@ -70,5 +85,5 @@ pub(crate) async fn crawls(State(state): State<AppState>) -> Json<CrawlsResponse
         }
         crawls.push(summary);
     }
-    Json(CrawlsResponse { crawls })
+    crawls
 }
