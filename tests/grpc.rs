@@ -22,7 +22,7 @@ const TOKEN: &str = "grpc-test-token-0123456789";
 
 /// Whether Python's `grpc_tools` (and with it `grpc`) is here; when missing the test is
 /// skipped, unless the run requires it (`scripts/test.sh` installs it).
-fn grpc_tools_available() -> bool {
+pub(crate) fn grpc_tools_available() -> bool {
     let ok = Command::new("python3")
         .args(["-c", "import grpc, grpc_tools.protoc"])
         .status()
@@ -35,7 +35,7 @@ fn grpc_tools_available() -> bool {
 
 /// `crawler serve --grpc-listen 127.0.0.1:0` with the token, logging at `info`: the
 /// process, the HTTP and gRPC addresses it printed, and its log so far.
-fn start_serve(
+pub(crate) fn start_serve(
     dir: &CrawlDir,
 ) -> (
     std::process::Child,
@@ -106,7 +106,7 @@ stub.SetActive(uf.Active(state=False), metadata=md, timeout=30)
 "#;
 
 /// The Python stubs `protoc` (grpcio-tools) generates from the protocol's `.proto`.
-fn python_stubs() -> tempfile::TempDir {
+pub(crate) fn python_stubs() -> tempfile::TempDir {
     let stubs = tempfile::tempdir().unwrap();
     let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/urlfrontier-proto/proto");
     let protoc = Command::new("python3")
@@ -126,7 +126,7 @@ fn python_stubs() -> tempfile::TempDir {
 }
 
 /// Runs the Python `client` with the stubs, the gRPC address and the token: its lines.
-fn run_python(client: &str, stubs: &Path, grpc: &str) -> Vec<String> {
+pub(crate) fn run_python(client: &str, stubs: &Path, grpc: &str) -> Vec<String> {
     let out = Command::new("python3")
         .args(["-c", client])
         .arg(stubs)

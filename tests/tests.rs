@@ -4,6 +4,7 @@ mod bloom_cli;
 mod crawl;
 mod credentials;
 mod grpc;
+mod grpc_upstream;
 mod guard;
 mod hostile;
 mod recrawl;

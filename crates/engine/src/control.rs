@@ -427,15 +427,29 @@ impl Control {
     /// default when `None`).
     pub async fn lease(&self, max: usize, lease_secs: Option<u64>) -> Vec<Leased> {
         let secs = lease_secs.unwrap_or(self.lease_secs);
-        self.leases.lease(max, secs.clamp(1, 86_400), true).await
+        self.leases
+            .lease(max, secs.clamp(1, 86_400), true, None)
+            .await
     }
 
     /// As [`lease`](Self::lease), for a client that decides the SSRF guard's and robots.txt's
-    /// questions itself (a url-frontier client): every due URL is handed out, unchecked.
-    pub async fn lease_unchecked(&self, max: usize, lease_secs: u64) -> Vec<Leased> {
+    /// questions itself (a url-frontier client): every due URL is handed out, unchecked; of
+    /// the queue `key` (a host's politeness key) alone when given.
+    pub async fn lease_unchecked(
+        &self,
+        max: usize,
+        lease_secs: u64,
+        key: Option<&str>,
+    ) -> Vec<Leased> {
         self.leases
-            .lease(max, lease_secs.clamp(1, 86_400), false)
+            .lease(max, lease_secs.clamp(1, 86_400), false, key)
             .await
+    }
+
+    /// Ends the external leases whose hold has passed, now rather than when the reaper next
+    /// looks: a client's figures read next count their URLs as queued, not held.
+    pub async fn release_expired(&self) {
+        self.leases.release_expired(false).await;
     }
 
     /// Finishes lease `id` as fetched by its client, who keeps the record: the URL is done

@@ -87,8 +87,17 @@ pub enum Completed {
 impl ExternalLeases {
     /// `checked`: the SSRF guard and robots.txt rule out URLs first (an external fetcher of
     /// this crawl); without, a client that decides those itself gets every due URL (a
-    /// url-frontier client).
-    pub(crate) async fn lease(&self, max: usize, lease_secs: u64, checked: bool) -> Vec<Leased> {
+    /// url-frontier client). `from`: of that host's queue alone.
+    pub(crate) async fn lease(
+        &self,
+        max: usize,
+        lease_secs: u64,
+        checked: bool,
+        from: Option<&str>,
+    ) -> Vec<Leased> {
+        // A hold that has passed ends before anything is handed out, so that its URL is
+        // served again at once, not when the reaper next looks.
+        self.release_expired(false).await;
         let mut out = Vec::new();
         let lease_for = Duration::from_secs(lease_secs.max(1));
         while out.len() < max && !self.fetching.run().held() && !self.fetching.run().stopped() {
@@ -98,7 +107,10 @@ impl ExternalLeases {
             let Some(Some(lease)) = self
                 .fetching
                 .frontier()
-                .with_frontier("try_next", |f| f.try_next())
+                .with_frontier("try_next", |f| match from {
+                    Some(host) => f.try_next_from(host),
+                    None => f.try_next(),
+                })
                 .await
             else {
                 break;
@@ -248,6 +260,15 @@ impl ExternalLeases {
         }
     }
 
+    /// Gives the leases whose hold has passed (`all`: every lease out) back to the frontier:
+    /// their URLs are served again.
+    pub(crate) async fn release_expired(&self, all: bool) {
+        for lease in self.table.take_expired(Instant::now(), all) {
+            tracing::debug!(url = %frontier::credentials::mask(&lease.entry().url), "external lease expired; served again");
+            self.give_back(lease, Outcome::Released).await;
+        }
+    }
+
     /// Gives expired leases back to the frontier every `every`, until `stop`; then every lease
     /// still out is given back (a graceful stop keeps them queued).
     pub(crate) async fn reap(self, every: Duration, stop: CancellationToken) {
@@ -257,11 +278,7 @@ impl ExternalLeases {
                 _ = tick.tick() => false,
                 _ = stop.cancelled() => true,
             };
-            let expired = self.table.take_expired(Instant::now(), stopping);
-            for lease in expired {
-                tracing::debug!(url = %frontier::credentials::mask(&lease.entry().url), "external lease expired; served again");
-                self.give_back(lease, Outcome::Released).await;
-            }
+            self.release_expired(stopping).await;
             if stopping {
                 return;
             }

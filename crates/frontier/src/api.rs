@@ -407,6 +407,14 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
     /// ended): what an external fetcher's lease call takes, under the same politeness.
     fn try_next(&self) -> BoxFuture<'_, Result<Option<Lease>, FrontierError>>;
 
+    /// As [`try_next`](Self::try_next), from the queue of `host` (a politeness key, as
+    /// [`Lease::host`] gives) alone, under its politeness: url-frontier's GetURLs of one key.
+    /// `None` for a host unknown, empty, at its limit or not due.
+    fn try_next_from<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Lease>, FrontierError>>;
+
     /// Gives a lease back with its outcome (politeness, retries, the budget and the URL's
     /// done mark follow from it).
     fn complete(&self, lease: Lease, outcome: Outcome) -> BoxFuture<'_, Result<(), FrontierError>>;

@@ -214,13 +214,8 @@ impl CrawlUrls {
     }
 
     /// GetURLs: due URLs of the crawl named (none from a crawl nobody made), or of every
-    /// crawl, each held for `delay_requestable` seconds.
+    /// crawl, each held for `delay_requestable` seconds; of the queue `key` alone when given.
     pub(crate) async fn get_urls(&self, params: GetParams) -> Result<BoxStream<UrlInfo>, Status> {
-        if !params.key.is_empty() {
-            return Err(Status::unimplemented(
-                "GetURLs of one key is not served by this frontier yet (leave key empty)",
-            ));
-        }
         let tables = match &params.item {
             Some(CrawlFilter::CrawlId(id)) => self.read(id)?.into_iter().collect(),
             Some(CrawlFilter::AnyCrawlId(_)) | None => {
@@ -235,16 +230,21 @@ impl CrawlUrls {
             n => n as usize,
         };
         let queues = match params.max_queues {
+            _ if !params.key.is_empty() => 1,
             0 => usize::MAX,
             n => n as usize,
         };
+        let key = (!params.key.is_empty()).then_some(params.key);
         let mut left = per_queue.saturating_mul(queues).min(self.limits.max_urls);
         let mut infos = Vec::new();
         for table in tables {
             if left == 0 {
                 break;
             }
-            match table.lease(left, params.delay_requestable).await {
+            match table
+                .lease(left, params.delay_requestable, key.clone())
+                .await
+            {
                 Ok(got) => {
                     left -= got.len().min(left);
                     infos.extend(got);

@@ -104,7 +104,8 @@ impl Node {
 
     /// One queue's figures: `size` = URLs queued or held, `inProcess` = held,
     /// `counts.completed` = done, `counts.active_queues` = 1 when it is active (as in
-    /// ListQueues); `numberOfQueues` = 1 (0 and zeros for a queue the crawl does not know).
+    /// ListQueues); `numberOfQueues` = 1 while it holds URLs or has finished some (0 and
+    /// zeros for a queue the crawl does not know, or whose URLs were all deleted).
     async fn queue_stats(control: &Control, crawl_id: &str, key: String) -> Result<Stats, Status> {
         let query = HostQuery {
             sort: HostSort::Name,
@@ -120,7 +121,9 @@ impl Node {
         if let Some(h) = page.hosts.first() {
             stats.size = h.queued + u64::from(h.in_flight);
             stats.in_process = h.in_flight;
-            stats.number_of_queues = 1;
+            // A queue is there while it holds URLs or has finished some: one whose URLs
+            // DeleteQueue dropped is gone, as upstream's.
+            stats.number_of_queues = u64::from(stats.size > 0 || h.done > 0);
             stats.counts = HashMap::from([
                 ("completed".to_owned(), h.done),
                 ("active_queues".to_owned(), u64::from(is_active(h))),
@@ -272,6 +275,12 @@ impl UrlFrontier for Node {
                 ..Stats::default()
             }));
         };
+        // A hold that has passed counts as queued, not held, as soon as it passes.
+        let releasing = control.clone();
+        bounded(self.crawls.limits(), async move {
+            releasing.release_expired().await
+        })
+        .await;
         if !params.key.is_empty() {
             return Self::queue_stats(&control, &crawl_id, params.key)
                 .await

@@ -334,13 +334,15 @@ impl Urls {
         }
     }
 
-    /// GetURLs of this crawl: at most `max` due URLs, each held for `delay_requestable`
-    /// seconds (0: the protocol's default). Nothing while the crawl is paused;
-    /// `UNAVAILABLE` when the frontier does not answer within `service.request_timeout_secs`.
+    /// GetURLs of this crawl: at most `max` due URLs (of the queue `key` alone when given),
+    /// each held for `delay_requestable` seconds (0: the protocol's default). Nothing while
+    /// the crawl is paused; `UNAVAILABLE` when the frontier does not answer within
+    /// `service.request_timeout_secs`.
     pub(crate) async fn lease(
         &self,
         max: usize,
         delay_requestable: u32,
+        key: Option<String>,
     ) -> Result<Vec<UrlInfo>, Status> {
         let hold = match delay_requestable {
             0 => DEFAULT_HOLD_SECS,
@@ -350,7 +352,7 @@ impl Urls {
         // leaves the client free to try again, and what was leased meanwhile expires.
         let control = self.control.clone();
         let leased = bounded(self.limits, async move {
-            control.lease_unchecked(max, hold).await
+            control.lease_unchecked(max, hold, key.as_deref()).await
         })
         .await
         .ok_or_else(|| {

@@ -102,6 +102,19 @@ impl LocalFrontier {
         sched.next_ready(Instant::now()).ok()
     }
 
+    /// As [`try_lease`](Self::try_lease), from `host`'s queue alone.
+    pub fn try_lease_from(&self, host: &str) -> Option<Lease> {
+        if self.closed.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut sched = self.sched();
+        self.promote_due(&mut sched);
+        if self.budget_left(&sched) == Some(0) {
+            return None;
+        }
+        sched.next_of(host, Instant::now())
+    }
+
     /// A page of hosts (see [`HostQuery`]).
     pub fn host_page(&self, query: &HostQuery) -> HostPage {
         // One host asked for: that host alone (a client may poll it), not every host.
@@ -188,6 +201,13 @@ impl Frontier for LocalFrontier {
 
     fn try_next(&self) -> BoxFuture<'_, Result<Option<Lease>, FrontierError>> {
         Box::pin(std::future::ready(Ok(self.try_lease())))
+    }
+
+    fn try_next_from<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Lease>, FrontierError>> {
+        Box::pin(std::future::ready(Ok(self.try_lease_from(host))))
     }
 
     fn requeue(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<bool>, FrontierError>> {

@@ -306,27 +306,53 @@ impl Scheduler {
                 self.schedule(id);
                 continue;
             }
-            let Some(entry) = self.pop(id) else { continue };
-            let delay = self.delay_of(id);
-            let q = &mut self.hosts[id as usize];
-            q.in_flight += 1;
-            q.next_allowed = now + delay;
-            q.last_start = Some(now);
-            self.in_flight += 1;
-            let host = Arc::clone(&q.name);
-            let token = lease_token(id, q.round);
-            // Nothing else of the host queued or in flight: it looks done, so its connection
-            // need not stay open. (With other fetches of it in flight, their pages may bring
-            // more: closing then cost a reconnect a page on a one-host crawl.)
-            let last = q.len() == 0 && q.in_flight == 1;
-            self.schedule(id);
-            return Ok(Lease::new(entry, host, token).with_last_of_host(last));
+            let Some(lease) = self.hand_out(id, now) else {
+                continue;
+            };
+            return Ok(lease);
         }
         if self.queued == 0 && self.in_flight == 0 {
             Err(Wait::Finished)
         } else {
             Err(Wait::Idle)
         }
+    }
+
+    /// The next lease of `host` alone, if it may be fetched at `now` (URLs queued, under its
+    /// in-flight limit, its time come): a client that asks for one queue (url-frontier's
+    /// GetURLs with a key). The host's turn is the one `next_ready` serves: it moves on as if
+    /// the heap had handed it out.
+    pub(crate) fn next_of(&mut self, host: &str, now: Instant) -> Option<Lease> {
+        let &id = self.ids.get(host)?;
+        let q = &self.hosts[id as usize];
+        if q.is_idle(&self.politeness) || q.ready_at() > now {
+            return None;
+        }
+        // Its entry on the heap, if any, goes stale: `hand_out` schedules it afresh.
+        self.hosts[id as usize].in_heap = false;
+        let lease = self.hand_out(id, now);
+        self.schedule(id);
+        lease
+    }
+
+    /// Hands out host `id`'s next URL at `now` (its time has come) and puts the host back on
+    /// the heap for its next turn; `None` when its queue is empty after all.
+    fn hand_out(&mut self, id: u32, now: Instant) -> Option<Lease> {
+        let entry = self.pop(id)?;
+        let delay = self.delay_of(id);
+        let q = &mut self.hosts[id as usize];
+        q.in_flight += 1;
+        q.next_allowed = now + delay;
+        q.last_start = Some(now);
+        self.in_flight += 1;
+        let host = Arc::clone(&q.name);
+        let token = lease_token(id, q.round);
+        // Nothing else of the host queued or in flight: it looks done, so its connection
+        // need not stay open. (With other fetches of it in flight, their pages may bring
+        // more: closing then cost a reconnect a page on a one-host crawl.)
+        let last = q.len() == 0 && q.in_flight == 1;
+        self.schedule(id);
+        Some(Lease::new(entry, host, token).with_last_of_host(last))
     }
 
     /// Host `id`'s next fetch may start at `at` (not before what errors hold it to), sooner

@@ -148,11 +148,13 @@ impl Shared {
     pub(super) async fn lease_once(
         &self,
         completion: Option<&Completion>,
+        only: Option<&str>,
     ) -> Result<Leased, FrontierError> {
         let mut call = self.invoke(&self.scripts.lease);
         call.arg(self.holder.as_str())
             .arg(ms(self.lease))
-            .arg(self.cfg.max_pages.unwrap_or(0));
+            .arg(self.cfg.max_pages.unwrap_or(0))
+            .arg(only.unwrap_or(""));
         if let Some(c) = completion {
             call.arg(c.id)
                 .arg(c.kind)
@@ -362,7 +364,7 @@ impl Shared {
             let notified = self.wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let leased = match self.lease_once(pending).await {
+            let leased = match self.lease_once(pending, None).await {
                 Ok(l) => {
                     if pending.take().is_some() {
                         self.wake.notify_one();
@@ -421,10 +423,18 @@ impl Shared {
     }
 
     pub(super) async fn try_next(&self) -> Result<Option<Lease>, FrontierError> {
+        self.try_next_from(None).await
+    }
+
+    /// A URL due now, of `host` alone when given, without waiting.
+    pub(super) async fn try_next_from(
+        &self,
+        host: Option<&str>,
+    ) -> Result<Option<Lease>, FrontierError> {
         if self.closed.load(Ordering::Acquire) {
             return Ok(None);
         }
-        match self.lease_once(None).await? {
+        match self.lease_once(None, host).await? {
             Leased::Lease(l) => Ok(Some(l)),
             Leased::Budget | Leased::Wait { .. } => Ok(None),
         }

@@ -449,6 +449,13 @@ impl Frontier for RedisFrontier {
         Box::pin(self.shared.try_next())
     }
 
+    fn try_next_from<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Lease>, FrontierError>> {
+        Box::pin(self.shared.try_next_from(Some(host)))
+    }
+
     fn complete(&self, lease: Lease, outcome: Outcome) -> BoxFuture<'_, Result<(), FrontierError>> {
         Box::pin(self.shared.complete(lease, outcome))
     }

@@ -330,19 +330,19 @@ end
 return out
 ";
 
-/// Hands out a URL whose host is ready. ARGV: holder, lease (ms), most pages (0: none), and
-/// optionally a completion of this holder's to make first (as `COMPLETE`'s: id, kind, hint,
-/// retry entry, next visit, its delay, its index bucket and field) — a worker's completion and
-/// its next lease in one call.
+/// Hands out a URL whose host is ready. ARGV: holder, lease (ms), most pages (0: none), the
+/// one host to take from (empty: any), and optionally a completion of this holder's to make
+/// first (as `COMPLETE`'s: id, kind, hint, retry entry, next visit, its delay, its index bucket
+/// and field) — a worker's completion and its next lease in one call.
 /// Expired leases go back to the front of their hosts' queues first, then URLs due again are
 /// promoted. Returns `{'lease', id, host, entry, last_of_host, host's recrawl_secs (0: none)}`,
 /// `{'budget'}` or `{'wait', next due (ms, -1: none), queued, leases out, now, scheduled,
 /// next scheduled (crawl ms, -1: none)}`.
 const LEASE: &str = r"
-local holder, lease_ms, max_pages = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
+local holder, lease_ms, max_pages, only = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
 local now = now_ms()
-if #ARGV >= 12 then
-  finish(ARGV[9], ARGV[10], tonumber(ARGV[11]), ARGV[12], now, holder, ARGV[13], ARGV[14], ARGV[15], ARGV[16])
+if #ARGV >= 13 then
+  finish(ARGV[10], ARGV[11], tonumber(ARGV[12]), ARGV[13], now, holder, ARGV[14], ARGV[15], ARGV[16], ARGV[17])
 end
 local expired = {}
 if now >= tonumber(redis.call('HGET', P .. 'clock', 'grace') or 0) then
@@ -361,28 +361,42 @@ if max_pages > 0 then
     return {'wait', -1, queued, leases, now, tonumber(redis.call('HGET', P .. 'stats', 'scheduled') or 0), -1}
   end
 end
-for _ = 1, 16 do
-  local r = redis.call('ZRANGE', P .. 'ready', '-inf', I(now), 'BYSCORE', 'LIMIT', 0, 1)
-  if #r == 0 then break end
-  local host = r[1]
+-- The lease of `host`'s next URL (the host is ready), or false when its queue was empty.
+local function take(host)
   local hk = hkey(host)
   local entry = redis.call('LPOP', P .. 'q:' .. host)
-  if entry then
-    local left = redis.call('HINCRBY', hk, 'queued', -1)
-    local inflight = redis.call('HINCRBY', hk, 'inflight', 1)
-    redis.call('HINCRBY', P .. 'stats', 'queued', -1)
-    redis.call('HSET', hk, 'last_start', I(now), 'next_at', I(now + eff_delay(hk)))
+  if not entry then
+    -- A ready host with an empty queue (not expected): repair its count.
+    redis.call('HSET', hk, 'queued', 0)
     reschedule(host)
-    local id = redis.call('HINCRBY', P .. 'stats', 'lease_seq', 1)
-    redis.call('HSET', P .. 'leased', id, holder .. '\n' .. host .. '\n' .. entry)
-    redis.call('ZADD', P .. 'leases', I(now + lease_ms), id)
-    local last = 0
-    if left <= 0 and inflight == 1 then last = 1 end
-    return {'lease', id, host, entry, last, hnum(hk, 'recrawl_secs', 0)}
+    return false
   end
-  -- A ready host with an empty queue (not expected): repair its count.
-  redis.call('HSET', hk, 'queued', 0)
+  local left = redis.call('HINCRBY', hk, 'queued', -1)
+  local inflight = redis.call('HINCRBY', hk, 'inflight', 1)
+  redis.call('HINCRBY', P .. 'stats', 'queued', -1)
+  redis.call('HSET', hk, 'last_start', I(now), 'next_at', I(now + eff_delay(hk)))
   reschedule(host)
+  local id = redis.call('HINCRBY', P .. 'stats', 'lease_seq', 1)
+  redis.call('HSET', P .. 'leased', id, holder .. '\n' .. host .. '\n' .. entry)
+  redis.call('ZADD', P .. 'leases', I(now + lease_ms), id)
+  local last = 0
+  if left <= 0 and inflight == 1 then last = 1 end
+  return {'lease', id, host, entry, last, hnum(hk, 'recrawl_secs', 0)}
+end
+if only ~= '' then
+  -- One host: in the ready set (queued, room for a fetch, under its limits) and due.
+  local at = redis.call('ZSCORE', P .. 'ready', only)
+  if at and tonumber(at) <= now then
+    local got = take(only)
+    if got then return got end
+  end
+else
+  for _ = 1, 16 do
+    local r = redis.call('ZRANGE', P .. 'ready', '-inf', I(now), 'BYSCORE', 'LIMIT', 0, 1)
+    if #r == 0 then break end
+    local got = take(r[1])
+    if got then return got end
+  end
 end
 local first = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
 local due = -1

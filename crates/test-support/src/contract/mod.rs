@@ -23,6 +23,7 @@ use frontier::{HostScope, OutOfScope, ScopeConfig};
 
 mod backoff;
 mod hosts;
+mod keyed;
 mod recrawl;
 pub use backoff::{a_success_ends_the_back_off_at_once, failures_in_flight_together_back_off_once};
 pub use hosts::{
@@ -30,6 +31,7 @@ pub use hosts::{
     a_host_delay_counts_from_its_last_fetch, a_limit_of_finished_urls_stops_a_host,
     host_listing_and_controls,
 };
+pub use keyed::a_lease_of_one_host;
 pub use recrawl::{
     a_fetched_url_is_due_again, an_operator_moves_a_schedule, scheduled_config,
     skipped_urls_back_off_and_one_shot_crawls_end,
@@ -107,6 +109,7 @@ pub async fn run_all(h: &dyn Harness) {
     restore(h).await;
     seeds_widen_the_scope(h).await;
     released_leases_and_leases_without_waiting(h).await;
+    a_lease_of_one_host(h).await;
     host_listing_and_controls(h).await;
     a_limit_of_finished_urls_stops_a_host(h).await;
     a_deleted_queue_drops_its_urls(h).await;

@@ -1,0 +1,84 @@
+//! url-frontier's own service tests (its `tests` module: testUpdates, NeverRefetched,
+//! RightOrder), ported call for call to a Python client generated from the `.proto`, against
+//! `crawler serve`. As upstream, every scenario starts by deleting the crawls it uses.
+
+use crate::grpc::{grpc_tools_available, python_stubs, run_python, start_serve};
+use crate::util::{terminate, CrawlDir};
+
+/// The scenarios, in upstream's words where it has them; one line per answer.
+const SCENARIOS: &str = r#"
+import sys, time
+import grpc
+sys.path.insert(0, sys.argv[1])
+import urlfrontier_pb2 as uf
+import urlfrontier_pb2_grpc as ufg
+
+stub = ufg.URLFrontierStub(grpc.insecure_channel(sys.argv[2]))
+md = [("authorization", "Bearer " + sys.argv[3])]
+def before():
+    stub.DeleteCrawl(uf.DeleteCrawlMessage(value="BESPOKE"), metadata=md, timeout=30)
+    stub.DeleteCrawl(uf.DeleteCrawlMessage(), metadata=md, timeout=30)
+def send(*items):
+    return len(list(stub.PutURLs(iter(items), metadata=md, timeout=30)))
+def discovered(url, key):
+    return uf.URLItem(discovered=uf.DiscoveredURLItem(info=uf.URLInfo(url=url, key=key)))
+def known(url, key, date=0):
+    info = uf.URLInfo(url=url, key=key)
+    return uf.URLItem(known=uf.KnownURLItem(info=info, refetchable_from_date=date))
+def get(key, n):
+    p = uf.GetParams(key=key, max_urls_per_queue=n, delay_requestable=2, crawlID="DEFAULT")
+    return ",".join(i.url for i in stub.GetURLs(p, metadata=md, timeout=30)) or "-"
+def queue(key):
+    s = stub.GetStats(uf.QueueWithinCrawlParams(key=key), metadata=md, timeout=30)
+    return f"{s.numberOfQueues} {s.inProcess}"
+
+# testUpdates: a URL and its duplicate, one queue; held for 2 s, then free again; deleted.
+before()
+u = "http://key1.com/"
+print("acked", send(discovered(u, "key1.com"), discovered(u, "key1.com")))
+print("queues", len(stub.ListQueues(uf.Pagination(), metadata=md, timeout=30).values))
+print("got", get("key1.com", 1))
+print("queue", queue("key1.com"))
+print("got", get("key1.com", 1))
+time.sleep(2)
+print("queue", queue("key1.com"))
+q = uf.QueueWithinCrawlParams(key="key1.com")
+print("deleted", stub.DeleteQueue(q, metadata=md, timeout=30).value, queue("key1.com"))
+
+# NeverRefetched: a known URL with no date is never handed out (and one never seen, too).
+before()
+print("acked", send(known(u, "key1.com")))
+print("got", get("key1.com", 1))
+print("acked", send(known("http://key2.com/", "key2.com")))
+print("got", get("key2.com", 1))
+"#;
+
+#[test]
+fn upstreams_scenarios_of_one_queue() {
+    if !grpc_tools_available() {
+        eprintln!("skipped: no grpcio-tools");
+        return;
+    }
+    let stubs = python_stubs();
+    let dir = CrawlDir::new("[crawl]\nworkers = 0\n");
+    let (child, _, grpc, _) = start_serve(&dir);
+    assert_eq!(
+        run_python(SCENARIOS, stubs.path(), &grpc),
+        [
+            // testUpdates
+            "acked 2",
+            "queues 1",
+            "got http://key1.com/",
+            "queue 1 1",
+            "got -",
+            "queue 1 0",
+            "deleted 1 0 0",
+            // NeverRefetched
+            "acked 1",
+            "got -",
+            "acked 1",
+            "got -",
+        ]
+    );
+    terminate(child);
+}
