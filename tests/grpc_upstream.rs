@@ -1,6 +1,7 @@
 //! url-frontier's own service tests (its `tests` module: testUpdates, NeverRefetched,
 //! RightOrder), ported call for call to a Python client generated from the `.proto`, against
-//! `crawler serve`. As upstream, every scenario starts by deleting the crawls it uses.
+//! `crawler serve` without a `[recrawl]` schedule (a client's dates are kept all the same).
+//! As upstream, every scenario starts by deleting the crawls it uses.
 
 use crate::grpc::{grpc_tools_available, python_stubs, run_python, start_serve};
 use crate::util::{terminate, CrawlDir};
@@ -51,6 +52,15 @@ print("acked", send(known(u, "key1.com")))
 print("got", get("key1.com", 1))
 print("acked", send(known("http://key2.com/", "key2.com")))
 print("got", get("key2.com", 1))
+
+# RightOrder: known URLs with dates come out earliest date first, whatever the put order
+# (and, not upstream's, one with a date to come is not handed out yet).
+before()
+now = int(time.time())
+later, sooner = known(u + "later", "key1.com", now), known(u + "sooner", "key1.com", now - 10000)
+print("acked", send(later, sooner, known("http://key3.com/", "key3.com", now + 3600)))
+print("got", get("key1.com", 2).split(",")[0])
+print("got", get("key3.com", 1))
 "#;
 
 #[test]
@@ -77,6 +87,10 @@ fn upstreams_scenarios_of_one_queue() {
             "acked 1",
             "got -",
             "acked 1",
+            "got -",
+            // RightOrder
+            "acked 3",
+            "got http://key1.com/sooner",
             "got -",
         ]
     );

@@ -149,19 +149,29 @@ impl Control {
     /// [`add_seeds`](Self::add_seeds), or `None` when the frontier took none of them (the
     /// crawl is stopping): the caller may offer them again elsewhere or later.
     pub async fn try_add_seeds(&self, urls: &[String]) -> Option<Vec<SeedResult>> {
-        self.offer_seeds(urls, self.allow_private_seeds).await
+        self.offer_seeds(urls, self.allow_private_seeds, None).await
     }
 
     /// URLs from a client that fetches them itself (url-frontier's puts): taken as seeds
     /// are — canonicalised, widening the scope — but never let through the SSRF guard of
     /// the built-in workers, whatever `service.allow_private_seeds` says (a client's link is
     /// not an operator's seed). `None` when the frontier took none of them (the crawl is
-    /// stopping: a URL taken now could miss the crawl state).
-    pub async fn offer_from_client(&self, urls: &[String]) -> Option<Vec<SeedResult>> {
-        self.offer_seeds(urls, false).await
+    /// stopping: a URL taken now could miss the crawl state). With `due` (Unix seconds: a
+    /// client's date), those admitted sleep until then ([`frontier::Link::due`]).
+    pub async fn offer_from_client(
+        &self,
+        urls: &[String],
+        due: Option<u64>,
+    ) -> Option<Vec<SeedResult>> {
+        self.offer_seeds(urls, false, due).await
     }
 
-    async fn offer_seeds(&self, urls: &[String], allow_private: bool) -> Option<Vec<SeedResult>> {
+    async fn offer_seeds(
+        &self,
+        urls: &[String],
+        allow_private: bool,
+        due: Option<u64>,
+    ) -> Option<Vec<SeedResult>> {
         if self.report.run.stopped() {
             return None;
         }
@@ -179,7 +189,10 @@ impl Control {
                             guard.allow_origin(&origin);
                         }
                     }
-                    links.push(Link::new(url, 0));
+                    links.push(Link {
+                        due,
+                        ..Link::new(url, 0)
+                    });
                     results.push(None);
                 }
                 Err(why) => results.push(Some(SeedResult::Invalid(why))),
@@ -232,6 +245,16 @@ impl Control {
                 "recrawl.policy is \"none\": no URL is scheduled again (forget queues one)".into(),
             );
         }
+        self.move_due(urls, at).await
+    }
+
+    /// As [`recrawl`](Self::recrawl), whatever the crawl's schedule: a client's date for URLs
+    /// that sleep because a client gave them one (without a schedule, no other URL sleeps).
+    pub async fn move_due(
+        &self,
+        urls: &[String],
+        at: Option<u64>,
+    ) -> Result<Vec<RecrawlResult>, String> {
         let mut results: Vec<Option<RecrawlResult>> = Vec::with_capacity(urls.len());
         let mut asked = Vec::new();
         for raw in urls {
@@ -243,7 +266,6 @@ impl Control {
                 Err(why) => results.push(Some(RecrawlResult::Invalid(why))),
             }
         }
-        // Only a frontier that keeps schedules gets here (a shared one refuses a policy).
         let answers = self
             .report
             .frontier
@@ -453,8 +475,8 @@ impl Control {
     }
 
     /// Finishes lease `id` as fetched by its client, who keeps the record: the URL is done
-    /// (a page, for the budgets) and, under a recrawl schedule, due again at `due_at` (Unix
-    /// seconds) when given. `false` when no such lease is out (expired, or finished).
+    /// (a page, for the budgets) and due again at `due_at` (Unix seconds) when given, with a
+    /// recrawl schedule or without. `false` when no such lease is out (expired, or finished).
     pub async fn finish_by_client(&self, id: u64, due_at: Option<u64>) -> bool {
         self.leases.finish_by_client(id, due_at).await
     }

@@ -164,8 +164,8 @@ impl ExternalLeases {
 
     /// Finishes a lease whose client fetched and recorded the URL itself (url-frontier's
     /// "known"): the URL is done and counts as a page, the host is healthy, and no record is
-    /// written here. Under a recrawl schedule it is due again at `due_at` (Unix seconds)
-    /// when given, in the same completion. `false`: no such lease.
+    /// written here. It is due again at `due_at` (Unix seconds) when given, with a recrawl
+    /// schedule or without, in the same completion. `false`: no such lease.
     pub(crate) async fn finish_by_client(&self, id: u64, due_at: Option<u64>) -> bool {
         let Some(mut lease) = self.table.take(id) else {
             return false;

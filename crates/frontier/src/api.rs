@@ -104,6 +104,10 @@ pub struct Link {
     pub sitemap: u8,
     /// `<lastmod>` of its sitemap entry.
     pub lastmod: Option<String>,
+    /// A client's date for it (Unix seconds): admitted, it sleeps until then instead of
+    /// being queued now, and due URLs come out earliest date first (url-frontier's known
+    /// URL with a `refetchable_from_date`, never seen before). `None`: queued now.
+    pub due: Option<u64>,
 }
 
 impl Link {
@@ -142,6 +146,7 @@ impl Link {
             via: Via::Link,
             sitemap: 0,
             lastmod: None,
+            due: None,
         }
     }
 }
@@ -191,19 +196,35 @@ impl Lease {
         }
     }
 
-    /// Under a recrawl schedule, the URL is due again at `unix_secs` instead of when the
-    /// schedule says: a client's date to fetch it again, applied in the same completion that
-    /// finishes it. (Without a schedule the URL is done.)
+    /// The URL is due again at `unix_secs`, whatever the crawl's recrawl schedule says (with
+    /// none, it would be done): a client's date to fetch it again, applied in the same
+    /// completion that finishes it.
     pub fn set_due_at(&mut self, unix_secs: u64) {
         self.due_at = Some(unix_secs);
     }
 
-    /// Moves `entry`'s next visit, as [`reschedule`](crate::reschedule) made it, to the time
-    /// [`set_due_at`](Self::set_due_at) asked for.
-    pub fn apply_due_at(&self, entry: &mut Entry) {
-        if let (Some(at), Some(visit)) = (self.due_at, entry.visit.as_mut()) {
-            visit.due = at;
+    /// The client's date, if [`set_due_at`](Self::set_due_at) gave one.
+    pub fn due_at(&self) -> Option<u64> {
+        self.due_at
+    }
+
+    /// Moves `entry`'s next visit, as [`reschedule`](crate::reschedule) made it (or, without
+    /// a schedule, a first one), to the time [`set_due_at`](Self::set_due_at) asked for;
+    /// `false` when none was asked for.
+    pub fn apply_due_at(&self, entry: &mut Entry) -> bool {
+        let Some(at) = self.due_at else {
+            return false;
+        };
+        match entry.visit.as_mut() {
+            Some(visit) => visit.due = at,
+            None => {
+                let history = self
+                    .visited()
+                    .map_or_else(recrawl::History::default, |v| v.history.clone());
+                entry.visit = Some(Box::new(crate::visit::Visit { due: at, history }));
+            }
         }
+        true
     }
 
     /// Says what the fetch observed (its record is written): a frontier that keeps recrawl

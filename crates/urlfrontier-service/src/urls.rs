@@ -16,18 +16,17 @@
 //!   Not held (its lease expired, or never handed out), it is offered so that the visited
 //!   set knows it and remembered as finished ([`Held::finished`]): should it come up again it
 //!   is finished there and then, not handed out.
-//! - **A known URL with a later date is the crawl's recrawl schedule** (`[recrawl]`): its
-//!   lease is finished as above, due again at the date instead of by the crawl's schedule,
-//!   in one completion; one asleep already is moved to the date ([`Control::recrawl`], as
-//!   `POST /api/v1/recrawl`). One queued or out elsewhere cannot be moved: it is
-//!   fetched in its turn, and one never seen is queued as discovered — the date of those is
-//!   not kept (putting them to sleep when they come up early would count them as fetched).
-//!   Without a schedule a date cannot be kept: the URL is done, and the log says so once.
+//! - **A known URL with a later date sleeps until then**, with a `[recrawl]` schedule or
+//!   without (the schedule decides only what follows a fetch that gives no date): held, its
+//!   lease is finished as above, due at the date, in one completion; asleep already, it is
+//!   moved to the date ([`Control::move_due`], as `POST /api/v1/recrawl` moves one); never
+//!   seen, it is admitted asleep until the date ([`frontier::Link::due`]), so that URLs due
+//!   come out earliest date first (upstream's RightOrder). One queued or out elsewhere
+//!   cannot be moved: it is fetched in its turn.
 //! - **Acks keep the order of the items**; a client that stops reading them stops the intake
 //!   after a few batches ([`ACKS_AHEAD`]) or a few hundred items.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -95,8 +94,6 @@ pub(crate) struct Urls {
     control: Control,
     limits: Limits,
     held: Mutex<Held>,
-    /// Whether the log has said that dates are not kept (no `[recrawl]` schedule).
-    said_no_schedule: AtomicBool,
 }
 
 /// Runs `call` on its own task and waits for it at most `limits.frontier_wait`: `None`
@@ -150,11 +147,20 @@ where
 /// `FAIL` for every URL when the frontier took none of them in time, or the crawl is
 /// stopping (resend).
 async fn offer(control: &Control, urls: &[String], limits: Limits) -> Vec<Ack> {
+    offer_due(control, urls, None, limits).await
+}
+
+/// As [`offer`], those admitted asleep until `due` (Unix seconds) when given.
+async fn offer_due(
+    control: &Control,
+    urls: &[String],
+    due: Option<u64>,
+    limits: Limits,
+) -> Vec<Ack> {
     let (control, owned) = (control.clone(), urls.to_vec());
-    let offered = bounded(
-        limits,
-        async move { control.offer_from_client(&owned).await },
-    )
+    let offered = bounded(limits, async move {
+        control.offer_from_client(&owned, due).await
+    })
     .await;
     match offered {
         Some(Some(results)) => results
@@ -190,7 +196,6 @@ impl Urls {
             control: crawl.control,
             limits,
             held: Mutex::default(),
-            said_no_schedule: AtomicBool::new(false),
         }
     }
 
@@ -261,15 +266,6 @@ impl Urls {
 
     /// A known URL to fetch again from `date` (Unix seconds): see the module's header.
     async fn refetch_from(&self, raw: &str, date: u64) -> Ack {
-        if let Err(why) = self.control.check_host_recrawl() {
-            if !self.said_no_schedule.swap(true, Ordering::Relaxed) {
-                tracing::warn!(
-                    "a gRPC client sent a known URL with a date to fetch it again, but {why}: \
-                     such URLs are done (set [recrawl] to keep their dates)"
-                );
-            }
-            return self.done(raw).await;
-        }
         let Ok(url) = self.control.canonical(raw) else {
             return Ack::Skipped;
         };
@@ -286,7 +282,7 @@ impl Urls {
         }
         let (control, owned) = (self.control.clone(), vec![url.clone()]);
         let moved = bounded(self.limits, async move {
-            control.recrawl(&owned, Some(date)).await
+            control.move_due(&owned, Some(date)).await
         })
         .await;
         match moved
@@ -297,7 +293,8 @@ impl Urls {
             Some(RecrawlResult::Scheduled | RecrawlResult::Queued) => Ack::Ok,
             Some(RecrawlResult::Invalid(_)) => Ack::Skipped,
             Some(RecrawlResult::NeverSeen) => {
-                offer(&self.control, std::slice::from_ref(&url), self.limits).await[0]
+                let url = std::slice::from_ref(&url);
+                offer_due(&self.control, url, Some(date), self.limits).await[0]
             }
         }
     }

@@ -292,6 +292,7 @@ impl LocalFrontier {
                     via: l.via,
                     sitemap: l.sitemap,
                     lastmod: l.lastmod,
+                    due: l.due,
                 };
                 self.admit(
                     self.canon.canonicalize_url(l.url),
@@ -316,6 +317,7 @@ impl LocalFrontier {
             via,
             sitemap,
             lastmod,
+            due,
         } = found;
         let reject = |reason: OutOfScope| {
             self.counters.out_of_scope[reason.index()].add(1);
@@ -376,12 +378,25 @@ impl LocalFrontier {
         entry.via = via;
         entry.sitemap = sitemap;
         entry.lastmod = lastmod;
+        if let Some(due) = due {
+            // Asleep from the start, as a fetched URL waits for its next visit (journaled
+            // with it, so a resumed crawl keeps the date).
+            entry.visit = Some(Box::new(crate::visit::Visit {
+                due,
+                history: recrawl::History::default(),
+            }));
+        }
         if let Some(journal) = &self.journal {
             journal.admitted(fp, &host, &mut entry);
         }
         drop(_guard);
         self.counters.admitted.add(1);
         if hold.is_some_and(|hold| hold(&entry)) {
+            return Admission::Admitted;
+        }
+        if due.is_some() {
+            self.sleeping().insert(&host, &entry, fp);
+            self.notify.notify_waiters();
             return Admission::Admitted;
         }
         let wake = self.sched().push(&host, entry);
@@ -465,10 +480,10 @@ impl LocalFrontier {
         let id = lease.entry().id;
         let finished = outcome.is_final();
         let recorded = outcome.is_recorded();
-        // Under a recrawl schedule a finished URL is not done: it sleeps until due again. (A
-        // one-shot crawl copies nothing here.)
+        // Under a recrawl schedule, or with a client's date, a finished URL is not done: it
+        // sleeps until due again. (A one-shot crawl copies nothing here.)
         let scheduling = self.cfg.recrawl.schedule != recrawl::Schedule::None;
-        let again = (finished && scheduling)
+        let again = (finished && (scheduling || lease.due_at().is_some()))
             .then(|| {
                 let mut entry = lease.entry().clone();
                 let fp = fingerprint(&entry.url);
@@ -476,8 +491,8 @@ impl LocalFrontier {
                 let host_secs = self.host_recrawl.get(lease.host()).map(|s| *s);
                 let (now, seen) = (unix_now(), lease.visited());
                 let again = reschedule(policy, &mut entry, seen, &outcome, now, fp, host_secs);
-                lease.apply_due_at(&mut entry);
-                again.then(|| (lease.host().to_owned(), entry, fp))
+                let dated = lease.apply_due_at(&mut entry);
+                (again || dated).then(|| (lease.host().to_owned(), entry, fp))
             })
             .flatten();
         let wake = {
@@ -553,6 +568,8 @@ struct Found {
     via: Via,
     sitemap: u8,
     lastmod: Option<String>,
+    /// A client's date: it sleeps until then (see [`Link::due`]).
+    due: Option<u64>,
 }
 
 impl Found {
@@ -568,6 +585,7 @@ impl Found {
             },
             sitemap: 0,
             lastmod: None,
+            due: None,
         }
     }
 }

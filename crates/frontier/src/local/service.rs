@@ -219,14 +219,8 @@ impl Frontier for LocalFrontier {
         urls: Vec<url::Url>,
         at: Option<u64>,
     ) -> BoxFuture<'_, Result<Vec<Recrawled>, FrontierError>> {
-        let answer = if self.cfg.recrawl.schedule == recrawl::Schedule::None {
-            Err(FrontierError::Failed(
-                "recrawl.policy is \"none\": no URL is scheduled again (forget queues one)".into(),
-            ))
-        } else {
-            Ok(self.recrawl_urls(&urls, at))
-        };
-        Box::pin(std::future::ready(answer))
+        // Without a schedule only URLs a client gave a date sleep; they move all the same.
+        Box::pin(std::future::ready(Ok(self.recrawl_urls(&urls, at))))
     }
 
     fn hosts(&self, query: HostQuery) -> BoxFuture<'_, Result<HostPage, FrontierError>> {

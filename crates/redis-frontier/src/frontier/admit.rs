@@ -23,6 +23,18 @@ pub(super) fn near_cache(cfg: &FrontierConfig) -> Option<Arc<Near>> {
         .map(Arc::new)
 }
 
+/// One URL of an admission call, as the script takes it.
+struct Admitting {
+    /// Its place among the links offered.
+    index: usize,
+    url: String,
+    host: String,
+    /// The encoded entry.
+    entry: Vec<u8>,
+    /// A client's date (see [`frontier::Link::due`]).
+    due: Option<u64>,
+}
+
 impl Shared {
     /// Canonicalises and scope-checks `links`, then admits the rest in one script.
     /// `requeue`: queue them even though seen (no scope, no budget).
@@ -53,7 +65,7 @@ impl Shared {
         let mut near_dups = 0u64;
         let mut out: Vec<Option<Admission>> = vec![None; links.len()];
         let mut refused = [0u64; OutOfScope::ALL.len()];
-        let mut batch: Vec<(usize, String, String, Vec<u8>)> = Vec::new();
+        let mut batch: Vec<Admitting> = Vec::new();
         {
             let scope = self.scope.read().unwrap_or_else(|e| e.into_inner());
             for (i, l) in links.into_iter().enumerate() {
@@ -84,6 +96,7 @@ impl Shared {
                 }
                 let host = host_key(&canonical).to_owned();
                 let url = String::from(canonical);
+                let due = l.due;
                 let mut entry = if requeue {
                     Entry::new(url.clone(), l.depth, None)
                 } else {
@@ -95,9 +108,22 @@ impl Shared {
                     e
                 };
                 entry.id = 0;
+                if let Some(due) = due {
+                    // Asleep from the start, as a fetched URL waits for its next visit.
+                    entry.visit = Some(Box::new(frontier::Visit {
+                        due,
+                        history: recrawl::History::default(),
+                    }));
+                }
                 let mut bytes = Vec::with_capacity(url.len() + 32);
                 entry.encode(&mut bytes);
-                batch.push((i, url, host, bytes));
+                batch.push(Admitting {
+                    index: i,
+                    url,
+                    host,
+                    entry: bytes,
+                    due,
+                });
             }
         }
         let counted: Vec<(OutOfScope, u64)> = OutOfScope::ALL
@@ -115,10 +141,11 @@ impl Shared {
             self.near_dups.fetch_add(near_dups, Ordering::Relaxed);
         } else if fence.is_some() || !batch.is_empty() || (!requeue && !counted.is_empty()) {
             // Grouped by host (stable: a host's URLs keep their order), as the script takes them.
-            batch.sort_by(|a, b| a.2.cmp(&b.2));
-            let hosts = 1 + batch.windows(2).filter(|w| w[0].2 != w[1].2).count();
+            batch.sort_by(|a, b| a.host.cmp(&b.host));
+            let hosts = 1 + batch.windows(2).filter(|w| w[0].host != w[1].host).count();
             let hosts = if batch.is_empty() { 0 } else { hosts };
             let exact = self.cfg.dedup == frontier::Dedup::Exact;
+            let dated = batch.iter().any(|b| b.due.is_some());
             let k = self.visited.hashes();
             let mut call = self.invoke(&self.scripts.admit);
             let budget = self.cfg.max_pages_per_host.unwrap_or(0);
@@ -134,24 +161,36 @@ impl Shared {
                 .arg(order)
                 .arg(u8::from(requeue))
                 .arg(near_dups)
+                .arg(u8::from(dated))
                 .arg(if requeue { 0 } else { counted.len() });
             if !requeue {
                 for (reason, n) in &counted {
                     call.arg(reason.name()).arg(*n);
                 }
             }
-            for (_, url, ..) in &batch {
+            for Admitting { url, .. } in &batch {
                 for bit in self.visited.indices(url) {
                     call.arg(bit);
                 }
             }
-            for group in batch.chunk_by(|a, b| a.2 == b.2) {
-                call.arg(group[0].2.as_str()).arg(group.len());
-                for (_, url, _, entry) in group {
+            for group in batch.chunk_by(|a, b| a.host == b.host) {
+                call.arg(group[0].host.as_str()).arg(group.len());
+                for Admitting {
+                    url, entry, due, ..
+                } in group
+                {
+                    let fp = frontier::fingerprint(url);
                     if exact {
-                        call.arg(&frontier::fingerprint(url).to_le_bytes()[..]);
+                        call.arg(&fp.to_le_bytes()[..]);
                     }
                     call.arg(entry.as_slice());
+                    if dated {
+                        // A date of 0 would mean "now": the earliest date is 1.
+                        let (bucket, field) = self.due_index(fp);
+                        call.arg(due.map_or(0, |d| d.max(1)))
+                            .arg(bucket)
+                            .arg(&field[..]);
+                    }
                 }
             }
             if let Some(id) = fence {
@@ -175,13 +214,13 @@ impl Shared {
             }
             if let Some(n) = &near {
                 // Not one refused for its host's budget: Redis left it unseen.
-                for ((_, url, ..), code) in batch.iter().zip(&codes) {
+                for (Admitting { url, .. }, code) in batch.iter().zip(&codes) {
                     if *code != 2 {
                         n.put(&frontier::credentials::mask(url.as_str()));
                     }
                 }
             }
-            for ((i, ..), code) in batch.iter().zip(codes) {
+            for (Admitting { index: i, .. }, code) in batch.iter().zip(codes) {
                 out[*i] = Some(match code {
                     1 => Admission::Admitted,
                     2 => Admission::OutOfScope(OutOfScope::HostBudget),

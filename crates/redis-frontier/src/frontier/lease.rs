@@ -278,13 +278,13 @@ impl Shared {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&lease.token());
         let policy = &self.cfg.recrawl;
-        if policy.schedule == recrawl::Schedule::None || !outcome.is_final() {
+        if !outcome.is_final() {
             return None;
         }
         let mut entry = lease.entry().clone();
         let fp = frontier::fingerprint(&entry.url);
         let now = unix_now();
-        if !reschedule(
+        let again = reschedule(
             policy,
             &mut entry,
             lease.visited(),
@@ -292,10 +292,11 @@ impl Shared {
             now,
             fp,
             host_secs,
-        ) {
+        );
+        // A client's date applies with a schedule or without.
+        if !(lease.apply_due_at(&mut entry) || again) {
             return None;
         }
-        lease.apply_due_at(&mut entry);
         let due = entry.visit.as_ref().map_or(now, |v| v.due);
         let mut bytes = Vec::new();
         entry.encode(&mut bytes);

@@ -273,11 +273,7 @@ impl Shared {
         urls: Vec<Url>,
         at: Option<u64>,
     ) -> Result<Vec<Recrawled>, FrontierError> {
-        if self.cfg.recrawl.schedule == recrawl::Schedule::None {
-            return Err(FrontierError::Failed(
-                "this crawl keeps no recrawl schedules".into(),
-            ));
-        }
+        // Without a schedule only URLs a client gave a date sleep; they move all the same.
         let mut call = self.invoke(&self.scripts.recrawl);
         call.arg(at.unwrap_or(0));
         for u in &urls {
@@ -420,6 +416,9 @@ impl Shared {
             stats.extra.insert("scheduled", scheduled);
             stats.extra.insert("next_due", next_due);
             stats.extra.insert("due_next_hour", hour);
+        } else {
+            // Only URLs a client gave a date sleep: the counter alone, no script.
+            stats.extra.insert("scheduled", get("scheduled"));
         }
         stats
             .extra

@@ -201,10 +201,13 @@ end
 
 /// Admits a page's links. ARGV: k, n (URLs), h (hosts), exact (0/1), default host budget (0:
 /// none), order (`b`: append, `d`: prepend), force (1: queue even if seen, no budget — a
-/// requeue), duplicates the client's near cache answered (counted as offered and seen), m,
-/// then m pairs (out-of-scope reason, count) counted as offered, then every URL's k bit
-/// offsets, then per host: the host, its number of URLs, and per URL its 16-byte fingerprint
-/// (only with exact) and its entry; last, optionally, a fence: holder, lease (ms), lease id.
+/// requeue), duplicates the client's near cache answered (counted as offered and seen), dated
+/// (0/1), m, then m pairs (out-of-scope reason, count) counted as offered, then every URL's k
+/// bit offsets, then per host: the host, its number of URLs, and per URL its 16-byte
+/// fingerprint (only with exact), its entry and, only when dated, its due second (Unix, 0:
+/// queue it now) and due index bucket and field — a URL with a date sleeps until then, as a
+/// fetched one under a recrawl schedule; last, optionally, a fence: holder, lease (ms), lease
+/// id.
 /// The URLs come grouped by host (the client keeps their order within a host). Returns per
 /// URL, in that order, 1 (admitted), 0 (seen) or 2 (over its host's budget); with a fence,
 /// one more: 1 if the lease is still the holder's (then pinned as `HOLD` pins it), else 0.
@@ -222,8 +225,9 @@ const ADMIT: &str = r"
 local k, n, nh = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local exact, dbudget, order, force = ARGV[9] == '1', tonumber(ARGV[10]), ARGV[11], ARGV[12] == '1'
 local near = tonumber(ARGV[13])
-local m = tonumber(ARGV[14])
-local a = 15
+local dated = ARGV[14] == '1'
+local m = tonumber(ARGV[15])
+local a = 16
 local offered = n + near
 local oos = {}
 for _ = 1, m do
@@ -252,7 +256,7 @@ for _ = 1, nh do
     if budget > 0 then room = math.max(0, budget - tonumber(v[2] or 0)) end
   end
   local entries = {P .. 'q:' .. host}
-  local refused = 0
+  local refused, slept = 0, 0
   local first = u + 1
   for _ = 1, count do
     u = u + 1
@@ -260,7 +264,7 @@ for _ = 1, nh do
     -- The URL's k bits in one BITFIELD, its arguments written out (see `Scripts::new`): set
     -- at once (the old bits say whether it is new) when the host's budget cannot refuse it,
     -- else read, and set below only if it is admitted.
-    local sure = #entries - 1 + (count - (u - first)) <= room
+    local sure = #entries - 1 + slept + (count - (u - first)) <= room
     local old
     if sure then
       old = redis.call('BITFIELD', visited, SETS)
@@ -277,21 +281,37 @@ for _ = 1, nh do
       a = a + 1
       if not fresh then fresh = redis.call('SISMEMBER', P .. 'exact', fp) == 0 end
     end
+    local due = 0
+    if dated then due = tonumber(ARGV[a + 1]) end
     if not (fresh or force) then
       dups = dups + 1
       out[u] = 0
-    elseif #entries > room then
+    elseif #entries - 1 + slept >= room then
       refused = refused + 1
       out[u] = 2
     else
       if not sure then redis.call('BITFIELD', visited, SETS) end
       if exact then redis.call('SADD', P .. 'exact', fp) end
-      entries[#entries + 1] = ARGV[a]
+      if due > 0 then
+        -- Its date is a wall-clock date: the second it names, early or late.
+        sleep_until(host, ARGV[a], due, ARGV[a + 2], ARGV[a + 3])
+        slept = slept + 1
+      else
+        entries[#entries + 1] = ARGV[a]
+      end
       out[u] = 1
     end
     a = a + 1
+    if dated then a = a + 3 end
   end
   if refused > 0 then redis.call('HINCRBY', P .. 'stats', 'oos:host_budget', refused) end
+  if slept > 0 then
+    redis.call('SADD', P .. 'hosts', host)
+    if not force then
+      redis.call('HINCRBY', hk, 'admitted', slept)
+      admitted = admitted + slept
+    end
+  end
   local took = #entries - 1
   if took > 0 then
     for c = 2, #entries, 1000 do

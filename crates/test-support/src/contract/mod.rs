@@ -33,8 +33,8 @@ pub use hosts::{
 };
 pub use keyed::a_lease_of_one_host;
 pub use recrawl::{
-    a_fetched_url_is_due_again, an_operator_moves_a_schedule, scheduled_config,
-    skipped_urls_back_off_and_one_shot_crawls_end,
+    a_dated_link_sleeps_until_its_date, a_fetched_url_is_due_again, an_operator_moves_a_schedule,
+    scheduled_config, skipped_urls_back_off_and_one_shot_crawls_end,
 };
 
 /// How the suite gets frontiers of one implementation.
@@ -110,6 +110,7 @@ pub async fn run_all(h: &dyn Harness) {
     seeds_widen_the_scope(h).await;
     released_leases_and_leases_without_waiting(h).await;
     a_lease_of_one_host(h).await;
+    a_dated_link_sleeps_until_its_date(h).await;
     host_listing_and_controls(h).await;
     a_limit_of_finished_urls_stops_a_host(h).await;
     a_deleted_queue_drops_its_urls(h).await;

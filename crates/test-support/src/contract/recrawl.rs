@@ -233,3 +233,92 @@ pub async fn an_operator_moves_a_schedule(h: &dyn Harness) {
     );
     f.close();
 }
+
+/// A link with a client's date (`Link::due`) is admitted asleep until then, whatever the
+/// crawl's schedule: those due already come out earliest date first, whatever the order of
+/// the offer; one not due yet is not handed out, counts as scheduled, and is seen (offered
+/// again, a duplicate).
+pub async fn a_dated_link_sleeps_until_its_date(h: &dyn Harness) {
+    let f = h.open(base_config(), &[]);
+    let now = unix_now();
+    let dated = |url: &str, due: u64| frontier::Link {
+        due: Some(due),
+        ..super::link(url, 1)
+    };
+    let admitted = f
+        .offer(
+            None,
+            vec![
+                dated("http://d.test/later", now - 10),
+                dated("http://d.test/sooner", now - 10_000),
+                dated("http://d.test/tomorrow", now + 86_400),
+            ],
+        )
+        .await
+        .expect("offer");
+    assert_eq!(admitted, [frontier::Admission::Admitted; 3]);
+    let mut served = Vec::new();
+    while let Some(l) = f.try_next_from("d.test").await.expect("try_next_from") {
+        served.push(l.entry().url.clone());
+        f.complete(l, Outcome::Done).await.expect("complete");
+    }
+    assert_eq!(
+        served,
+        ["http://d.test/sooner", "http://d.test/later"],
+        "the earliest date first; tomorrow's sleeps"
+    );
+    assert_eq!(
+        offer(&*f, None, &["http://d.test/tomorrow".into()]).await,
+        [frontier::Admission::Duplicate]
+    );
+    let stats = f.stats().await.expect("stats");
+    assert_eq!(
+        (stats.pages, stats.queued, stats.extra("scheduled")),
+        (2, 0, 1)
+    );
+
+    // A lease finished with a client's date sleeps until then, with no schedule too, and an
+    // operator's recrawl moves it; fetched again without a date, it is done.
+    offer(&*f, None, &["http://d.test/again".into()]).await;
+    let mut l = f
+        .try_next_from("d.test")
+        .await
+        .unwrap()
+        .expect("queued now");
+    l.set_due_at(now + 86_400);
+    f.complete(l, Outcome::Done).await.expect("complete");
+    assert!(f.try_next_from("d.test").await.unwrap().is_none(), "asleep");
+    assert_eq!(f.stats().await.unwrap().extra("scheduled"), 2);
+    let again = url::Url::parse("http://d.test/again").unwrap();
+    assert_eq!(
+        f.recrawl(vec![again], Some(now - 1))
+            .await
+            .expect("recrawl"),
+        [Recrawled::Scheduled]
+    );
+    let l = f.try_next_from("d.test").await.unwrap().expect("due now");
+    assert_eq!(l.entry().url, "http://d.test/again");
+    f.complete(l, Outcome::Done).await.expect("complete");
+    let stats = f.stats().await.expect("stats");
+    assert_eq!(
+        (stats.pages, stats.in_flight, stats.extra("scheduled")),
+        (4, 0, 1)
+    );
+    drop(f);
+
+    // Restarted from its durable state, the URL sleeps until its date still.
+    let Some(g) = h.reopen(base_config(), &[]) else {
+        return;
+    };
+    assert_eq!(
+        g.stats().await.unwrap().extra("scheduled"),
+        1,
+        "restored asleep"
+    );
+    assert!(g.try_next_from("d.test").await.unwrap().is_none());
+    assert_eq!(
+        offer(&*g, None, &["http://d.test/tomorrow".into()]).await,
+        [frontier::Admission::Duplicate]
+    );
+    g.close();
+}
