@@ -17,10 +17,18 @@ struct Held {
     expires: Instant,
 }
 
+/// The leases out, and no later than the earliest of their expiries: a look for expired
+/// leases before then finds none without reading them all (every GetURLs looks).
+#[derive(Debug)]
+struct Table {
+    held: HashMap<u64, Held>,
+    earliest: Option<Instant>,
+}
+
 /// The external leases of a running crawl.
 #[derive(Debug)]
 pub(crate) struct Leases {
-    held: Mutex<HashMap<u64, Held>>,
+    held: Mutex<Table>,
     next_id: AtomicU64,
     /// Leases that expired and were served again.
     pub(crate) expired: AtomicU64,
@@ -32,7 +40,10 @@ impl Default for Leases {
         // lease after a restart.
         let start = crate::clock::now_unix_ms().saturating_mul(1000);
         Self {
-            held: Mutex::default(),
+            held: Mutex::new(Table {
+                held: HashMap::new(),
+                earliest: None,
+            }),
             next_id: AtomicU64::new(start),
             expired: AtomicU64::new(0),
         }
@@ -40,7 +51,7 @@ impl Default for Leases {
 }
 
 impl Leases {
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Held>> {
+    fn held(&self) -> std::sync::MutexGuard<'_, Table> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -52,29 +63,36 @@ impl Leases {
             _slot: slot,
             expires,
         };
-        self.held().insert(id, held);
+        let mut table = self.held();
+        table.earliest = Some(table.earliest.map_or(expires, |e| e.min(expires)));
+        table.held.insert(id, held);
         id
     }
 
     /// Takes lease `id` back (`None`: expired, completed already, or never handed out).
     pub(crate) fn take(&self, id: u64) -> Option<Lease> {
-        self.held().remove(&id).map(|h| h.lease)
+        self.held().held.remove(&id).map(|h| h.lease)
     }
 
     /// Takes back every lease expired at `now` (counted as expired), or with `all` every
     /// lease still out (a stop: not counted).
     pub(crate) fn take_expired(&self, now: Instant, all: bool) -> Vec<Lease> {
-        let mut held = self.held();
-        let ids: Vec<u64> = held
+        let mut table = self.held();
+        if !all && table.earliest.is_none_or(|e| e > now) {
+            return Vec::new();
+        }
+        let ids: Vec<u64> = table
+            .held
             .iter()
             .filter(|(_, h)| all || h.expires <= now)
             .map(|(id, _)| *id)
             .collect();
         let taken: Vec<Lease> = ids
             .into_iter()
-            .filter_map(|id| held.remove(&id))
+            .filter_map(|id| table.held.remove(&id))
             .map(|h| h.lease)
             .collect();
+        table.earliest = table.held.values().map(|h| h.expires).min();
         if !all {
             self.expired
                 .fetch_add(taken.len() as u64, Ordering::Relaxed);
@@ -84,6 +102,52 @@ impl Leases {
 
     /// Leases out now.
     pub(crate) fn out(&self) -> u64 {
-        self.held().len() as u64
+        self.held().held.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use frontier::Entry;
+    use tokio::sync::Semaphore;
+
+    use super::*;
+
+    fn lease(n: u32) -> Lease {
+        Lease::new(
+            Entry::new(format!("http://a.test/{n}"), 0, None),
+            "a.test".into(),
+            0,
+        )
+    }
+
+    #[test]
+    fn expired_leases_are_taken_in_their_time_whatever_was_taken_before() {
+        let slots = Arc::new(Semaphore::new(3));
+        let slot = || Arc::clone(&slots).try_acquire_owned().unwrap();
+        let t = Instant::now();
+        let s = Duration::from_secs(1);
+        let table = Leases::default();
+        let first = table.hold(lease(1), slot(), t + s);
+        table.hold(lease(2), slot(), t + 3 * s);
+        table.hold(lease(3), slot(), t + 2 * s);
+        assert!(table.take_expired(t, false).is_empty(), "none yet");
+        // The earliest taken by its client: the next one expires in its own time.
+        assert!(table.take(first).is_some());
+        assert!(table.take_expired(t + s, false).is_empty());
+        let urls =
+            |v: Vec<Lease>| -> Vec<String> { v.iter().map(|l| l.entry().url.clone()).collect() };
+        assert_eq!(
+            urls(table.take_expired(t + 2 * s, false)),
+            ["http://a.test/3"]
+        );
+        assert_eq!(
+            urls(table.take_expired(t + 3 * s, false)),
+            ["http://a.test/2"]
+        );
+        assert_eq!((table.out(), table.expired.load(Ordering::Relaxed)), (0, 2));
     }
 }

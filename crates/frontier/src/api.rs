@@ -493,9 +493,11 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
     /// order, whether each was queued (`false`: not a canonicalisable URL).
     fn requeue(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<bool>, FrontierError>>;
 
-    /// Makes URLs fetched before due again at `at` (Unix seconds; now when `None` or past),
-    /// whatever their schedule said: an operator's refetch. Each URL is canonical. A frontier
-    /// that keeps no recrawl schedules refuses (the default).
+    /// Makes URLs asleep (fetched before under a recrawl schedule, or given a client's date)
+    /// due at `at` (Unix seconds; now when `None` or past), whatever their schedule said: an
+    /// operator's refetch. Each URL is canonical. The local and Redis frontiers move them
+    /// with a schedule or without; a frontier that keeps no sleeping URLs refuses (the
+    /// default).
     fn recrawl(
         &self,
         urls: Vec<Url>,

@@ -98,6 +98,19 @@ impl Entry {
         }
     }
 
+    /// Called when the URL wakes from a sleep: a visit with no fetch in its history (a
+    /// client's date for a URL this crawl never fetched) goes, so that its fetch counts as
+    /// the first — not a refetch, and its schedule starts from the first interval.
+    pub fn woken(&mut self) {
+        if self
+            .visit
+            .as_ref()
+            .is_some_and(|v| v.history.last_fetch == 0)
+        {
+            self.visit = None;
+        }
+    }
+
     /// Bytes of heap this entry holds (for memory accounting).
     pub fn heap_bytes(&self) -> usize {
         self.url.capacity()

@@ -22,11 +22,14 @@
 //!   moved to the date ([`Control::move_due`], as `POST /api/v1/recrawl` moves one); never
 //!   seen, it is admitted asleep until the date ([`frontier::Link::due`]), so that URLs due
 //!   come out earliest date first (upstream's RightOrder). One queued or out elsewhere
-//!   cannot be moved: it is fetched in its turn.
+//!   cannot be moved: it is fetched in its turn; one the crawl finished (a known URL with
+//!   date 0, or fetched by the built-in workers without a schedule) stays done — the visited
+//!   set cannot tell these apart, and the log says so once.
 //! - **Acks keep the order of the items**; a client that stops reading them stops the intake
 //!   after a few batches ([`ACKS_AHEAD`]) or a few hundred items.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -94,6 +97,8 @@ pub(crate) struct Urls {
     control: Control,
     limits: Limits,
     held: Mutex<Held>,
+    /// Whether the log has said that a date for a URL queued, out or done is not kept.
+    said_date_not_kept: AtomicBool,
 }
 
 /// Runs `call` on its own task and waits for it at most `limits.frontier_wait`: `None`
@@ -196,6 +201,7 @@ impl Urls {
             control: crawl.control,
             limits,
             held: Mutex::default(),
+            said_date_not_kept: AtomicBool::new(false),
         }
     }
 
@@ -253,8 +259,8 @@ impl Urls {
         })
     }
 
-    /// Finishes the lease `id` of a URL a client fetched, due again at `due_at` under a
-    /// recrawl schedule; `None` when the frontier did not answer in time, `Some(false)` when
+    /// Finishes the lease `id` of a URL a client fetched, due again at `due_at` when given;
+    /// `None` when the frontier did not answer in time, `Some(false)` when
     /// the lease had ended.
     async fn finish(&self, id: u64, due_at: Option<u64>) -> Option<bool> {
         let control = self.control.clone();
@@ -290,7 +296,16 @@ impl Urls {
             .and_then(|r| r.into_iter().next())
         {
             None => Ack::Fail,
-            Some(RecrawlResult::Scheduled | RecrawlResult::Queued) => Ack::Ok,
+            Some(RecrawlResult::Scheduled) => Ack::Ok,
+            Some(RecrawlResult::Queued) => {
+                if !self.said_date_not_kept.swap(true, Ordering::Relaxed) {
+                    tracing::info!(
+                        "a gRPC client gave a date to a URL this crawl has queued, out or done: \
+                         it keeps its turn (done, it stays done); said once"
+                    );
+                }
+                Ack::Ok
+            }
             Some(RecrawlResult::Invalid(_)) => Ack::Skipped,
             Some(RecrawlResult::NeverSeen) => {
                 let url = std::slice::from_ref(&url);

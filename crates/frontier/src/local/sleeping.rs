@@ -1,5 +1,6 @@
-//! The recrawl schedule of [`LocalFrontier`](super::LocalFrontier): fetched URLs waiting for
-//! their due time, and how a completion turns into the next one.
+//! The recrawl schedule of [`LocalFrontier`](super::LocalFrontier): URLs waiting for their
+//! due time (fetched under a schedule, or given a date by a client), and how a completion
+//! turns into the next one.
 //!
 //! Design choice: a sleeping URL is an ordinary queue [`Entry`] carrying its
 //! [`Visit`](crate::Visit), kept in a map ordered by due time in its binary form (10^6 URLs
@@ -143,7 +144,8 @@ impl super::LocalFrontier {
             return None;
         }
         let now = unix_now();
-        for (host, entry) in sleeping.take_due(now, PROMOTE_AT_ONCE) {
+        for (host, mut entry) in sleeping.take_due(now, PROMOTE_AT_ONCE) {
+            entry.woken();
             sched.push(&host, entry);
         }
         sleeping.next_due().map(|due| {

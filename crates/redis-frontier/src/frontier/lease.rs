@@ -190,13 +190,15 @@ impl Shared {
                 let bytes = text(&reply[3]).ok_or_else(bad)?;
                 let last = int(&reply[4]) == Some(1);
                 let recrawl_secs = int(&reply[5]).and_then(|n| u32::try_from(n).ok());
-                let Some(entry) = Entry::decode_all(&bytes, 1).and_then(|mut v| v.pop()) else {
+                let Some(mut entry) = Entry::decode_all(&bytes, 1).and_then(|mut v| v.pop()) else {
                     // Not an entry this version writes: give it up rather than loop on it.
                     self.finish(id, "skip", None, None).await?;
                     return Err(FrontierError::Failed(format!(
                         "an undecodable queue entry of {host} was dropped"
                     )));
                 };
+                // Asleep until a client's date, never fetched: its fetch is the first.
+                entry.woken();
                 self.held
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())

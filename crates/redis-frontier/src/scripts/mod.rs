@@ -30,8 +30,8 @@
 //! - `leases` — lease ids scored by expiry (ms); `leased` — id → `HOLDER\nHOST\nENTRY`;
 //! - `stats` — crawl-wide counters (`queued`, `pages`, `offered`, `admitted`, `duplicates`,
 //!   `oos:REASON`, `expired`, `lease_seq`); `seeds` — seed URLs (they widen the scope);
-//! - `due:S` — URLs fetched under a recrawl schedule that are due again at second `S` of the
-//!   server's clock (elements `HOST\nENTRY`, the entry carrying its history); `duez` — those
+//! - `due:S` — URLs asleep until second `S` of the server's clock (fetched under a recrawl
+//!   schedule, or given a date by a client) (elements `HOST\nENTRY`, the entry carrying its history); `duez` — those
 //!   seconds, scored by themselves; `stats.scheduled` counts the URLs in them; `dueat:B` —
 //!   which second a sleeping URL is due at, by the high 8 bytes of its fingerprint, in
 //!   buckets `B` by its low bits (small hashes, Redis' compact encoding), kept when the URL

@@ -259,6 +259,10 @@ pub async fn a_dated_link_sleeps_until_its_date(h: &dyn Harness) {
     assert_eq!(admitted, [frontier::Admission::Admitted; 3]);
     let mut served = Vec::new();
     while let Some(l) = f.try_next_from("d.test").await.expect("try_next_from") {
+        assert!(
+            l.entry().visit.is_none(),
+            "never fetched: its fetch is the first"
+        );
         served.push(l.entry().url.clone());
         f.complete(l, Outcome::Done).await.expect("complete");
     }

@@ -219,3 +219,49 @@ async fn a_deleted_queue_drops_what_is_queued_and_keeps_what_is_held() {
     crawl.stop().await;
     server.await.unwrap().unwrap();
 }
+
+/// Upstream's GetURLs reservation tests (its #147): a queue with a delay serves one URL per
+/// delay however many GetURLs ask at once — keyed or not, on a connection each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_get_urls_serve_a_delayed_queue_once() {
+    let crawl = Crawl::start_with(unpaced).await;
+    let (addr, server) = crawl.serve(settings("", 16, Duration::from_secs(10))).await;
+    let mut c = UrlFrontierClient::new(channel(addr).await);
+    let urls: Vec<String> = (0..20).map(|i| format!("http://a.test/{i}")).collect();
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    put_discovered(&mut c, vec![batch("all", &urls, "")])
+        .await
+        .unwrap();
+    c.set_delay(QueueDelayParams {
+        key: "a.test".into(),
+        delay_requestable: 300,
+        ..QueueDelayParams::default()
+    })
+    .await
+    .unwrap();
+    let mut calls = Vec::new();
+    for i in 0..8 {
+        let mut c = UrlFrontierClient::new(channel(addr).await);
+        let params = GetParams {
+            key: if i % 2 == 0 {
+                "a.test".into()
+            } else {
+                String::new()
+            },
+            max_urls_per_queue: 5,
+            delay_requestable: 60,
+            ..GetParams::default()
+        };
+        calls.push(tokio::spawn(async move {
+            super::urls::get_infos(&mut c, params).await.len()
+        }));
+    }
+    let mut served = 0;
+    for call in calls {
+        served += call.await.unwrap();
+    }
+    assert_eq!(served, 1, "one URL per delay, whoever asks");
+
+    crawl.stop().await;
+    server.await.unwrap().unwrap();
+}

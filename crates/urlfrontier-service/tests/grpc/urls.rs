@@ -274,7 +274,8 @@ async fn handed_out_urls_are_held_known_ones_are_done_and_a_vanished_clients_com
     assert_eq!(again, vec![all[1].clone(), all[2].clone()]);
     assert_eq!(get_urls(&mut c, 60).await, vec![]);
 
-    // Without a recrawl schedule a date to fetch again from cannot be kept: the URL is done.
+    // Without a recrawl schedule a client's date is kept all the same: the URL is finished
+    // (a page) and sleeps until 2030.
     let acks = put_urls(
         &mut c,
         vec![
@@ -290,8 +291,10 @@ async fn handed_out_urls_are_held_known_ones_are_done_and_a_vanished_clients_com
         .await
         .unwrap()
         .into_inner();
-    // Done: a.test/1, c.test/1 (finished when it came up), b.test/1, a.test:8080/2.
+    // Done: a.test/1, c.test/1 (finished when it came up), b.test/1, a.test:8080/2 — which
+    // sleeps.
     assert_eq!((stats.size, stats.counts.get("completed")), (0, Some(&4)));
+    assert_eq!(stats.counts.get("scheduled"), Some(&1));
 
     crawl.stop().await;
     server.await.unwrap().unwrap();
