@@ -236,6 +236,7 @@ fn serve_raises_a_low_soft_open_file_limit_to_the_hard_one() {
     let dir = CrawlDir::new("");
     // A shell lowers the soft limit to 512, then becomes `crawler serve`.
     let mut child = under_ulimit("-Sn 512", &dir.serve())
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

@@ -85,6 +85,7 @@ async fn held_half_requests_do_not_starve_the_crawl() {
         HEADER_TIMEOUT_SECS.to_string(),
     );
     let mut child = under_ulimit("-n 1024", &serve)
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();

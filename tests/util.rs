@@ -178,11 +178,15 @@ impl CrawlDir {
         cmd
     }
 
-    /// `crawler serve` on a loopback port of the kernel's choosing, its stderr piped: spawn
-    /// it and hand it to [`watch_serve`] for the address.
+    /// `crawler serve` on a loopback port of the kernel's choosing, its stdout to nowhere
+    /// and its stderr piped: spawn it and hand it to [`watch_serve`] for the address.
     pub fn serve(&self) -> Command {
         let mut cmd = self.command("serve");
-        cmd.args(["--listen", "127.0.0.1:0"]).stderr(Stdio::piped());
+        // Its stdout goes nowhere unless a test asks for it: a serve left running by a test
+        // that failed holds no pipe of the test run's output open.
+        cmd.args(["--listen", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
         cmd
     }
 

@@ -131,8 +131,8 @@ mod tests {
         let t = Instant::now();
         let s = Duration::from_secs(1);
         let table = Leases::default();
-        let first = table.hold(lease(1), slot(), t + s);
         table.hold(lease(2), slot(), t + 3 * s);
+        let first = table.hold(lease(1), slot(), t + s);
         table.hold(lease(3), slot(), t + 2 * s);
         assert!(table.take_expired(t, false).is_empty(), "none yet");
         // The earliest taken by its client: the next one expires in its own time.
@@ -149,5 +149,14 @@ mod tests {
             ["http://a.test/2"]
         );
         assert_eq!((table.out(), table.expired.load(Ordering::Relaxed)), (0, 2));
+        // After a stop took every lease, a new one expires in its time.
+        table.hold(lease(4), slot(), t + 5 * s);
+        assert_eq!(table.take_expired(t, true).len(), 1);
+        table.hold(lease(5), slot(), t + 4 * s);
+        assert!(table.take_expired(t + 3 * s, false).is_empty());
+        assert_eq!(
+            urls(table.take_expired(t + 4 * s, false)),
+            ["http://a.test/5"]
+        );
     }
 }

@@ -209,18 +209,23 @@ impl Lease {
     }
 
     /// Moves `entry`'s next visit, as [`reschedule`](crate::reschedule) made it (or, without
-    /// a schedule, a first one), to the time [`set_due_at`](Self::set_due_at) asked for;
-    /// `false` when none was asked for.
-    pub fn apply_due_at(&self, entry: &mut Entry) -> bool {
+    /// a schedule, a first one: fetched at `now`, Unix seconds), to the time
+    /// [`set_due_at`](Self::set_due_at) asked for; `false` when none was asked for.
+    pub fn apply_due_at(&self, entry: &mut Entry, now: u64) -> bool {
         let Some(at) = self.due_at else {
             return false;
         };
         match entry.visit.as_mut() {
             Some(visit) => visit.due = at,
             None => {
-                let history = self
-                    .visited()
-                    .map_or_else(recrawl::History::default, |v| v.history.clone());
+                let history = self.visited().map_or_else(
+                    || recrawl::History {
+                        // Fetched (by its client): when it wakes, it is a refetch.
+                        last_fetch: u32::try_from(now).unwrap_or(u32::MAX),
+                        ..recrawl::History::default()
+                    },
+                    |v| v.history.clone(),
+                );
                 entry.visit = Some(Box::new(crate::visit::Visit { due: at, history }));
             }
         }

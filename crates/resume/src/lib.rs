@@ -190,8 +190,14 @@ fn restore_watching(
             frontier.restore_admitted(&host, n);
         }
         let mut unusable = Vec::new();
-        summary.restored_pending = store.for_each_pending(|entry| {
+        let now_secs = output::clock::now_unix_ms() / 1000;
+        summary.restored_pending = store.for_each_pending(|mut entry| {
             frontier.restore_seen(frontier::fingerprint(&entry.url));
+            // A client's date passed while the crawl was down: the URL wakes now, a first
+            // fetch if it never was fetched (its page, if written, is read back as any).
+            if entry.visit.as_ref().is_some_and(|v| v.due <= now_secs) {
+                entry.woken();
+            }
             let entry = match watch {
                 // Held out of the queue: its page is read back from the archive.
                 true => match tail.pending(entry) {

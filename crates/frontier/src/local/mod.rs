@@ -491,7 +491,7 @@ impl LocalFrontier {
                 let host_secs = self.host_recrawl.get(lease.host()).map(|s| *s);
                 let (now, seen) = (unix_now(), lease.visited());
                 let again = reschedule(policy, &mut entry, seen, &outcome, now, fp, host_secs);
-                let dated = lease.apply_due_at(&mut entry);
+                let dated = lease.apply_due_at(&mut entry, now);
                 (again || dated).then(|| (lease.host().to_owned(), entry, fp))
             })
             .flatten();

@@ -296,7 +296,7 @@ impl Shared {
             host_secs,
         );
         // A client's date applies with a schedule or without.
-        if !(lease.apply_due_at(&mut entry) || again) {
+        if !(lease.apply_due_at(&mut entry, now) || again) {
             return None;
         }
         let due = entry.visit.as_ref().map_or(now, |v| v.due);

@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use frontier::{Frontier, FrontierConfig, HostControls, Next, Outcome, Recrawled, Visited};
+use frontier::{
+    Admission, Frontier, FrontierConfig, HostControls, Next, Outcome, Recrawled, Visited,
+};
 use recrawl::{History, Observation, Policy, Schedule};
 
 use super::{base_config, lease, next, offer, Harness, HANG};
@@ -256,7 +258,7 @@ pub async fn a_dated_link_sleeps_until_its_date(h: &dyn Harness) {
         )
         .await
         .expect("offer");
-    assert_eq!(admitted, [frontier::Admission::Admitted; 3]);
+    assert_eq!(admitted, [Admission::Admitted; 3]);
     let mut served = Vec::new();
     while let Some(l) = f.try_next_from("d.test").await.expect("try_next_from") {
         assert!(
@@ -273,7 +275,7 @@ pub async fn a_dated_link_sleeps_until_its_date(h: &dyn Harness) {
     );
     assert_eq!(
         offer(&*f, None, &["http://d.test/tomorrow".into()]).await,
-        [frontier::Admission::Duplicate]
+        [Admission::Duplicate]
     );
     let stats = f.stats().await.expect("stats");
     assert_eq!(
@@ -302,18 +304,33 @@ pub async fn a_dated_link_sleeps_until_its_date(h: &dyn Harness) {
     );
     let l = f.try_next_from("d.test").await.unwrap().expect("due now");
     assert_eq!(l.entry().url, "http://d.test/again");
+    assert!(l.entry().visit.is_some(), "fetched before: a refetch");
     f.complete(l, Outcome::Done).await.expect("complete");
     let stats = f.stats().await.expect("stats");
     assert_eq!(
         (stats.pages, stats.in_flight, stats.extra("scheduled")),
         (4, 0, 1)
     );
+    // One more, due already but not handed out before the restart.
+    let past = dated("http://d.test/past", now - 5);
+    assert_eq!(
+        f.offer(None, vec![past]).await.unwrap(),
+        [Admission::Admitted]
+    );
     drop(f);
 
-    // Restarted from its durable state, the URL sleeps until its date still.
+    // Restarted from its durable state: the one due wakes as a first fetch, the other
+    // sleeps until its date still.
     let Some(g) = h.reopen(base_config(), &[]) else {
         return;
     };
+    let l = g.try_next_from("d.test").await.unwrap().expect("due");
+    assert_eq!(l.entry().url, "http://d.test/past");
+    assert!(
+        l.entry().visit.is_none(),
+        "never fetched: its fetch is the first"
+    );
+    g.complete(l, Outcome::Done).await.expect("complete");
     assert_eq!(
         g.stats().await.unwrap().extra("scheduled"),
         1,
@@ -322,7 +339,7 @@ pub async fn a_dated_link_sleeps_until_its_date(h: &dyn Harness) {
     assert!(g.try_next_from("d.test").await.unwrap().is_none());
     assert_eq!(
         offer(&*g, None, &["http://d.test/tomorrow".into()]).await,
-        [frontier::Admission::Duplicate]
+        [Admission::Duplicate]
     );
     g.close();
 }

@@ -239,6 +239,8 @@ async fn concurrent_get_urls_serve_a_delayed_queue_once() {
     })
     .await
     .unwrap();
+    // Connected first, then let go together.
+    let start = Arc::new(tokio::sync::Barrier::new(8));
     let mut calls = Vec::new();
     for i in 0..8 {
         let mut c = UrlFrontierClient::new(channel(addr).await);
@@ -252,7 +254,9 @@ async fn concurrent_get_urls_serve_a_delayed_queue_once() {
             delay_requestable: 60,
             ..GetParams::default()
         };
+        let start = Arc::clone(&start);
         calls.push(tokio::spawn(async move {
+            start.wait().await;
             super::urls::get_infos(&mut c, params).await.len()
         }));
     }
