@@ -306,9 +306,9 @@ pub(crate) fn engine_failure(e: impl Into<launch::LaunchError>) -> Failure {
             Failure::new(IO, format!("output in {}: {e}", dir.display()))
         }
         e if e.is_unavailable() => Failure::new(UNAVAILABLE, e),
-        e @ Engine(EngineError::State(store::StoreError::Incompatible { .. })) => {
-            Failure::new(USAGE, e)
-        }
+        e @ Engine(EngineError::State(
+            store::StoreError::Incompatible { .. } | store::StoreError::Newer { .. },
+        )) => Failure::new(USAGE, e),
         e @ Engine(EngineError::State(_) | EngineError::Threads(_)) => Failure::new(IO, e),
         e => Failure::new(USAGE, e),
     }

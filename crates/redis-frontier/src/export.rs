@@ -58,13 +58,19 @@ pub(crate) async fn check_room<C: ConnectionLike + Send>(
 
 /// Records `visited`'s shape for its crawl if none is, checks it against the one that is, and
 /// creates the bitmap at its full size.
+/// The format of the queue entries this build writes ([`frontier::Entry::encode`]): recorded
+/// with the crawl's shape, so that a process of an older build refuses to join a crawl whose
+/// entries it would drop as undecodable. A build that writes a newer format raises it.
+pub(crate) const ENTRY_FORMAT: u64 = 3;
+
 pub(crate) async fn check_shape<C: ConnectionLike + Send>(
     conn: &mut C,
     visited: &Visited,
 ) -> Result<(), RedisFrontierError> {
     let key = format!("{}meta", visited.prefix());
     let ours = (visited.bit_size(), visited.hashes());
-    let (_, _, bits, hashes): (u8, u8, Option<u64>, Option<u32>) = redis::pipe()
+    type Answers = (u8, u8, u8, Option<u64>, Option<u32>, Option<u64>);
+    let (_, _, _, bits, hashes, entries): Answers = redis::pipe()
         .cmd("HSETNX")
         .arg(&key)
         .arg("bits")
@@ -73,14 +79,27 @@ pub(crate) async fn check_shape<C: ConnectionLike + Send>(
         .arg(&key)
         .arg("hashes")
         .arg(ours.1)
+        .cmd("HSETNX")
+        .arg(&key)
+        .arg("entry_format")
+        .arg(ENTRY_FORMAT)
         .cmd("HGET")
         .arg(&key)
         .arg("bits")
         .cmd("HGET")
         .arg(&key)
         .arg("hashes")
+        .cmd("HGET")
+        .arg(&key)
+        .arg("entry_format")
         .query_async(conn)
         .await?;
+    if let Some(stored) = entries.filter(|f| *f > ENTRY_FORMAT) {
+        return Err(RedisFrontierError::NewerEntries {
+            stored,
+            ours: ENTRY_FORMAT,
+        });
+    }
     match (bits, hashes) {
         (Some(b), Some(k)) if (b, k) == ours => {
             let _: u8 = redis::Script::new(PRESIZE)

@@ -77,6 +77,18 @@ pub enum RedisFrontierError {
         /// Bits and hashes of this process' settings.
         ours: (u64, u32),
     },
+    /// The crawl's queue entries are of a newer format than this build reads (a newer
+    /// crawler's processes share it): joining, this process would drop them as undecodable.
+    #[error(
+        "the crawl's queue entries in Redis are of format {stored}, written by a newer \
+         crawler; this one reads up to format {ours}: run the same version in every process"
+    )]
+    NewerEntries {
+        /// The entry format the crawl records.
+        stored: u64,
+        /// The newest this build reads.
+        ours: u64,
+    },
     /// No crawl of that id in this Redis (no visited set recorded).
     #[error("no crawl `{0}` in this Redis")]
     NoCrawl(String),

@@ -153,6 +153,44 @@ async fn a_process_with_another_filter_shape_is_refused() {
     );
 }
 
+/// A process of an older build than the crawl's entries (their format recorded with the
+/// shape) is refused before it drops any as undecodable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_older_than_the_crawls_entries_is_refused() {
+    let Some(server) = common::redis(&[]) else {
+        return;
+    };
+    common::open(&server, "format", base_config()).await;
+    let mut conn = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let format: u64 = redis::cmd("HGET")
+        .arg("crawl:{format}:meta")
+        .arg("entry_format")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("crawl:{format}:meta")
+        .arg("entry_format")
+        .arg(format + 1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let settings = common::settings(&server, "format", std::time::Duration::from_secs(5));
+    let err = redis_frontier::RedisFrontier::connect(base_config(), settings, &[])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, redis_frontier::RedisFrontierError::NewerEntries { stored, ours }
+            if stored == format + 1 && ours == format),
+        "{err}"
+    );
+    assert!(err.to_string().contains("newer crawler"), "{err}");
+}
+
 /// `dedup = "exact"`: a filter far too small calls most new URLs seen; the exact set of
 /// fingerprints in Redis confirms each "maybe seen", so every new URL is admitted once and a
 /// URL offered again is still a duplicate.

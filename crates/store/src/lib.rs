@@ -141,6 +141,20 @@ pub enum StoreError {
         /// Every difference.
         changes: Vec<Change>,
     },
+    /// The state was written by a newer crawler, in a queue format this one cannot read.
+    #[error(
+        "cannot resume from {}: its queue was written in format {written} by a newer crawler; \
+         this one reads up to format {reads} (run the newer crawler, or --fresh to start over)",
+        .dir.display()
+    )]
+    Newer {
+        /// The state directory.
+        dir: PathBuf,
+        /// The format of its queue rows.
+        written: u8,
+        /// The newest format this build reads.
+        reads: u8,
+    },
     /// The `before_commit` hook failed (e.g. the output could not be flushed).
     #[error("before checkpoint: {0}")]
     Hook(std::io::Error),
@@ -311,6 +325,18 @@ impl Store {
                         return Err(StoreError::Incompatible {
                             dir: dir.to_path_buf(),
                             changes,
+                        });
+                    }
+                    let written = meta
+                        .get(queue_record::META_KEY)
+                        .or_db(&path)?
+                        .and_then(|v| v.value().first().copied());
+                    if let Some(written) = written.filter(|w| *w > queue_record::FORMAT) {
+                        // Opening it would rewrite its format mark and read rows it cannot.
+                        return Err(StoreError::Newer {
+                            dir: dir.to_path_buf(),
+                            written,
+                            reads: queue_record::FORMAT,
                         });
                     }
                     shared.next_id.store(

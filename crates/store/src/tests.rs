@@ -440,3 +440,44 @@ fn a_queue_without_format_bytes_is_migrated() {
         assert_eq!(row.unwrap().1.value()[0], queue_record::FORMAT);
     }
 }
+
+/// A state whose queue a newer crawler wrote (a format this build does not know) is refused
+/// with a clear error, and left as it was: its format mark is not rewritten.
+#[test]
+fn a_state_of_a_newer_format_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path(), &settings("0.01"), Dedup::Bloom, false, HOUR).unwrap();
+        admit(&*store.journal(), "http://a.test/1", 1);
+        store.close().unwrap();
+    }
+    let newer = queue_record::FORMAT + 1;
+    let mark = |db: &Database| {
+        let read = db.begin_read().unwrap();
+        let meta = read.open_table(META).unwrap();
+        let v = meta.get(queue_record::META_KEY).unwrap().unwrap();
+        v.value().to_vec()
+    };
+    {
+        let db = Database::open(dir.path().join(FILE_NAME)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn.open_table(META).unwrap();
+            meta.insert(queue_record::META_KEY, [newer].as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let e = Store::open(dir.path(), &settings("0.01"), Dedup::Bloom, false, HOUR).unwrap_err();
+    assert!(
+        matches!(e, StoreError::Newer { written, reads, .. } if written == newer && reads == queue_record::FORMAT),
+        "{e}"
+    );
+    assert!(e.to_string().contains("newer crawler"), "{e}");
+    let url = "http://a.test/1".to_owned();
+    let fp = frontier::fingerprint(&url);
+    let e = Store::forget(dir.path(), &[(url, fp)]).unwrap_err();
+    assert!(matches!(e, StoreError::Newer { .. }), "forget too: {e}");
+    let db = Database::open(dir.path().join(FILE_NAME)).unwrap();
+    assert_eq!(mark(&db), [newer]);
+}
