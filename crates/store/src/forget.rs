@@ -78,19 +78,7 @@ impl Store {
         let txn = db.begin_write().or_db(&path)?;
         let mut results = Vec::with_capacity(urls.len());
         {
-            let written = txn
-                .open_table(META)
-                .or_db(&path)?
-                .get(queue_record::META_KEY)
-                .or_db(&path)?
-                .and_then(|v| v.value().first().copied());
-            if let Some(written) = written.filter(|w| *w > queue_record::FORMAT) {
-                return Err(StoreError::Newer {
-                    dir: dir.to_path_buf(),
-                    written,
-                    reads: queue_record::FORMAT,
-                });
-            }
+            queue_record::refuse_newer(&txn.open_table(META).or_db(&path)?, dir, &path)?;
             let log = txn.open_table(ADMITTED).or_db(&path)?;
             let mut queue = txn.open_table(QUEUE).or_db(&path)?;
             let Known { depths, mut queued } = lookup(&log, &queue, urls, &path)?;

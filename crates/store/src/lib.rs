@@ -327,18 +327,7 @@ impl Store {
                             changes,
                         });
                     }
-                    let written = meta
-                        .get(queue_record::META_KEY)
-                        .or_db(&path)?
-                        .and_then(|v| v.value().first().copied());
-                    if let Some(written) = written.filter(|w| *w > queue_record::FORMAT) {
-                        // Opening it would rewrite its format mark and read rows it cannot.
-                        return Err(StoreError::Newer {
-                            dir: dir.to_path_buf(),
-                            written,
-                            reads: queue_record::FORMAT,
-                        });
-                    }
+                    queue_record::refuse_newer(&meta, dir, &path)?;
                     shared.next_id.store(
                         read_u64(&meta, "next_id").or_db(&path)?.max(1),
                         Ordering::Relaxed,

@@ -90,6 +90,19 @@ impl LocalFrontier {
     /// A lease whose host is ready now, without waiting; `None` when none is due, the page
     /// budget is spent or the frontier is closed.
     pub fn try_lease(&self) -> Option<Lease> {
+        self.lease_now(|sched, now| sched.next_ready(now).ok())
+    }
+
+    /// As [`try_lease`](Self::try_lease), from `host`'s queue alone.
+    pub fn try_lease_from(&self, host: &str) -> Option<Lease> {
+        self.lease_now(|sched, now| sched.next_of(host, now))
+    }
+
+    /// What `take` hands out now, unless the frontier is closed or the page budget spent.
+    fn lease_now(
+        &self,
+        take: impl FnOnce(&mut crate::scheduler::Scheduler, Instant) -> Option<Lease>,
+    ) -> Option<Lease> {
         if self.closed.load(Ordering::Acquire) {
             return None;
         }
@@ -99,20 +112,7 @@ impl LocalFrontier {
         if self.budget_left(&sched) == Some(0) {
             return None;
         }
-        sched.next_ready(Instant::now()).ok()
-    }
-
-    /// As [`try_lease`](Self::try_lease), from `host`'s queue alone.
-    pub fn try_lease_from(&self, host: &str) -> Option<Lease> {
-        if self.closed.load(Ordering::Acquire) {
-            return None;
-        }
-        let mut sched = self.sched();
-        self.promote_due(&mut sched);
-        if self.budget_left(&sched) == Some(0) {
-            return None;
-        }
-        sched.next_of(host, Instant::now())
+        take(&mut sched, Instant::now())
     }
 
     /// A page of hosts (see [`HostQuery`]).
