@@ -149,7 +149,8 @@ impl Control {
     /// [`add_seeds`](Self::add_seeds), or `None` when the frontier took none of them (the
     /// crawl is stopping): the caller may offer them again elsewhere or later.
     pub async fn try_add_seeds(&self, urls: &[String]) -> Option<Vec<SeedResult>> {
-        self.offer_seeds(urls, self.allow_private_seeds, None).await
+        self.offer_seeds(urls, self.allow_private_seeds, Vec::new(), None)
+            .await
     }
 
     /// URLs from a client that fetches them itself (url-frontier's puts): taken as seeds
@@ -157,27 +158,32 @@ impl Control {
     /// the built-in workers, whatever `service.allow_private_seeds` says (a client's link is
     /// not an operator's seed). `None` when the frontier took none of them (the crawl is
     /// stopping: a URL taken now could miss the crawl state). With `due` (Unix seconds: a
-    /// client's date), those admitted sleep until then ([`frontier::Link::due`]).
+    /// client's date), those admitted sleep until then ([`frontier::Link::due`]); `infos`
+    /// (one per URL, or none) are kept with them and handed back ([`frontier::Link::client`]).
     pub async fn offer_from_client(
         &self,
         urls: &[String],
+        infos: Vec<Option<Box<frontier::ClientInfo>>>,
         due: Option<u64>,
     ) -> Option<Vec<SeedResult>> {
-        self.offer_seeds(urls, false, due).await
+        self.offer_seeds(urls, false, infos, due).await
     }
 
     async fn offer_seeds(
         &self,
         urls: &[String],
         allow_private: bool,
+        infos: Vec<Option<Box<frontier::ClientInfo>>>,
         due: Option<u64>,
     ) -> Option<Vec<SeedResult>> {
+        let mut infos = infos.into_iter();
         if self.report.run.stopped() {
             return None;
         }
         let mut results: Vec<Option<SeedResult>> = Vec::with_capacity(urls.len());
         let mut links = Vec::new();
         for raw in urls {
+            let client = infos.next().flatten();
             match self.check_seed(raw) {
                 Ok(url) => {
                     if allow_private {
@@ -191,6 +197,7 @@ impl Control {
                     }
                     links.push(Link {
                         due,
+                        client,
                         ..Link::new(url, 0)
                     });
                     results.push(None);

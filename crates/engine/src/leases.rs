@@ -44,6 +44,8 @@ pub struct Leased {
     pub parent: Option<String>,
     /// Seconds the lease holds.
     pub lease_secs: u64,
+    /// What a url-frontier client put with the URL (its string, its metadata).
+    pub client: Option<Box<frontier::ClientInfo>>,
 }
 
 /// What an external fetcher reports for one lease.
@@ -139,6 +141,7 @@ impl ExternalLeases {
             }
             let entry = lease.entry();
             let (url, depth, parent) = (entry.url.clone(), entry.depth, entry.parent.clone());
+            let client = entry.client.clone();
             let id = self.table.hold(lease, slot, Instant::now() + lease_for);
             out.push(Leased {
                 id,
@@ -146,6 +149,7 @@ impl ExternalLeases {
                 depth,
                 parent,
                 lease_secs: lease_for.as_secs(),
+                client,
             });
         }
         out

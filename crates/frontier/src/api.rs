@@ -108,6 +108,9 @@ pub struct Link {
     /// being queued now, and due URLs come out earliest date first (url-frontier's known
     /// URL with a `refetchable_from_date`, never seen before). `None`: queued now.
     pub due: Option<u64>,
+    /// What a url-frontier client put with it (its string, its metadata): kept with the
+    /// queued URL and handed back with its lease. `None` for the crawl's own links.
+    pub client: Option<Box<crate::ClientInfo>>,
 }
 
 impl Link {
@@ -147,6 +150,7 @@ impl Link {
             sitemap: 0,
             lastmod: None,
             due: None,
+            client: None,
         }
     }
 }

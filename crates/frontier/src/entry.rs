@@ -1,7 +1,9 @@
 //! An admitted URL waiting in the queue, and its compact binary form for the spill and the
-//! crawl state (format 3 adds the recrawl schedule, format 2 how the URL was found, its
-//! sitemap role and `lastmod`; formats 1 and 2 are still read).
+//! crawl state (format 4 adds a url-frontier client's string and metadata, format 3 the
+//! recrawl schedule, format 2 how the URL was found, its sitemap role and `lastmod`; format-3
+//! bytes are format-4 bytes without client fields, and formats 1 and 2 are still read).
 
+use crate::client_info::ClientInfo;
 use crate::visit::Visit;
 
 /// How a URL was found.
@@ -75,6 +77,9 @@ pub struct Entry {
     /// A URL fetched before and scheduled again (`[recrawl]`): when it is due, and what its
     /// fetches left. `None` for a URL never fetched.
     pub visit: Option<Box<Visit>>,
+    /// What a url-frontier client put with it (its string, its metadata), handed back with
+    /// it; `None` for a URL of the crawl's own.
+    pub client: Option<Box<ClientInfo>>,
 }
 
 impl Entry {
@@ -95,6 +100,7 @@ impl Entry {
             sitemap: 0,
             lastmod: None,
             visit: None,
+            client: None,
         }
     }
 
@@ -120,18 +126,20 @@ impl Entry {
                 .visit
                 .as_ref()
                 .map_or(0, |_| std::mem::size_of::<Visit>())
+            + self.client.as_ref().map_or(0, |c| c.heap_bytes())
     }
 
-    /// Appends the binary form (format 3): the format-2 fields, then 0 without a visit, or 1
-    /// and the visit (its due time, history and spilled ETag).
+    /// Appends the binary form (format 4): the format-2 fields, then a flags byte — bit 0 a
+    /// visit follows (its due time, history and spilled ETag), bit 1 client fields follow
+    /// ([`ClientInfo`]) — then those. Without client fields it is format 3, byte for byte.
     pub fn encode(&self, out: &mut Vec<u8>) {
         self.encode_v2(out);
-        match &self.visit {
-            Some(v) => {
-                out.push(1);
-                v.encode(out);
-            }
-            None => out.push(0),
+        out.push(u8::from(self.visit.is_some()) | u8::from(self.client.is_some()) << 1);
+        if let Some(v) = &self.visit {
+            v.encode(out);
+        }
+        if let Some(c) = &self.client {
+            c.encode(out);
         }
     }
 
@@ -167,8 +175,8 @@ impl Entry {
         }
     }
 
-    /// Decodes exactly `count` entries (format 3) filling `bytes`; `None` if the bytes are
-    /// not that.
+    /// Decodes exactly `count` entries (format 4, or 3) filling `bytes`; `None` if the bytes
+    /// are not that.
     pub fn decode_all(bytes: &[u8], count: usize) -> Option<Vec<Entry>> {
         Self::decode(bytes, count, 3)
     }
@@ -231,13 +239,17 @@ impl Entry {
             // A last entry that ends before the marker was written as format 2 (a shared
             // crawl's queue in Redis keeps entries without a format byte): no visit.
             if format >= 3 && !bytes.is_empty() {
-                let (&has, rest) = bytes.split_first()?;
+                let (&flags, rest) = bytes.split_first()?;
                 bytes = rest;
-                entry.visit = match has {
-                    0 => None,
-                    1 => Some(Box::new(Visit::decode(&mut bytes).ok()?)),
-                    _ => return None,
-                };
+                if flags & !0b11 != 0 {
+                    return None;
+                }
+                if flags & 1 != 0 {
+                    entry.visit = Some(Box::new(Visit::decode(&mut bytes).ok()?));
+                }
+                if flags & 2 != 0 {
+                    entry.client = Some(Box::new(ClientInfo::decode(&mut bytes)?));
+                }
             }
             out.push(entry);
         }
@@ -321,5 +333,28 @@ mod tests {
         let mut bad = buf.clone();
         bad[v2.len()] = 7;
         assert_eq!(Entry::decode_all(&bad, 1), None, "unknown visit marker");
+    }
+
+    #[test]
+    fn format_4_carries_client_fields_and_format_3_bytes_are_format_4() {
+        let mut e = Entry::new("http://a.test/?x".into(), 1, None);
+        let mut plain = Vec::new();
+        e.encode(&mut plain);
+        e.client = Some(Box::new(ClientInfo {
+            original: Some("http://a.test?x".into()),
+            metadata: vec![("k".into(), vec!["v".into()])],
+        }));
+        let mut with = Vec::new();
+        e.encode(&mut with);
+        assert_eq!(with[..plain.len() - 1], plain[..plain.len() - 1]);
+        assert_eq!((plain[plain.len() - 1], with[plain.len() - 1]), (0, 2));
+        let mut both = plain.clone();
+        both.extend_from_slice(&with);
+        let decoded = Entry::decode_all(&both, 2).unwrap();
+        assert_eq!(decoded[0].client, None);
+        assert_eq!(decoded[1], e);
+        // An unknown flag is not an entry of a format this build reads.
+        with[plain.len() - 1] = 4;
+        assert_eq!(Entry::decode_all(&with, 1), None);
     }
 }

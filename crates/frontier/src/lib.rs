@@ -30,6 +30,7 @@
 
 mod api;
 mod canon;
+mod client_info;
 pub mod credentials;
 mod entry;
 mod hosts;
@@ -46,6 +47,7 @@ pub use api::{
     Outcome, Recrawled, RobotsShare, SharedRobots, Stats,
 };
 pub use canon::{CanonConfig, Canonicalizer, Invalid, DEFAULT_MAX_URL_LEN};
+pub use client_info::{ClientInfo, MAX_CLIENT_BYTES};
 pub use entry::{Entry, Via};
 pub use hosts::{is_active, paginate, HostControls, HostInfo, HostPage, HostQuery, HostSort};
 pub use local::{

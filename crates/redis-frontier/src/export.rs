@@ -61,7 +61,7 @@ pub(crate) async fn check_room<C: ConnectionLike + Send>(
 /// The format of the queue entries this build writes ([`frontier::Entry::encode`]): recorded
 /// with the crawl's shape, so that a process of an older build refuses to join a crawl whose
 /// entries it would drop as undecodable. A build that writes a newer format raises it.
-pub(crate) const ENTRY_FORMAT: u64 = 3;
+pub(crate) const ENTRY_FORMAT: u64 = 4;
 
 pub(crate) async fn check_shape<C: ConnectionLike + Send>(
     conn: &mut C,
@@ -94,11 +94,24 @@ pub(crate) async fn check_shape<C: ConnectionLike + Send>(
         .arg("entry_format")
         .query_async(conn)
         .await?;
-    if let Some(stored) = entries.filter(|f| *f > ENTRY_FORMAT) {
-        return Err(RedisFrontierError::NewerEntries {
-            stored,
-            ours: ENTRY_FORMAT,
-        });
+    match entries {
+        Some(stored) if stored > ENTRY_FORMAT => {
+            return Err(RedisFrontierError::NewerEntries {
+                stored,
+                ours: ENTRY_FORMAT,
+            })
+        }
+        Some(stored) if stored < ENTRY_FORMAT => {
+            // This build writes a newer format: older processes that check it now refuse
+            // to join (one that does not check drops an entry with client fields).
+            let _: () = redis::cmd("HSET")
+                .arg(&key)
+                .arg("entry_format")
+                .arg(ENTRY_FORMAT)
+                .query_async(conn)
+                .await?;
+        }
+        _ => {}
     }
     match (bits, hashes) {
         (Some(b), Some(k)) if (b, k) == ours => {

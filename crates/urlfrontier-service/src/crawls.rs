@@ -23,7 +23,7 @@ use urlfrontier_proto::v2::get_params::Item as CrawlFilter;
 use urlfrontier_proto::v2::url_item::Item;
 use urlfrontier_proto::v2::{AckMessage, BatchAck, DiscoveredBatch, GetParams, UrlInfo, UrlItem};
 
-use crate::urls::{ack_stream, Limits, Urls, ACKS_AHEAD};
+use crate::urls::{ack_stream, client_info, Limits, Urls, ACKS_AHEAD};
 
 /// The service's crawls, each with its URL table.
 #[derive(Debug)]
@@ -165,6 +165,11 @@ impl CrawlUrls {
                 self.limits.max_urls
             )));
         }
+        // Every item's string and metadata, checked before anything is offered.
+        let mut fields = items
+            .iter()
+            .map(client_info)
+            .collect::<Result<Vec<_>, Status>>()?;
         // Items by crawl, in order of first appearance (a batch names one crawl or a few).
         let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
         for (i, item) in items.iter().enumerate() {
@@ -181,7 +186,8 @@ impl CrawlUrls {
         let mut statuses = vec![Ack::Fail; items.len()];
         for (table, members) in tables {
             let urls: Vec<String> = members.iter().map(|&i| items[i].url.clone()).collect();
-            for (&i, ack) in members.iter().zip(table.offer(&urls).await) {
+            let infos = members.iter().map(|&i| fields[i].take()).collect();
+            for (&i, ack) in members.iter().zip(table.offer(&urls, infos).await) {
                 statuses[i] = ack;
             }
         }

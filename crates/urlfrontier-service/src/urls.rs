@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use engine::crawls::Crawl;
 use engine::{Control, RecrawlResult, SeedResult};
+use frontier::ClientInfo;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
@@ -42,7 +43,7 @@ use tonic::codegen::BoxStream;
 use tonic::{Status, Streaming};
 use urlfrontier_proto::v2::ack_message::Status as Ack;
 use urlfrontier_proto::v2::url_item::Item;
-use urlfrontier_proto::v2::UrlInfo;
+use urlfrontier_proto::v2::{StringList, UrlInfo};
 
 /// Acks not yet read by the client before the intake waits (backpressure).
 pub(crate) const ACKS_AHEAD: usize = 4;
@@ -152,19 +153,21 @@ where
 /// `FAIL` for every URL when the frontier took none of them in time, or the crawl is
 /// stopping (resend).
 async fn offer(control: &Control, urls: &[String], limits: Limits) -> Vec<Ack> {
-    offer_due(control, urls, None, limits).await
+    offer_due(control, urls, Vec::new(), None, limits).await
 }
 
-/// As [`offer`], those admitted asleep until `due` (Unix seconds) when given.
+/// As [`offer`], with each URL's client fields (`infos`: one per URL, or none) and, when
+/// given, asleep until `due` (Unix seconds).
 async fn offer_due(
     control: &Control,
     urls: &[String],
+    infos: Vec<Option<Box<ClientInfo>>>,
     due: Option<u64>,
     limits: Limits,
 ) -> Vec<Ack> {
     let (control, owned) = (control.clone(), urls.to_vec());
     let offered = bounded(limits, async move {
-        control.offer_from_client(&owned, due).await
+        control.offer_from_client(&owned, infos, due).await
     })
     .await;
     match offered {
@@ -179,6 +182,18 @@ async fn offer_due(
             .collect(),
         Some(None) | None => vec![Ack::Fail; urls.len()],
     }
+}
+
+/// What a client put with a URL (its string, its metadata) as the frontier keeps it, or
+/// `INVALID_ARGUMENT` past [`frontier::MAX_CLIENT_BYTES`].
+pub(crate) fn client_info(info: &UrlInfo) -> Result<Option<Box<ClientInfo>>, Status> {
+    let metadata = info
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.clone(), v.values.clone()));
+    ClientInfo::new(&info.url, metadata)
+        .map(Some)
+        .map_err(|why| Status::invalid_argument(format!("{}: {why}", info.url)))
 }
 
 /// The queue key of a canonical URL: its politeness key, the host name, with the port when
@@ -215,9 +230,13 @@ impl Urls {
         &self.control
     }
 
-    /// Offers `urls` as discovered (see [`offer`]).
-    pub(crate) async fn offer(&self, urls: &[String]) -> Vec<Ack> {
-        offer(&self.control, urls, self.limits).await
+    /// Offers `urls` as discovered, with their client fields (see [`offer_due`]).
+    pub(crate) async fn offer(
+        &self,
+        urls: &[String],
+        infos: Vec<Option<Box<ClientInfo>>>,
+    ) -> Vec<Ack> {
+        offer_due(&self.control, urls, infos, None, self.limits).await
     }
 
     /// Drops every URL queued for `key` (DeleteQueue): how many; `UNAVAILABLE` when the
@@ -252,10 +271,13 @@ impl Urls {
             }
         };
         Ok(match date {
-            None => offer(&self.control, &[info.url], self.limits).await[0],
+            None => {
+                let fields = vec![client_info(&info)?];
+                offer_due(&self.control, &[info.url], fields, None, self.limits).await[0]
+            }
             Some(0) => self.done(&info.url).await,
             Some(d) if d > LATEST_DATE => self.done(&info.url).await,
-            Some(d) => self.refetch_from(&info.url, d).await,
+            Some(d) => self.refetch_from(&info, d).await?,
         })
     }
 
@@ -271,7 +293,12 @@ impl Urls {
     }
 
     /// A known URL to fetch again from `date` (Unix seconds): see the module's header.
-    async fn refetch_from(&self, raw: &str, date: u64) -> Ack {
+    async fn refetch_from(&self, info: &UrlInfo, date: u64) -> Result<Ack, Status> {
+        let fields = client_info(info)?;
+        Ok(self.refetch(&info.url, fields, date).await)
+    }
+
+    async fn refetch(&self, raw: &str, fields: Option<Box<ClientInfo>>, date: u64) -> Ack {
         let Ok(url) = self.control.canonical(raw) else {
             return Ack::Skipped;
         };
@@ -309,7 +336,7 @@ impl Urls {
             Some(RecrawlResult::Invalid(_)) => Ack::Skipped,
             Some(RecrawlResult::NeverSeen) => {
                 let url = std::slice::from_ref(&url);
-                offer_due(&self.control, url, Some(date), self.limits).await[0]
+                offer_due(&self.control, url, vec![fields], Some(date), self.limits).await[0]
             }
         }
     }
@@ -388,10 +415,25 @@ impl Urls {
                     continue;
                 }
                 held.leases.insert(l.url.clone(), (l.id, until));
+                // Handed out as it was put, with its metadata; updates match the canonical
+                // form, whichever spelling they use.
+                let key = host_key(&l.url);
+                let (url, metadata) = match l.client {
+                    Some(c) => {
+                        let c = *c;
+                        let metadata = c
+                            .metadata
+                            .into_iter()
+                            .map(|(k, values)| (k, StringList { values }))
+                            .collect();
+                        (c.original.unwrap_or(l.url), metadata)
+                    }
+                    None => (l.url, HashMap::new()),
+                };
                 infos.push(UrlInfo {
-                    key: host_key(&l.url),
-                    url: l.url,
-                    metadata: HashMap::new(),
+                    key,
+                    url,
+                    metadata,
                     crawl_id: self.crawl_id.to_string(),
                 });
             }

@@ -293,6 +293,7 @@ impl LocalFrontier {
                     sitemap: l.sitemap,
                     lastmod: l.lastmod,
                     due: l.due,
+                    client: l.client,
                 };
                 self.admit(
                     self.canon.canonicalize_url(l.url),
@@ -318,6 +319,7 @@ impl LocalFrontier {
             sitemap,
             lastmod,
             due,
+            client,
         } = found;
         let reject = |reason: OutOfScope| {
             self.counters.out_of_scope[reason.index()].add(1);
@@ -378,6 +380,7 @@ impl LocalFrontier {
         entry.via = via;
         entry.sitemap = sitemap;
         entry.lastmod = lastmod;
+        entry.client = client.and_then(|c| c.settle(&entry.url));
         if let Some(due) = due {
             // Asleep from the start, as a fetched URL waits for its next visit (journaled
             // with it, so a resumed crawl keeps the date).
@@ -570,6 +573,8 @@ struct Found {
     lastmod: Option<String>,
     /// A client's date: it sleeps until then (see [`Link::due`]).
     due: Option<u64>,
+    /// A client's string and metadata (see [`Link::client`]).
+    client: Option<Box<crate::ClientInfo>>,
 }
 
 impl Found {
@@ -586,6 +591,7 @@ impl Found {
             sitemap: 0,
             lastmod: None,
             due: None,
+            client: None,
         }
     }
 }

@@ -108,6 +108,7 @@ impl Shared {
                     e
                 };
                 entry.id = 0;
+                entry.client = l.client.and_then(|c| c.settle(&url));
                 if let Some(due) = due {
                     // Asleep from the start, as a fetched URL waits for its next visit.
                     entry.visit = Some(Box::new(frontier::Visit {

@@ -22,10 +22,12 @@ use frontier::{HostControls, HostPage, HostQuery, HostSort};
 use frontier::{HostScope, OutOfScope, ScopeConfig};
 
 mod backoff;
+mod client;
 mod hosts;
 mod keyed;
 mod recrawl;
 pub use backoff::{a_success_ends_the_back_off_at_once, failures_in_flight_together_back_off_once};
+pub use client::client_fields_come_back_with_the_lease;
 pub use hosts::{
     a_default_delay_paces_hosts_without_their_own, a_deleted_queue_drops_its_urls,
     a_host_delay_counts_from_its_last_fetch, a_limit_of_finished_urls_stops_a_host,
@@ -111,6 +113,7 @@ pub async fn run_all(h: &dyn Harness) {
     released_leases_and_leases_without_waiting(h).await;
     a_lease_of_one_host(h).await;
     a_dated_link_sleeps_until_its_date(h).await;
+    client_fields_come_back_with_the_lease(h).await;
     host_listing_and_controls(h).await;
     a_limit_of_finished_urls_stops_a_host(h).await;
     a_deleted_queue_drops_its_urls(h).await;

@@ -456,3 +456,86 @@ async fn a_known_url_with_a_date_is_due_again_from_that_date_and_not_before() {
     crawl.stop().await;
     server.await.unwrap().unwrap();
 }
+
+/// URLs are handed out as they were put, with their metadata, and updated by any spelling
+/// of their canonical form; metadata past the bound refuses the batch before any of it is
+/// offered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn urls_come_back_as_put_with_their_metadata() {
+    let crawl = Crawl::start_with(unpaced).await;
+    let (addr, server) = crawl.serve(settings("", 16, Duration::from_secs(10))).await;
+    let mut c = UrlFrontierClient::new(channel(addr).await);
+    let with_metadata = |url: &str, values: &[&str]| {
+        let mut i = item(url, None, url);
+        if let Some(Item::Discovered(d)) = &mut i.item {
+            let info = d.info.as_mut().unwrap();
+            info.metadata.insert(
+                "depth".into(),
+                urlfrontier_proto::v2::StringList {
+                    values: values.iter().map(|v| (*v).to_owned()).collect(),
+                },
+            );
+        }
+        i
+    };
+    let acks = put_urls(
+        &mut c,
+        vec![
+            with_metadata("http://a.test?x=1", &["1", "two"]),
+            item("http://a.test/plain", None, "plain"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(acks.iter().all(|(_, s)| *s == Ack::Ok as i32), "{acks:?}");
+    let params = GetParams {
+        delay_requestable: 60,
+        ..GetParams::default()
+    };
+    let mut got = get_infos(&mut c, params).await;
+    got.sort_by(|a, b| a.url.cmp(&b.url));
+    let urls: Vec<&str> = got.iter().map(|i| i.url.as_str()).collect();
+    assert_eq!(urls, ["http://a.test/plain", "http://a.test?x=1"], "as put");
+    assert_eq!(got[0].metadata.len(), 0);
+    assert_eq!(got[1].metadata["depth"].values, ["1", "two"]);
+    assert_eq!(got[1].key, "a.test");
+
+    // The update names the canonical form: it finishes the lease all the same.
+    let acks = put_urls(&mut c, vec![item("http://a.test/?x=1", Some(0), "done")])
+        .await
+        .unwrap();
+    assert_eq!(acks, [("done".to_owned(), Ack::Ok as i32)]);
+    let stats = c
+        .get_stats(QueueWithinCrawlParams::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (stats.in_process, stats.counts.get("completed")),
+        (1, Some(&1))
+    );
+
+    // Past the bound: the stream ends with INVALID_ARGUMENT and nothing of the batch is
+    // queued (PutDiscovered checks the whole batch first).
+    let big = "v".repeat(frontier::MAX_CLIENT_BYTES);
+    let mut items = batch("big", &["http://b.test/1", "http://b.test/2"], "");
+    items.items[1].metadata.insert(
+        "k".into(),
+        urlfrontier_proto::v2::StringList { values: vec![big] },
+    );
+    let e = put_discovered(&mut c, vec![items]).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    assert!(e.message().contains("at most 8192"), "{e}");
+    let stats = c
+        .get_stats(QueueWithinCrawlParams {
+            key: "b.test".into(),
+            ..QueueWithinCrawlParams::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(stats.size, 0, "none of the batch queued");
+
+    crawl.stop().await;
+    server.await.unwrap().unwrap();
+}

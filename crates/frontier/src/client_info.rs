@@ -1,0 +1,193 @@
+//! What a url-frontier client put with a URL and gets back with it: the string it gave, when
+//! the crawl's canonical form differs (`http://h?x` is kept as such, queued as
+//! `http://h/?x`), and its metadata. Carried by the queue [`Entry`](crate::Entry) (bit 1 of its
+//! format-4 flags) through memory, spill, the crawl state and Redis.
+//!
+//! Design choice: bounded by construction ([`ClientInfo::new`] refuses more than
+//! [`MAX_CLIENT_BYTES`]), so a client cannot make one queued URL cost more than a few pages
+//! of memory; the decoder checks every length against the bytes it has, so stored bytes
+//! cannot make it allocate more than they hold.
+
+/// Most bytes of a URL's client fields (the string put and every metadata key and value).
+pub const MAX_CLIENT_BYTES: usize = 8 * 1024;
+
+/// A client's string for a URL and its metadata, in key order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// The string the client put, when the canonical form differs.
+    pub original: Option<String>,
+    /// Metadata keys, each with its values, sorted by key.
+    pub metadata: Vec<(String, Vec<String>)>,
+}
+
+impl ClientInfo {
+    /// The fields of a URL put as `original` with `metadata` (keys in any order), or why not
+    /// (past [`MAX_CLIENT_BYTES`]). What is kept of them is decided once the URL's canonical
+    /// form is known ([`settle`](Self::settle)).
+    pub fn new(
+        original: &str,
+        metadata: impl IntoIterator<Item = (String, Vec<String>)>,
+    ) -> Result<Box<Self>, String> {
+        let mut metadata: Vec<(String, Vec<String>)> = metadata.into_iter().collect();
+        metadata.sort_by(|a, b| a.0.cmp(&b.0));
+        let size = original.len()
+            + metadata
+                .iter()
+                .map(|(k, v)| k.len() + v.iter().map(String::len).sum::<usize>())
+                .sum::<usize>();
+        if size > MAX_CLIENT_BYTES
+            || metadata.len() > usize::from(u16::MAX)
+            || metadata
+                .iter()
+                .any(|(_, v)| v.len() > usize::from(u16::MAX))
+        {
+            return Err(format!(
+                "a URL's string and metadata take {size} bytes; at most {MAX_CLIENT_BYTES}"
+            ));
+        }
+        Ok(Box::new(Self {
+            original: Some(original.to_owned()),
+            metadata,
+        }))
+    }
+
+    /// What is kept once the URL's canonical form is known: the string put only where it
+    /// differs from `canonical`; `None` when nothing is left.
+    pub fn settle(mut self: Box<Self>, canonical: &str) -> Option<Box<Self>> {
+        if self.original.as_deref() == Some(canonical) {
+            self.original = None;
+        }
+        (self.original.is_some() || !self.metadata.is_empty()).then_some(self)
+    }
+
+    /// Bytes of heap it holds (for memory accounting).
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.original.as_ref().map_or(0, String::capacity)
+            + self
+                .metadata
+                .iter()
+                .map(|(k, v)| k.capacity() + v.iter().map(String::capacity).sum::<usize>())
+                .sum::<usize>()
+    }
+
+    /// Appends the binary form: the string put (u32 LE length, `u32::MAX` for none), then the
+    /// number of keys (u16 LE) and per key its length (u16 LE), the key, the number of values
+    /// (u16 LE) and per value its length (u32 LE) and bytes.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        match &self.original {
+            Some(o) => {
+                out.extend_from_slice(&(o.len() as u32).to_le_bytes());
+                out.extend_from_slice(o.as_bytes());
+            }
+            None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
+        }
+        out.extend_from_slice(&(self.metadata.len() as u16).to_le_bytes());
+        for (key, values) in &self.metadata {
+            out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(&(values.len() as u16).to_le_bytes());
+            for v in values {
+                out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                out.extend_from_slice(v.as_bytes());
+            }
+        }
+    }
+
+    /// Reads the binary form from the front of `bytes`, advancing it; `None` if it is not
+    /// that (a length past the end, a string that is not UTF-8).
+    pub(crate) fn decode(bytes: &mut &[u8]) -> Option<Self> {
+        fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+            if b.len() < n {
+                return None;
+            }
+            let (head, rest) = b.split_at(n);
+            *b = rest;
+            Some(head)
+        }
+        fn u16_at(b: &mut &[u8]) -> Option<usize> {
+            let head = take(b, 2)?;
+            Some(usize::from(u16::from_le_bytes([head[0], head[1]])))
+        }
+        fn u32_at(b: &mut &[u8]) -> Option<u32> {
+            let head = take(b, 4)?;
+            Some(u32::from_le_bytes([head[0], head[1], head[2], head[3]]))
+        }
+        fn string(b: &mut &[u8], n: usize) -> Option<String> {
+            String::from_utf8(take(b, n)?.to_vec()).ok()
+        }
+        let original = match u32_at(bytes)? {
+            u32::MAX => None,
+            n => Some(string(bytes, n as usize)?),
+        };
+        let keys = u16_at(bytes)?;
+        // Each key takes at least 4 bytes: no more is reserved than the bytes could hold.
+        let mut metadata = Vec::with_capacity(keys.min(bytes.len() / 4));
+        for _ in 0..keys {
+            let n = u16_at(bytes)?;
+            let key = string(bytes, n)?;
+            let count = u16_at(bytes)?;
+            let mut values = Vec::with_capacity(count.min(bytes.len() / 4));
+            for _ in 0..count {
+                let n = u32_at(bytes)? as usize;
+                values.push(string(bytes, n)?);
+            }
+            metadata.push((key, values));
+        }
+        Some(Self { original, metadata })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(pairs: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.iter().map(|s| (*s).to_owned()).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn kept_sorted_settled_against_the_canonical_form_and_bounded() {
+        let info =
+            ClientInfo::new("http://h?x", meta(&[("z", &["1"]), ("a", &["2", "3"])])).unwrap();
+        assert_eq!(info.metadata, meta(&[("a", &["2", "3"]), ("z", &["1"])]));
+        let settled = info.clone().settle("http://h/?x").unwrap();
+        assert_eq!(settled.original.as_deref(), Some("http://h?x"));
+        let same = info.settle("http://h?x").unwrap();
+        assert_eq!((same.original.as_deref(), same.metadata.len()), (None, 2));
+        let bare = ClientInfo::new("http://h/", Vec::new()).unwrap();
+        assert_eq!(bare.settle("http://h/"), None, "nothing to keep");
+        let big = "v".repeat(MAX_CLIENT_BYTES);
+        let e = ClientInfo::new("http://h/", vec![("k".into(), vec![big])]).unwrap_err();
+        assert!(e.contains("at most 8192"), "{e}");
+    }
+
+    #[test]
+    fn round_trip_and_hostile_bytes() {
+        let info = ClientInfo {
+            original: Some("http://h?é".into()),
+            metadata: meta(&[("a", &["", "x"]), ("b", &[])]),
+        };
+        let mut buf = Vec::new();
+        info.encode(&mut buf);
+        buf.push(9);
+        let mut rest = buf.as_slice();
+        assert_eq!(ClientInfo::decode(&mut rest), Some(info));
+        assert_eq!(rest, [9], "reads its own bytes only");
+        // Cut anywhere, it is not that; a length far past the end allocates nothing.
+        for cut in 0..buf.len() - 1 {
+            let mut b = &buf[..cut];
+            assert_eq!(ClientInfo::decode(&mut b), None, "cut at {cut}");
+        }
+        let mut huge = u32::MAX.to_le_bytes().to_vec();
+        huge.extend_from_slice(&u16::MAX.to_le_bytes());
+        huge.extend_from_slice(&[0, 0, 0xff, 0xff]);
+        assert_eq!(ClientInfo::decode(&mut huge.as_slice()), None);
+        let mut not_utf8 = 1u32.to_le_bytes().to_vec();
+        not_utf8.extend_from_slice(&[0xff, 0, 0]);
+        assert_eq!(ClientInfo::decode(&mut not_utf8.as_slice()), None);
+    }
+}
