@@ -11,7 +11,9 @@ its own records. The frontier keeps the queue, deduplication and politeness per 
 
 Each loop takes URLs (GetURLs, held for --hold seconds), fetches them on --threads threads,
 and reports back (PutURLs): the links found as discovered, the page as known and done
-(refetchable_from_date = 0). A page's record is written once its report is acked.
+(refetchable_from_date = 0). A page's record is written once its report is acked. URLs
+come back as this client put them (`http://H.test/a/../b` stays so; the frontier queues and
+matches it as `http://h.test/b`), and its records name them so.
 Needs `pip install grpcio-tools`; the client code is generated from the repository's .proto
 at start.
 """
@@ -96,6 +98,16 @@ class Robots:
         return best is None or best[0]
 
 
+# Printable ASCII goes on the wire as it is; anything else is percent-encoded as UTF-8.
+WIRE_SAFE = "".join(chr(c) for c in range(0x21, 0x7F))
+
+
+def to_wire(url):
+    """The URL as a request carries it (the frontier hands URLs back as they were put, and a
+    page's link may hold characters outside ASCII): as a browser sends it."""
+    return urllib.parse.quote(url, safe=WIRE_SAFE)
+
+
 class Client:
     def __init__(self, args):
         self.args = args
@@ -136,7 +148,8 @@ class Client:
         for attempt in range(ATTEMPTS):
             last = attempt == ATTEMPTS - 1
             try:
-                status, headers, body = fetcher.fetch(url, self.resolve, self.args.timeout)
+                status, headers, body = fetcher.fetch(to_wire(url), self.resolve,
+                                                      self.args.timeout)
             except Exception:
                 if last:
                     raise

@@ -1,6 +1,6 @@
 //! The crawl state's stored queue entries (and the frontier's disk spill, the same
-//! encoding): any bytes decode to entries or `None`, never a panic, and what decodes
-//! encodes back to the same bytes.
+//! encoding, format 4 with a client's string and metadata): any bytes decode to entries or
+//! `None`, never a panic, and what decodes, encoded again, decodes to the same entries.
 #![no_main]
 
 use frontier::Entry;

@@ -8,16 +8,18 @@
 //! of memory; the decoder checks every length against the bytes it has, so stored bytes
 //! cannot make it allocate more than they hold.
 
-/// Most bytes of a URL's client fields (the string put and every metadata key and value).
+/// Most bytes of a URL's client fields in their binary form (the string put, every metadata
+/// key and value, and their lengths: an empty value counts its 4 length bytes).
 pub const MAX_CLIENT_BYTES: usize = 8 * 1024;
 
-/// A client's string for a URL and its metadata, in key order.
+/// A client's string for a URL and its metadata, in key order. Made by [`ClientInfo::new`]
+/// only, so it is always within [`MAX_CLIENT_BYTES`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientInfo {
     /// The string the client put, when the canonical form differs.
-    pub original: Option<String>,
+    pub(crate) original: Option<String>,
     /// Metadata keys, each with its values, sorted by key.
-    pub metadata: Vec<(String, Vec<String>)>,
+    pub(crate) metadata: Vec<(String, Vec<String>)>,
 }
 
 impl ClientInfo {
@@ -30,17 +32,16 @@ impl ClientInfo {
     ) -> Result<Box<Self>, String> {
         let mut metadata: Vec<(String, Vec<String>)> = metadata.into_iter().collect();
         metadata.sort_by(|a, b| a.0.cmp(&b.0));
-        let size = original.len()
+        // Its binary form's size (see `encode`): past the bound long before a count could
+        // overflow its u16.
+        let size = 4
+            + original.len()
+            + 2
             + metadata
                 .iter()
-                .map(|(k, v)| k.len() + v.iter().map(String::len).sum::<usize>())
+                .map(|(k, v)| 4 + k.len() + v.iter().map(|s| 4 + s.len()).sum::<usize>())
                 .sum::<usize>();
-        if size > MAX_CLIENT_BYTES
-            || metadata.len() > usize::from(u16::MAX)
-            || metadata
-                .iter()
-                .any(|(_, v)| v.len() > usize::from(u16::MAX))
-        {
+        if size > MAX_CLIENT_BYTES {
             return Err(format!(
                 "a URL's string and metadata take {size} bytes; at most {MAX_CLIENT_BYTES}"
             ));
@@ -60,14 +61,34 @@ impl ClientInfo {
         (self.original.is_some() || !self.metadata.is_empty()).then_some(self)
     }
 
+    /// The string the client put, when the canonical form differs.
+    pub fn original(&self) -> Option<&str> {
+        self.original.as_deref()
+    }
+
+    /// Metadata keys, each with its values, sorted by key.
+    pub fn metadata(&self) -> &[(String, Vec<String>)] {
+        &self.metadata
+    }
+
+    /// The string put (if kept) and the metadata, taken apart.
+    pub fn into_parts(self) -> (Option<String>, Vec<(String, Vec<String>)>) {
+        (self.original, self.metadata)
+    }
+
     /// Bytes of heap it holds (for memory accounting).
     pub fn heap_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
             + self.original.as_ref().map_or(0, String::capacity)
+            + self.metadata.capacity() * std::mem::size_of::<(String, Vec<String>)>()
             + self
                 .metadata
                 .iter()
-                .map(|(k, v)| k.capacity() + v.iter().map(String::capacity).sum::<usize>())
+                .map(|(k, v)| {
+                    k.capacity()
+                        + v.capacity() * std::mem::size_of::<String>()
+                        + v.iter().map(String::capacity).sum::<usize>()
+                })
                 .sum::<usize>()
     }
 
@@ -163,6 +184,21 @@ mod tests {
         let big = "v".repeat(MAX_CLIENT_BYTES);
         let e = ClientInfo::new("http://h/", vec![("k".into(), vec![big])]).unwrap_err();
         assert!(e.contains("at most 8192"), "{e}");
+        // Empty values count their length bytes: no way around the bound by count.
+        let empties = vec![String::new(); MAX_CLIENT_BYTES / 4];
+        assert!(ClientInfo::new("", vec![("k".into(), empties)]).is_err());
+        let keys = (0..MAX_CLIENT_BYTES / 4).map(|i| (i.to_string(), Vec::new()));
+        assert!(ClientInfo::new("", keys).is_err());
+        let fits = vec![String::new(); (MAX_CLIENT_BYTES - 16) / 4];
+        let mut buf = Vec::new();
+        ClientInfo::new("", vec![("k".into(), fits)])
+            .unwrap()
+            .encode(&mut buf);
+        assert_eq!(buf.len(), 4 + 2 + 4 + 1 + (MAX_CLIENT_BYTES - 16) / 4 * 4);
+        assert!(
+            buf.len() <= MAX_CLIENT_BYTES,
+            "the bound is the binary form's size"
+        );
     }
 
     #[test]

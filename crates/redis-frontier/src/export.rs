@@ -56,21 +56,30 @@ pub(crate) async fn check_room<C: ConnectionLike + Send>(
     )))
 }
 
-/// Records `visited`'s shape for its crawl if none is, checks it against the one that is, and
-/// creates the bitmap at its full size.
 /// The format of the queue entries this build writes ([`frontier::Entry::encode`]): recorded
-/// with the crawl's shape, so that a process of an older build refuses to join a crawl whose
-/// entries it would drop as undecodable. A build that writes a newer format raises it.
+/// with the crawl's shape, so that a process of an older build (one that checks it) refuses
+/// to join a crawl whose entries it would drop as undecodable. A build that writes a newer
+/// format raises it; processes already running are not told, so a crawl's processes are
+/// upgraded together (stop them all, then start the new build).
 pub(crate) const ENTRY_FORMAT: u64 = 4;
 
+/// The crawl's entry format before this call (0: none recorded), raised to ARGV[1] unless
+/// it is higher already.
+const RAISE_FORMAT: &str = r"
+local stored = tonumber(redis.call('HGET', KEYS[1], 'entry_format') or 0)
+if stored < tonumber(ARGV[1]) then redis.call('HSET', KEYS[1], 'entry_format', ARGV[1]) end
+return stored
+";
+
+/// Records `visited`'s shape for its crawl if none is, checks it against the one that is, and
+/// creates the bitmap at its full size; then records the entry format ([`ENTRY_FORMAT`]).
 pub(crate) async fn check_shape<C: ConnectionLike + Send>(
     conn: &mut C,
     visited: &Visited,
 ) -> Result<(), RedisFrontierError> {
     let key = format!("{}meta", visited.prefix());
     let ours = (visited.bit_size(), visited.hashes());
-    type Answers = (u8, u8, u8, Option<u64>, Option<u32>, Option<u64>);
-    let (_, _, _, bits, hashes, entries): Answers = redis::pipe()
+    let (_, _, bits, hashes): (u8, u8, Option<u64>, Option<u32>) = redis::pipe()
         .cmd("HSETNX")
         .arg(&key)
         .arg("bits")
@@ -79,42 +88,29 @@ pub(crate) async fn check_shape<C: ConnectionLike + Send>(
         .arg(&key)
         .arg("hashes")
         .arg(ours.1)
-        .cmd("HSETNX")
-        .arg(&key)
-        .arg("entry_format")
-        .arg(ENTRY_FORMAT)
         .cmd("HGET")
         .arg(&key)
         .arg("bits")
         .cmd("HGET")
         .arg(&key)
         .arg("hashes")
-        .cmd("HGET")
-        .arg(&key)
-        .arg("entry_format")
         .query_async(conn)
         .await?;
-    match entries {
-        Some(stored) if stored > ENTRY_FORMAT => {
-            return Err(RedisFrontierError::NewerEntries {
-                stored,
-                ours: ENTRY_FORMAT,
-            })
-        }
-        Some(stored) if stored < ENTRY_FORMAT => {
-            // This build writes a newer format: older processes that check it now refuse
-            // to join (one that does not check drops an entry with client fields).
-            let _: () = redis::cmd("HSET")
-                .arg(&key)
-                .arg("entry_format")
-                .arg(ENTRY_FORMAT)
-                .query_async(conn)
-                .await?;
-        }
-        _ => {}
-    }
     match (bits, hashes) {
         (Some(b), Some(k)) if (b, k) == ours => {
+            // Only a process whose shape agrees records its format, in one step: the mark
+            // never goes down, and an older process is refused from then on.
+            let stored: u64 = redis::Script::new(RAISE_FORMAT)
+                .key(&key)
+                .arg(ENTRY_FORMAT)
+                .invoke_async(conn)
+                .await?;
+            if stored > ENTRY_FORMAT {
+                return Err(RedisFrontierError::NewerEntries {
+                    stored,
+                    ours: ENTRY_FORMAT,
+                });
+            }
             let _: u8 = redis::Script::new(PRESIZE)
                 .key(visited.bits_key())
                 .arg(ours.0 - 1)

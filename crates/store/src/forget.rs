@@ -8,7 +8,7 @@ use std::path::Path;
 use frontier::Entry;
 use redb::{ReadableDatabase, ReadableTable};
 
-use crate::schema::{open_db, read_u64, OrDb, ADMITTED, META, QUEUE};
+use crate::schema::{migrate_queue, open_db, read_u64, OrDb, ADMITTED, META, QUEUE};
 use crate::{queue_record, Forgot, Store, StoreError, FILE_NAME};
 
 /// What the state says of the URLs asked about: the depth each admitted fingerprint was
@@ -78,12 +78,24 @@ impl Store {
         let txn = db.begin_write().or_db(&path)?;
         let mut results = Vec::with_capacity(urls.len());
         {
-            queue_record::refuse_newer(&txn.open_table(META).or_db(&path)?, dir, &path)?;
-            let log = txn.open_table(ADMITTED).or_db(&path)?;
+            let mut meta = txn.open_table(META).or_db(&path)?;
+            queue_record::refuse_newer(&meta, dir, &path)?;
             let mut queue = txn.open_table(QUEUE).or_db(&path)?;
+            if meta.get(queue_record::META_KEY).or_db(&path)?.is_none() {
+                // Written before rows had their format byte: migrated first, as a resume
+                // would, so that the rows added here are not read as old ones.
+                migrate_queue(&mut queue).map_err(|e| StoreError::Db {
+                    path: path.clone(),
+                    message: e
+                        .map_or_else(|| "a queued entry is corrupt".into(), |e| e.to_string()),
+                })?;
+            }
+            // The rows added here are of this build's format.
+            meta.insert(queue_record::META_KEY, [queue_record::FORMAT].as_slice())
+                .or_db(&path)?;
+            let log = txn.open_table(ADMITTED).or_db(&path)?;
             let Known { depths, mut queued } = lookup(&log, &queue, urls, &path)?;
             drop(log);
-            let mut meta = txn.open_table(META).or_db(&path)?;
             let mut next = read_u64(&meta, "next_id").or_db(&path)?.max(1);
             for (url, fp) in urls {
                 let depth = depths.get(fp).copied();

@@ -8,9 +8,10 @@
 //!   addresses it fetches, as url-frontier's clients do, so no check of ours stands between
 //!   the queue and the client; politeness per host and `crawl.concurrency` (leases out and
 //!   the built-in workers' fetches together) still hold.
-//! - **Updates find their lease by the URL's canonical form** ([`Held`]): the string handed
-//!   out is the crawl's canonical URL, and any spelling of it matches. Its `key` is the
-//!   host's politeness key ([`host_key`]).
+//! - **Handed out as put, found by the canonical form** ([`Held`]): a URL comes back as the
+//!   string the client put, with its metadata ([`frontier::ClientInfo`], kept with the queued
+//!   URL); its lease is held under the crawl's canonical URL, and an update by any spelling
+//!   of it matches. Its `key` is the host's politeness key ([`host_key`]).
 //! - **A known URL with `refetchable_from_date` = 0 is done**: held here, its lease is
 //!   finished as fetched by the client (a page for the budgets; the client keeps the record).
 //!   Not held (its lease expired, or never handed out), it is offered so that the visited
@@ -420,13 +421,12 @@ impl Urls {
                 let key = host_key(&l.url);
                 let (url, metadata) = match l.client {
                     Some(c) => {
-                        let c = *c;
-                        let metadata = c
-                            .metadata
+                        let (original, metadata) = c.into_parts();
+                        let metadata = metadata
                             .into_iter()
                             .map(|(k, values)| (k, StringList { values }))
                             .collect();
-                        (c.original.unwrap_or(l.url), metadata)
+                        (original.unwrap_or(l.url), metadata)
                     }
                     None => (l.url, HashMap::new()),
                 };

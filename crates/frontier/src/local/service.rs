@@ -41,6 +41,7 @@ impl LocalFrontier {
                 let fp = super::fingerprint(canonical.as_str());
                 self.filter.put_hash(super::fp_hash(fp));
                 let mut entry = crate::Entry::new(canonical.into(), l.depth, None);
+                entry.client = l.client.and_then(|c| c.settle(&entry.url));
                 if let Some(journal) = &self.journal {
                     journal.admitted(fp, &host, &mut entry);
                 }

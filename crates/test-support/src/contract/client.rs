@@ -34,8 +34,8 @@ pub async fn client_fields_come_back_with_the_lease(h: &dyn Harness) {
         "queued in canonical form"
     );
     let kept = first.entry().client.as_deref().expect("kept");
-    assert_eq!(kept.original.as_deref(), Some("http://c.test?x"));
-    assert_eq!(kept.metadata, info("").metadata);
+    assert_eq!(kept.original(), Some("http://c.test?x"));
+    assert_eq!(kept.metadata(), info("").metadata());
     let second = f.try_next_from("c.test").await.unwrap().expect("queued");
     assert_eq!(
         second.entry().client,
@@ -48,7 +48,7 @@ pub async fn client_fields_come_back_with_the_lease(h: &dyn Harness) {
         .expect("complete");
     let again = f.try_next_from("c.test").await.unwrap().expect("again");
     assert_eq!(
-        again.entry().client.as_deref().map(|c| c.metadata.len()),
+        again.entry().client.as_deref().map(|c| c.metadata().len()),
         Some(1)
     );
     f.complete(again, Outcome::Done).await.expect("complete");
@@ -70,7 +70,7 @@ pub async fn client_fields_come_back_with_the_lease(h: &dyn Harness) {
         .client
         .as_deref()
         .expect("restored with its fields");
-    assert_eq!(kept.original.as_deref(), Some("HTTP://c.test/z?a=1"));
+    assert_eq!(kept.original(), Some("HTTP://c.test/z?a=1"));
     g.complete(l, Outcome::Done).await.expect("complete");
     g.close();
 }

@@ -465,19 +465,22 @@ async fn urls_come_back_as_put_with_their_metadata() {
     let crawl = Crawl::start_with(unpaced).await;
     let (addr, server) = crawl.serve(settings("", 16, Duration::from_secs(10))).await;
     let mut c = UrlFrontierClient::new(channel(addr).await);
-    let with_metadata = |url: &str, values: &[&str]| {
-        let mut i = item(url, None, url);
-        if let Some(Item::Discovered(d)) = &mut i.item {
-            let info = d.info.as_mut().unwrap();
-            info.metadata.insert(
-                "depth".into(),
-                urlfrontier_proto::v2::StringList {
-                    values: values.iter().map(|v| (*v).to_owned()).collect(),
-                },
-            );
-        }
+    let known_with = |url: &str, date: Option<u64>, values: &[&str]| {
+        let mut i = item(url, date, url);
+        let info = match &mut i.item {
+            Some(Item::Discovered(d)) => d.info.as_mut(),
+            Some(Item::Known(k)) => k.info.as_mut(),
+            None => None,
+        };
+        info.unwrap().metadata.insert(
+            "depth".into(),
+            urlfrontier_proto::v2::StringList {
+                values: values.iter().map(|v| (*v).to_owned()).collect(),
+            },
+        );
         i
     };
+    let with_metadata = |url: &str, values: &[&str]| known_with(url, None, values);
     let acks = put_urls(
         &mut c,
         vec![
@@ -514,6 +517,26 @@ async fn urls_come_back_as_put_with_their_metadata() {
         (stats.in_process, stats.counts.get("completed")),
         (1, Some(&1))
     );
+
+    // A known URL never seen, with a date that has come: admitted asleep, it wakes and
+    // comes back as put, with its metadata.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let late = known_with("http://C.test/late", Some(now - 5), &["3"]);
+    let acks = put_urls(&mut c, vec![late]).await.unwrap();
+    assert_eq!(acks, [("http://C.test/late".to_owned(), Ack::Ok as i32)]);
+    let params = GetParams {
+        key: "c.test".into(),
+        delay_requestable: 60,
+        ..GetParams::default()
+    };
+    let got = get_infos(&mut c, params).await;
+    assert_eq!(got.len(), 1);
+    let (url, key) = (got[0].url.as_str(), got[0].key.as_str());
+    assert_eq!((url, key), ("http://C.test/late", "c.test"));
+    assert_eq!(got[0].metadata["depth"].values, ["3"]);
 
     // Past the bound: the stream ends with INVALID_ARGUMENT and nothing of the batch is
     // queued (PutDiscovered checks the whole batch first).
