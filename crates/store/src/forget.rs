@@ -79,7 +79,7 @@ impl Store {
         let mut results = Vec::with_capacity(urls.len());
         {
             let mut meta = txn.open_table(META).or_db(&path)?;
-            queue_record::refuse_newer(&meta, dir, &path)?;
+            crate::schema::refuse_newer(&meta, dir, &path)?;
             let mut queue = txn.open_table(QUEUE).or_db(&path)?;
             if meta.get(queue_record::META_KEY).or_db(&path)?.is_none() {
                 // Written before rows had their format byte: migrated first, as a resume

@@ -327,7 +327,7 @@ impl Store {
                             changes,
                         });
                     }
-                    queue_record::refuse_newer(&meta, dir, &path)?;
+                    crate::schema::refuse_newer(&meta, dir, &path)?;
                     shared.next_id.store(
                         read_u64(&meta, "next_id").or_db(&path)?.max(1),
                         Ordering::Relaxed,

@@ -18,28 +18,6 @@ const FORMAT_1: u8 = 1;
 /// The `meta` key that says every queue row carries a format byte.
 pub(crate) const META_KEY: &str = "queue_format";
 
-/// Refuses a state whose queue rows a newer build wrote (`meta`'s format mark above
-/// [`FORMAT`]): reading on would drop rows it cannot decode, and writing would lower the mark.
-pub(crate) fn refuse_newer(
-    meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
-    dir: &std::path::Path,
-    path: &std::path::Path,
-) -> Result<(), crate::StoreError> {
-    use crate::schema::OrDb;
-    let written = meta
-        .get(META_KEY)
-        .or_db(path)?
-        .and_then(|v| v.value().first().copied());
-    match written {
-        Some(written) if written > FORMAT => Err(crate::StoreError::Newer {
-            dir: dir.to_path_buf(),
-            written,
-            reads: FORMAT,
-        }),
-        _ => Ok(()),
-    }
-}
-
 /// The stored form of `entry`.
 pub(crate) fn encode(entry: &Entry) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(32 + entry.url.len());

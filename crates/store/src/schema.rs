@@ -64,6 +64,27 @@ impl<T, E: Into<redb::Error>> OrDb<T> for Result<T, E> {
     }
 }
 
+/// Refuses a state whose queue rows a newer build wrote (`meta`'s format mark above
+/// [`queue_record::FORMAT`]): reading on would drop rows it cannot decode, and writing would lower the mark.
+pub(crate) fn refuse_newer(
+    meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
+    dir: &std::path::Path,
+    path: &std::path::Path,
+) -> Result<(), crate::StoreError> {
+    let written = meta
+        .get(queue_record::META_KEY)
+        .or_db(path)?
+        .and_then(|v| v.value().first().copied());
+    match written {
+        Some(written) if written > queue_record::FORMAT => Err(crate::StoreError::Newer {
+            dir: dir.to_path_buf(),
+            written,
+            reads: queue_record::FORMAT,
+        }),
+        _ => Ok(()),
+    }
+}
+
 pub(crate) fn read_u64(
     meta: &impl ReadableTable<&'static str, &'static [u8]>,
     key: &str,

@@ -1,11 +1,11 @@
-//! A lease of one host ([`Frontier::try_next_from`]): what url-frontier's GetURLs with a
-//! key takes.
+//! Leases without waiting ([`Frontier::try_next`]), and of one host
+//! ([`Frontier::try_next_from`]): what external fetchers and url-frontier's GetURLs take.
 
 use std::time::Duration;
 
-use frontier::{Frontier, FrontierConfig, HostControls, Lease, Outcome, Politeness};
+use frontier::{End, Frontier, FrontierConfig, HostControls, Lease, Next, Outcome, Politeness};
 
-use super::{base_config, complete, offer, Harness};
+use super::{base_config, complete, next, offer, Harness};
 
 async fn from(f: &dyn Frontier, host: &str) -> Option<Lease> {
     f.try_next_from(host).await.expect("try_next_from")
@@ -113,4 +113,29 @@ pub async fn a_lease_of_one_host(h: &dyn Harness) {
     assert_eq!(url(&a4), Some("http://a.test/4"), "unblocked");
     complete(&*f, a4.unwrap(), Outcome::Done).await;
     f.close();
+}
+
+/// `try_next` hands out only what is due now and never waits; a released lease is served
+/// again as it was (no attempt counted, no back-off) and finishes nothing.
+pub async fn released_leases_and_leases_without_waiting(h: &dyn Harness) {
+    let f = h.open(base_config(), &[]);
+    assert_eq!(
+        f.try_next().await.expect("try_next"),
+        None,
+        "nothing queued"
+    );
+    offer(&*f, None, &["http://t.test/1".into()]).await;
+    let l = f.try_next().await.unwrap().expect("a due URL");
+    assert_eq!(f.try_next().await.unwrap(), None, "one URL, leased");
+    assert_eq!(f.stats().await.unwrap().in_flight, 1);
+    complete(&*f, l, Outcome::Released).await;
+    let again = f.try_next().await.unwrap().expect("served again at once");
+    assert_eq!(
+        (again.entry().url.as_str(), again.entry().attempt),
+        ("http://t.test/1", 0)
+    );
+    complete(&*f, again, Outcome::Done).await;
+    let stats = f.stats().await.unwrap();
+    assert_eq!((stats.pages, stats.queued, stats.in_flight), (1, 0, 0));
+    assert_eq!(next(&*f).await, Next::End(End::Finished));
 }

@@ -33,7 +33,7 @@ pub use hosts::{
     a_host_delay_counts_from_its_last_fetch, a_limit_of_finished_urls_stops_a_host,
     host_listing_and_controls,
 };
-pub use keyed::a_lease_of_one_host;
+pub use keyed::{a_lease_of_one_host, released_leases_and_leases_without_waiting};
 pub use recrawl::{
     a_dated_link_sleeps_until_its_date, a_fetched_url_is_due_again, an_operator_moves_a_schedule,
     scheduled_config, skipped_urls_back_off_and_one_shot_crawls_end,
@@ -523,31 +523,6 @@ pub async fn seeds_widen_the_scope(h: &dyn Harness) {
         "a link to the new seed's host is in scope"
     );
     f.close();
-}
-
-/// `try_next` hands out only what is due now and never waits; a released lease is served
-/// again as it was (no attempt counted, no back-off) and finishes nothing.
-pub async fn released_leases_and_leases_without_waiting(h: &dyn Harness) {
-    let f = h.open(base_config(), &[]);
-    assert_eq!(
-        f.try_next().await.expect("try_next"),
-        None,
-        "nothing queued"
-    );
-    offer(&*f, None, &["http://t.test/1".into()]).await;
-    let l = f.try_next().await.unwrap().expect("a due URL");
-    assert_eq!(f.try_next().await.unwrap(), None, "one URL, leased");
-    assert_eq!(f.stats().await.unwrap().in_flight, 1);
-    complete(&*f, l, Outcome::Released).await;
-    let again = f.try_next().await.unwrap().expect("served again at once");
-    assert_eq!(
-        (again.entry().url.as_str(), again.entry().attempt),
-        ("http://t.test/1", 0)
-    );
-    complete(&*f, again, Outcome::Done).await;
-    let stats = f.stats().await.unwrap();
-    assert_eq!((stats.pages, stats.queued, stats.in_flight), (1, 0, 0));
-    assert_eq!(next(&*f).await, Next::End(End::Finished));
 }
 
 /// A frontier kept open (a service) does not end when it runs dry: `next` waits, and a new
