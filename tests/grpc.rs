@@ -22,7 +22,7 @@ const TOKEN: &str = "grpc-test-token-0123456789";
 
 /// Whether Python's `grpc_tools` (and with it `grpc`) is here; when missing the test is
 /// skipped, unless the run requires it (`scripts/test.sh` installs it).
-pub(crate) fn grpc_tools_available() -> bool {
+fn grpc_tools_available() -> bool {
     let ok = Command::new("python3")
         .args(["-c", "import grpc, grpc_tools.protoc"])
         .status()
@@ -105,8 +105,13 @@ for page in (uf.Pagination(), uf.Pagination(include_inactive=True)):
 stub.SetActive(uf.Active(state=False), metadata=md, timeout=30)
 "#;
 
-/// The Python stubs `protoc` (grpcio-tools) generates from the protocol's `.proto`.
-pub(crate) fn python_stubs() -> tempfile::TempDir {
+/// The Python stubs `protoc` (grpcio-tools) generates from the protocol's `.proto`, or
+/// `None` (the test is skipped, and says so) without grpcio-tools.
+pub(crate) fn python_stubs() -> Option<tempfile::TempDir> {
+    if !grpc_tools_available() {
+        eprintln!("skipped: no grpcio-tools");
+        return None;
+    }
     let stubs = tempfile::tempdir().unwrap();
     let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/urlfrontier-proto/proto");
     let protoc = Command::new("python3")
@@ -122,7 +127,7 @@ pub(crate) fn python_stubs() -> tempfile::TempDir {
         "{}",
         String::from_utf8_lossy(&protoc.stderr)
     );
-    stubs
+    Some(stubs)
 }
 
 /// Runs the Python `client` with the stubs, the gRPC address and the token: its lines.
@@ -144,11 +149,9 @@ pub(crate) fn run_python(client: &str, stubs: &Path, grpc: &str) -> Vec<String> 
 
 #[test]
 fn a_python_grpc_client_needs_the_token_and_pauses_the_crawl() {
-    if !grpc_tools_available() {
-        eprintln!("skipped: no grpcio-tools");
+    let Some(stubs) = python_stubs() else {
         return;
-    }
-    let stubs = python_stubs();
+    };
 
     let dir = CrawlDir::new("[crawl]\nworkers = 0\n");
     let (child, api, grpc, log) = start_serve(&dir);
@@ -237,11 +240,9 @@ else:
 
 #[test]
 fn a_python_client_keeps_crawl_ids_apart_and_a_restart_keeps_them() {
-    if !grpc_tools_available() {
-        eprintln!("skipped: no grpcio-tools");
+    let Some(stubs) = python_stubs() else {
         return;
-    }
-    let stubs = python_stubs();
+    };
     let dir = CrawlDir::new("[crawl]\nworkers = 0\npersist = true\n");
     let run = |grpc: &str, phase: &str| {
         let client = CRAWL_IDS_CLIENT.replace("sys.argv[4]", &format!("{phase:?}"));

@@ -3,7 +3,7 @@
 //! `crawler serve` without a `[recrawl]` schedule (a client's dates are kept all the same).
 //! As upstream, every scenario starts by deleting the crawls it uses.
 
-use crate::grpc::{grpc_tools_available, python_stubs, run_python, start_serve};
+use crate::grpc::{python_stubs, run_python, start_serve};
 use crate::util::{terminate, CrawlDir};
 
 /// The scenarios, in upstream's words where it has them; one line per answer.
@@ -65,11 +65,9 @@ print("got", get("key3.com", 1))
 
 #[test]
 fn upstreams_scenarios_of_one_queue() {
-    if !grpc_tools_available() {
-        eprintln!("skipped: no grpcio-tools");
+    let Some(stubs) = python_stubs() else {
         return;
-    }
-    let stubs = python_stubs();
+    };
     let dir = CrawlDir::new("[crawl]\nworkers = 0\n");
     let (child, _, grpc, _) = start_serve(&dir);
     assert_eq!(

@@ -187,7 +187,7 @@ impl CrawlUrls {
         for (table, members) in tables {
             let urls: Vec<String> = members.iter().map(|&i| items[i].url.clone()).collect();
             let infos = members.iter().map(|&i| fields[i].take()).collect();
-            for (&i, ack) in members.iter().zip(table.offer(&urls, infos).await) {
+            for (&i, ack) in members.iter().zip(table.offer(urls, infos).await) {
                 statuses[i] = ack;
             }
         }

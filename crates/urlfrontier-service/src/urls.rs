@@ -153,7 +153,7 @@ where
 /// `SKIPPED` for one the crawl has seen (a repeat within the batch too) or cannot crawl,
 /// `FAIL` for every URL when the frontier took none of them in time, or the crawl is
 /// stopping (resend).
-async fn offer(control: &Control, urls: &[String], limits: Limits) -> Vec<Ack> {
+async fn offer(control: &Control, urls: Vec<String>, limits: Limits) -> Vec<Ack> {
     offer_due(control, urls, Vec::new(), None, limits).await
 }
 
@@ -161,14 +161,14 @@ async fn offer(control: &Control, urls: &[String], limits: Limits) -> Vec<Ack> {
 /// given, asleep until `due` (Unix seconds).
 async fn offer_due(
     control: &Control,
-    urls: &[String],
+    urls: Vec<String>,
     infos: Vec<Option<Box<ClientInfo>>>,
     due: Option<u64>,
     limits: Limits,
 ) -> Vec<Ack> {
-    let (control, owned) = (control.clone(), urls.to_vec());
+    let (control, n) = (control.clone(), urls.len());
     let offered = bounded(limits, async move {
-        control.offer_from_client(&owned, infos, due).await
+        control.offer_from_client(&urls, infos, due).await
     })
     .await;
     match offered {
@@ -181,7 +181,7 @@ async fn offer_due(
                 }
             })
             .collect(),
-        Some(None) | None => vec![Ack::Fail; urls.len()],
+        Some(None) | None => vec![Ack::Fail; n],
     }
 }
 
@@ -234,7 +234,7 @@ impl Urls {
     /// Offers `urls` as discovered, with their client fields (see [`offer_due`]).
     pub(crate) async fn offer(
         &self,
-        urls: &[String],
+        urls: Vec<String>,
         infos: Vec<Option<Box<ClientInfo>>>,
     ) -> Vec<Ack> {
         offer_due(&self.control, urls, infos, None, self.limits).await
@@ -274,7 +274,7 @@ impl Urls {
         Ok(match date {
             None => {
                 let fields = vec![client_info(&info)?];
-                offer_due(&self.control, &[info.url], fields, None, self.limits).await[0]
+                offer_due(&self.control, vec![info.url], fields, None, self.limits).await[0]
             }
             Some(0) => self.done(&info.url).await,
             Some(d) if d > LATEST_DATE => self.done(&info.url).await,
@@ -336,8 +336,14 @@ impl Urls {
             }
             Some(RecrawlResult::Invalid(_)) => Ack::Skipped,
             Some(RecrawlResult::NeverSeen) => {
-                let url = std::slice::from_ref(&url);
-                offer_due(&self.control, url, vec![fields], Some(date), self.limits).await[0]
+                offer_due(
+                    &self.control,
+                    vec![url],
+                    vec![fields],
+                    Some(date),
+                    self.limits,
+                )
+                .await[0]
             }
         }
     }
@@ -363,7 +369,7 @@ impl Urls {
             let mut held = self.held();
             held.finished.len() < MAX_FINISHED && held.finished.insert(url.clone())
         };
-        match offer(&self.control, std::slice::from_ref(&url), self.limits).await[0] {
+        match offer(&self.control, vec![url.clone()], self.limits).await[0] {
             Ack::Fail => {
                 if remembered {
                     self.held().finished.remove(&url);

@@ -328,11 +328,13 @@ impl Scheduler {
         if q.is_idle(&self.politeness) || q.ready_at() > now {
             return None;
         }
-        // Its entry on the heap, if any, goes stale: `hand_out` schedules it afresh.
+        // Its entry on the heap, if any, goes stale: `hand_out` schedules it afresh (and,
+        // should its queue be unreadable after all, it goes back on the heap as it was).
         self.hosts[id as usize].in_heap = false;
-        let lease = self.hand_out(id, now);
-        self.schedule(id);
-        lease
+        self.hand_out(id, now).or_else(|| {
+            self.schedule(id);
+            None
+        })
     }
 
     /// Hands out host `id`'s next URL at `now` (its time has come) and puts the host back on

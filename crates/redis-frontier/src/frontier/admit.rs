@@ -180,12 +180,13 @@ impl Shared {
                     url, entry, due, ..
                 } in group
                 {
-                    let fp = frontier::fingerprint(url);
-                    if exact {
+                    // Hashed only when the script needs it: most admissions need neither.
+                    let fp = (exact || dated).then(|| frontier::fingerprint(url));
+                    if let (true, Some(fp)) = (exact, fp) {
                         call.arg(&fp.to_le_bytes()[..]);
                     }
                     call.arg(entry.as_slice());
-                    if dated {
+                    if let (true, Some(fp)) = (dated, fp) {
                         // A date of 0 would mean "now": the earliest date is 1.
                         let (bucket, field) = self.due_index(fp);
                         call.arg(due.map_or(0, |d| d.max(1)))
