@@ -483,9 +483,16 @@ impl Control {
 
     /// Finishes lease `id` as fetched by its client, who keeps the record: the URL is done
     /// (a page, for the budgets) and due again at `due_at` (Unix seconds) when given, with a
-    /// recrawl schedule or without. `false` when no such lease is out (expired, or finished).
-    pub async fn finish_by_client(&self, id: u64, due_at: Option<u64>) -> bool {
-        self.leases.finish_by_client(id, due_at).await
+    /// recrawl schedule or without; then with `client`'s string and metadata in place of
+    /// those it was put with, when given. `false` when no such lease is out (expired, or
+    /// finished).
+    pub async fn finish_by_client(
+        &self,
+        id: u64,
+        due_at: Option<u64>,
+        client: Option<Box<frontier::ClientInfo>>,
+    ) -> bool {
+        self.leases.finish_by_client(id, due_at, client).await
     }
 
     /// The frontier's own figures now (what `status` is made from), or why it cannot give

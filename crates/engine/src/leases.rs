@@ -44,6 +44,8 @@ pub struct Leased {
     pub parent: Option<String>,
     /// Seconds the lease holds.
     pub lease_secs: u64,
+    /// Its queue: the politeness key (a client's key, or the URL's host).
+    pub key: String,
     /// What a url-frontier client put with the URL (its string, its metadata).
     pub client: Option<Box<frontier::ClientInfo>>,
 }
@@ -142,6 +144,7 @@ impl ExternalLeases {
             let entry = lease.entry();
             let (url, depth, parent) = (entry.url.clone(), entry.depth, entry.parent.clone());
             let client = entry.client.clone();
+            let key = lease.host().to_owned();
             let id = self.table.hold(lease, slot, Instant::now() + lease_for);
             out.push(Leased {
                 id,
@@ -149,6 +152,7 @@ impl ExternalLeases {
                 depth,
                 parent,
                 lease_secs: lease_for.as_secs(),
+                key,
                 client,
             });
         }
@@ -169,13 +173,22 @@ impl ExternalLeases {
     /// Finishes a lease whose client fetched and recorded the URL itself (url-frontier's
     /// "known"): the URL is done and counts as a page, the host is healthy, and no record is
     /// written here. It is due again at `due_at` (Unix seconds) when given, with a recrawl
-    /// schedule or without, in the same completion. `false`: no such lease.
-    pub(crate) async fn finish_by_client(&self, id: u64, due_at: Option<u64>) -> bool {
+    /// schedule or without, in the same completion, carrying `client`'s string and metadata
+    /// in place of those it was put with when given. `false`: no such lease.
+    pub(crate) async fn finish_by_client(
+        &self,
+        id: u64,
+        due_at: Option<u64>,
+        client: Option<Box<frontier::ClientInfo>>,
+    ) -> bool {
         let Some(mut lease) = self.table.take(id) else {
             return false;
         };
         if let Some(at) = due_at {
             lease.set_due_at(at);
+            if let Some(c) = client {
+                lease.replace_client(c);
+            }
         }
         self.give_back(lease, Outcome::Done).await;
         true

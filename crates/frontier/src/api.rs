@@ -207,6 +207,13 @@ impl Lease {
         self.due_at = Some(unix_secs);
     }
 
+    /// Replaces the string and metadata a url-frontier client put with the URL by those of
+    /// its update (`client`): kept if the URL is due again. Its queue key stays.
+    pub fn replace_client(&mut self, client: Box<crate::ClientInfo>) {
+        let key = self.entry.queue_key().map(str::to_owned);
+        self.entry.client = client.replacing(&self.entry.url, key.as_deref());
+    }
+
     /// The client's date, if [`set_due_at`](Self::set_due_at) gave one.
     pub fn due_at(&self) -> Option<u64> {
         self.due_at
@@ -265,7 +272,8 @@ impl Lease {
         &self.entry
     }
 
-    /// The politeness key (`host`, or `host:port` for a port other than the scheme's).
+    /// The politeness key: the queue key a client gave the URL, or its host (`host`, or
+    /// `host:port` for a port other than the scheme's).
     pub fn host(&self) -> &str {
         &self.host
     }

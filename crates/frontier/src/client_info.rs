@@ -1,16 +1,25 @@
 //! What a url-frontier client put with a URL and gets back with it: the string it gave, when
 //! the crawl's canonical form differs (`http://h?x` is kept as such, queued as
-//! `http://h/?x`), and its metadata. Carried by the queue [`Entry`](crate::Entry) (bit 1 of its
-//! format-4 flags) through memory, spill, the crawl state and Redis.
+//! `http://h/?x`), its queue key, when it is not the URL's host, and its metadata. Carried by
+//! the queue [`Entry`](crate::Entry) (bit 1 of its flags, bit 2 for a key: formats 4 and 5)
+//! through memory, spill, the crawl state and Redis.
+//!
+//! The key is the URL's politeness key: its queue, its delay and concurrency, its budget and
+//! its host controls are the key's, as url-frontier's are (several hosts under one key share
+//! one pace; robots.txt stays the URL's origin's). It is fixed at admission: a URL stays in
+//! the queue it was admitted to.
 //!
 //! Design choice: bounded by construction ([`ClientInfo::new`] refuses more than
 //! [`MAX_CLIENT_BYTES`]), so a client cannot make one queued URL cost more than a few pages
 //! of memory; the decoder checks every length against the bytes it has, so stored bytes
 //! cannot make it allocate more than they hold.
 
-/// Most bytes of a URL's client fields in their binary form (the string put, every metadata
-/// key and value, and their lengths: an empty value counts its 4 length bytes).
+/// Most bytes of a URL's client fields in their binary form (the string put, the queue key,
+/// every metadata key and value, and their lengths: an empty value counts its 4 length bytes).
 pub const MAX_CLIENT_BYTES: usize = 8 * 1024;
+
+/// Longest queue key, in bytes (a host name is at most 253).
+pub const MAX_KEY_BYTES: usize = 512;
 
 /// A client's string for a URL and its metadata, in key order. Made by [`ClientInfo::new`]
 /// only, so it is always within [`MAX_CLIENT_BYTES`].
@@ -18,6 +27,8 @@ pub const MAX_CLIENT_BYTES: usize = 8 * 1024;
 pub struct ClientInfo {
     /// The string the client put, when the canonical form differs.
     pub(crate) original: Option<String>,
+    /// The queue key the client gave, when it is not the URL's host key.
+    pub(crate) key: Option<String>,
     /// Metadata keys, each with its values, sorted by key.
     pub(crate) metadata: Vec<(String, Vec<String>)>,
 }
@@ -30,12 +41,32 @@ impl ClientInfo {
         original: &str,
         metadata: impl IntoIterator<Item = (String, Vec<String>)>,
     ) -> Result<Box<Self>, String> {
+        Self::keyed(original, "", metadata)
+    }
+
+    /// As [`new`](Self::new), queued under `key` (empty: the URL's host), or why not (a key
+    /// longer than [`MAX_KEY_BYTES`] or with a control character).
+    pub fn keyed(
+        original: &str,
+        key: &str,
+        metadata: impl IntoIterator<Item = (String, Vec<String>)>,
+    ) -> Result<Box<Self>, String> {
+        if key.len() > MAX_KEY_BYTES {
+            return Err(format!(
+                "a queue key of {} bytes; at most {MAX_KEY_BYTES}",
+                key.len()
+            ));
+        }
+        if key.chars().any(char::is_control) {
+            return Err("a queue key with a control character".into());
+        }
         let mut metadata: Vec<(String, Vec<String>)> = metadata.into_iter().collect();
         metadata.sort_by(|a, b| a.0.cmp(&b.0));
         // Its binary form's size (see `encode`): past the bound long before a count could
         // overflow its u16.
         let size = 4
             + original.len()
+            + if key.is_empty() { 0 } else { 2 + key.len() }
             + 2
             + metadata
                 .iter()
@@ -48,22 +79,46 @@ impl ClientInfo {
         }
         Ok(Box::new(Self {
             original: Some(original.to_owned()),
+            key: (!key.is_empty()).then(|| key.to_owned()),
             metadata,
         }))
     }
 
-    /// What is kept once the URL's canonical form is known: the string put only where it
-    /// differs from `canonical`; `None` when nothing is left.
-    pub fn settle(mut self: Box<Self>, canonical: &str) -> Option<Box<Self>> {
+    /// What is kept once the URL's canonical form and its host's key
+    /// ([`host_key`](crate::host_key)) are known: the string put only where it differs from
+    /// `canonical`, the queue key only where it differs from `host`; `None` when nothing is
+    /// left.
+    pub fn settle(mut self: Box<Self>, canonical: &str, host: &str) -> Option<Box<Self>> {
         if self.original.as_deref() == Some(canonical) {
             self.original = None;
         }
-        (self.original.is_some() || !self.metadata.is_empty()).then_some(self)
+        let key = self.key.take().filter(|k| k != host);
+        self.replacing(canonical, key.as_deref())
     }
 
     /// The string the client put, when the canonical form differs.
     pub fn original(&self) -> Option<&str> {
         self.original.as_deref()
+    }
+
+    /// The queue key the client gave, when it is not the URL's host.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// These fields in place of those of a queued URL `canonical` under the queue key `key`
+    /// (`None`: its host): an update's string and metadata replace the put's, and the URL
+    /// stays in its queue. `None` when nothing is left to keep.
+    pub(crate) fn replacing(
+        mut self: Box<Self>,
+        canonical: &str,
+        key: Option<&str>,
+    ) -> Option<Box<Self>> {
+        self.key = key.map(str::to_owned);
+        if self.original.as_deref() == Some(canonical) {
+            self.original = None;
+        }
+        (self.original.is_some() || self.key.is_some() || !self.metadata.is_empty()).then_some(self)
     }
 
     /// Metadata keys, each with its values, sorted by key.
@@ -80,6 +135,7 @@ impl ClientInfo {
     pub fn heap_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
             + self.original.as_ref().map_or(0, String::capacity)
+            + self.key.as_ref().map_or(0, String::capacity)
             + self.metadata.capacity() * std::mem::size_of::<(String, Vec<String>)>()
             + self
                 .metadata
@@ -94,7 +150,8 @@ impl ClientInfo {
 
     /// Appends the binary form: the string put (u32 LE length, `u32::MAX` for none), then the
     /// number of keys (u16 LE) and per key its length (u16 LE), the key, the number of values
-    /// (u16 LE) and per value its length (u32 LE) and bytes.
+    /// (u16 LE) and per value its length (u32 LE) and bytes; then, when there is a queue key
+    /// (the entry's flags say so), its length (u16 LE) and bytes.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         match &self.original {
             Some(o) => {
@@ -113,11 +170,16 @@ impl ClientInfo {
                 out.extend_from_slice(v.as_bytes());
             }
         }
+        if let Some(key) = &self.key {
+            out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+            out.extend_from_slice(key.as_bytes());
+        }
     }
 
-    /// Reads the binary form from the front of `bytes`, advancing it; `None` if it is not
-    /// that (a length past the end, a string that is not UTF-8).
-    pub(crate) fn decode(bytes: &mut &[u8]) -> Option<Self> {
+    /// Reads the binary form from the front of `bytes` (with a queue key at its end when
+    /// `keyed`), advancing it; `None` if it is not that (a length past the end, a string that
+    /// is not UTF-8).
+    pub(crate) fn decode(bytes: &mut &[u8], keyed: bool) -> Option<Self> {
         fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
             if b.len() < n {
                 return None;
@@ -155,7 +217,18 @@ impl ClientInfo {
             }
             metadata.push((key, values));
         }
-        Some(Self { original, metadata })
+        let key = match keyed {
+            true => {
+                let n = u16_at(bytes)?;
+                Some(string(bytes, n)?)
+            }
+            false => None,
+        };
+        Some(Self {
+            original,
+            key,
+            metadata,
+        })
     }
 }
 
@@ -175,12 +248,27 @@ mod tests {
         let info =
             ClientInfo::new("http://h?x", meta(&[("z", &["1"]), ("a", &["2", "3"])])).unwrap();
         assert_eq!(info.metadata, meta(&[("a", &["2", "3"]), ("z", &["1"])]));
-        let settled = info.clone().settle("http://h/?x").unwrap();
+        let settled = info.clone().settle("http://h/?x", "h").unwrap();
         assert_eq!(settled.original.as_deref(), Some("http://h?x"));
-        let same = info.settle("http://h?x").unwrap();
+        let same = info.settle("http://h?x", "h").unwrap();
         assert_eq!((same.original.as_deref(), same.metadata.len()), (None, 2));
         let bare = ClientInfo::new("http://h/", Vec::new()).unwrap();
-        assert_eq!(bare.settle("http://h/"), None, "nothing to keep");
+        assert_eq!(bare.settle("http://h/", "h"), None, "nothing to keep");
+        // A key is kept where it is not the host's.
+        let keyed = ClientInfo::keyed("http://h/", "shared", Vec::new()).unwrap();
+        assert_eq!(
+            keyed.clone().settle("http://h/", "h").unwrap().key(),
+            Some("shared")
+        );
+        assert_eq!(
+            keyed.settle("http://h/", "shared"),
+            None,
+            "the host's own key"
+        );
+        let long = "k".repeat(MAX_KEY_BYTES + 1);
+        assert!(ClientInfo::keyed("http://h/", &long, Vec::new()).is_err());
+        let e = ClientInfo::keyed("http://h/", "a\nb", Vec::new()).unwrap_err();
+        assert!(e.contains("control character"), "{e}");
         let big = "v".repeat(MAX_CLIENT_BYTES);
         let e = ClientInfo::new("http://h/", vec![("k".into(), vec![big])]).unwrap_err();
         assert!(e.contains("at most 8192"), "{e}");
@@ -205,25 +293,26 @@ mod tests {
     fn round_trip_and_hostile_bytes() {
         let info = ClientInfo {
             original: Some("http://h?é".into()),
+            key: Some("ké".into()),
             metadata: meta(&[("a", &["", "x"]), ("b", &[])]),
         };
         let mut buf = Vec::new();
         info.encode(&mut buf);
         buf.push(9);
         let mut rest = buf.as_slice();
-        assert_eq!(ClientInfo::decode(&mut rest), Some(info));
+        assert_eq!(ClientInfo::decode(&mut rest, true), Some(info));
         assert_eq!(rest, [9], "reads its own bytes only");
         // Cut anywhere, it is not that; a length far past the end allocates nothing.
         for cut in 0..buf.len() - 1 {
             let mut b = &buf[..cut];
-            assert_eq!(ClientInfo::decode(&mut b), None, "cut at {cut}");
+            assert_eq!(ClientInfo::decode(&mut b, true), None, "cut at {cut}");
         }
         let mut huge = u32::MAX.to_le_bytes().to_vec();
         huge.extend_from_slice(&u16::MAX.to_le_bytes());
         huge.extend_from_slice(&[0, 0, 0xff, 0xff]);
-        assert_eq!(ClientInfo::decode(&mut huge.as_slice()), None);
+        assert_eq!(ClientInfo::decode(&mut huge.as_slice(), false), None);
         let mut not_utf8 = 1u32.to_le_bytes().to_vec();
         not_utf8.extend_from_slice(&[0xff, 0, 0]);
-        assert_eq!(ClientInfo::decode(&mut not_utf8.as_slice()), None);
+        assert_eq!(ClientInfo::decode(&mut not_utf8.as_slice(), false), None);
     }
 }

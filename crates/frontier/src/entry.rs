@@ -1,7 +1,9 @@
 //! An admitted URL waiting in the queue, and its compact binary form for the spill and the
-//! crawl state (format 4 adds a url-frontier client's string and metadata, format 3 the
+//! crawl state (format 5 adds a client's queue key, format 4 a url-frontier client's string
+//! and metadata, format 3 the
 //! recrawl schedule, format 2 how the URL was found, its sitemap role and `lastmod`; format-3
-//! bytes are format-4 bytes without client fields, and formats 1 and 2 are still read).
+//! bytes are format-5 bytes without client fields, format-4 bytes are format-5 bytes without a
+//! key, and formats 1 and 2 are still read).
 
 use crate::client_info::ClientInfo;
 use crate::visit::Visit;
@@ -117,6 +119,11 @@ impl Entry {
         }
     }
 
+    /// The queue key a client gave it, when that is not its host's (see [`ClientInfo`]).
+    pub fn queue_key(&self) -> Option<&str> {
+        self.client.as_deref().and_then(ClientInfo::key)
+    }
+
     /// Bytes of heap this entry holds (for memory accounting).
     pub fn heap_bytes(&self) -> usize {
         self.url.capacity()
@@ -129,12 +136,17 @@ impl Entry {
             + self.client.as_ref().map_or(0, |c| c.heap_bytes())
     }
 
-    /// Appends the binary form (format 4): the format-2 fields, then a flags byte — bit 0 a
+    /// Appends the binary form (format 5): the format-2 fields, then a flags byte — bit 0 a
     /// visit follows (its due time, history and spilled ETag), bit 1 client fields follow
-    /// ([`ClientInfo`]) — then those. Without client fields it is format 3, byte for byte.
+    /// ([`ClientInfo`]), bit 2 they end with a queue key — then those. Without client fields
+    /// it is format 3, byte for byte; without a key, format 4.
     pub fn encode(&self, out: &mut Vec<u8>) {
         self.encode_v2(out);
-        out.push(u8::from(self.visit.is_some()) | u8::from(self.client.is_some()) << 1);
+        out.push(
+            u8::from(self.visit.is_some())
+                | u8::from(self.client.is_some()) << 1
+                | u8::from(self.queue_key().is_some()) << 2,
+        );
         if let Some(v) = &self.visit {
             v.encode(out);
         }
@@ -175,8 +187,8 @@ impl Entry {
         }
     }
 
-    /// Decodes exactly `count` entries (format 4, or 3) filling `bytes`; `None` if the bytes
-    /// are not that.
+    /// Decodes exactly `count` entries (format 5, 4 or 3) filling `bytes`; `None` if the
+    /// bytes are not that.
     pub fn decode_all(bytes: &[u8], count: usize) -> Option<Vec<Entry>> {
         Self::decode(bytes, count, 3)
     }
@@ -241,14 +253,16 @@ impl Entry {
             if format >= 3 && !bytes.is_empty() {
                 let (&flags, rest) = bytes.split_first()?;
                 bytes = rest;
-                if flags & !0b11 != 0 {
+                // A key comes with client fields only.
+                if flags & !0b111 != 0 || flags & 0b110 == 0b100 {
                     return None;
                 }
                 if flags & 1 != 0 {
                     entry.visit = Some(Box::new(Visit::decode(&mut bytes).ok()?));
                 }
                 if flags & 2 != 0 {
-                    entry.client = Some(Box::new(ClientInfo::decode(&mut bytes)?));
+                    let keyed = flags & 4 != 0;
+                    entry.client = Some(Box::new(ClientInfo::decode(&mut bytes, keyed)?));
                 }
             }
             out.push(entry);
@@ -342,6 +356,7 @@ mod tests {
         e.encode(&mut plain);
         e.client = Some(Box::new(ClientInfo {
             original: Some("http://a.test?x".into()),
+            key: None,
             metadata: vec![("k".into(), vec!["v".into()])],
         }));
         let mut with = Vec::new();
@@ -353,8 +368,26 @@ mod tests {
         let decoded = Entry::decode_all(&both, 2).unwrap();
         assert_eq!(decoded[0].client, None);
         assert_eq!(decoded[1], e);
-        // An unknown flag is not an entry of a format this build reads.
+        // A key without client fields is not an entry; nor is an unknown flag.
         with[plain.len() - 1] = 4;
         assert_eq!(Entry::decode_all(&with, 1), None);
+        with[plain.len() - 1] = 8;
+        assert_eq!(Entry::decode_all(&with, 1), None);
+    }
+
+    #[test]
+    fn format_5_carries_a_queue_key_after_the_client_fields() {
+        let mut e = Entry::new("http://a.test/".into(), 1, None);
+        e.client = Some(ClientInfo::keyed("http://a.test/", "shared", Vec::new()).unwrap());
+        e.client = e.client.take().and_then(|c| c.settle(&e.url, "a.test"));
+        assert_eq!(e.queue_key(), Some("shared"));
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        let flags_at = buf.len() - (4 + 2 + 2 + "shared".len()) - 1;
+        assert_eq!(buf[flags_at], 0b110);
+        assert_eq!(Entry::decode_all(&buf, 1), Some(vec![e]));
+        for cut in flags_at + 1..buf.len() {
+            assert_eq!(Entry::decode_all(&buf[..cut], 1), None, "cut at {cut}");
+        }
     }
 }

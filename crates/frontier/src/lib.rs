@@ -47,12 +47,12 @@ pub use api::{
     Outcome, Recrawled, RobotsShare, SharedRobots, Stats,
 };
 pub use canon::{CanonConfig, Canonicalizer, Invalid, DEFAULT_MAX_URL_LEN};
-pub use client_info::{ClientInfo, MAX_CLIENT_BYTES};
+pub use client_info::{ClientInfo, MAX_CLIENT_BYTES, MAX_KEY_BYTES};
 pub use entry::{Entry, Via};
 pub use hosts::{is_active, paginate, HostControls, HostInfo, HostPage, HostQuery, HostSort};
 pub use local::{
-    fingerprint, host_key, BuildError, Dedup, FrontierConfig, LocalFrontier, DEFAULT_EXPECTED_URLS,
-    DEFAULT_FPP, DEFAULT_MAX_REDIRECTS, DEFAULT_MEMORY_CAPACITY,
+    fingerprint, host_key, queue_key, BuildError, Dedup, FrontierConfig, LocalFrontier,
+    DEFAULT_EXPECTED_URLS, DEFAULT_FPP, DEFAULT_MAX_REDIRECTS, DEFAULT_MEMORY_CAPACITY,
 };
 pub use reschedule::reschedule;
 pub use resume::{Journal, Resumable};

@@ -5,10 +5,12 @@
 
 use frontier::Entry;
 
-/// The format byte of rows written now (entry format 4: with a client's string and
-/// metadata).
-pub(crate) const FORMAT: u8 = 4;
-/// Rows of entry format 3 (with the recrawl schedule): format-4 bytes without client fields.
+/// The format byte of rows written now (entry format 5: with a client's queue key).
+pub(crate) const FORMAT: u8 = 5;
+/// Rows of entry format 4 (with a client's string and metadata): format-5 bytes without a
+/// queue key.
+const FORMAT_4: u8 = 4;
+/// Rows of entry format 3 (with the recrawl schedule): format-5 bytes without client fields.
 const FORMAT_3: u8 = 3;
 /// Rows of entry format 2 (with via, sitemap level, lastmod).
 const FORMAT_2: u8 = 2;
@@ -29,7 +31,7 @@ pub(crate) fn encode(entry: &Entry) -> Vec<u8> {
 /// The entry a row holds; `None` if the row is not a whole entry of a known format.
 pub(crate) fn decode(bytes: &[u8]) -> Option<Entry> {
     match bytes.split_first()? {
-        (&FORMAT | &FORMAT_3, rest) => Entry::decode_all(rest, 1)?.pop(),
+        (&FORMAT | &FORMAT_4 | &FORMAT_3, rest) => Entry::decode_all(rest, 1)?.pop(),
         (&FORMAT_2, rest) => Entry::decode_all_v2(rest, 1)?.pop(),
         (&FORMAT_1, rest) => decode_legacy(rest),
         _ => None,

@@ -11,7 +11,13 @@
 //! - **Handed out as put, found by the canonical form** ([`Held`]): a URL comes back as the
 //!   string the client put, with its metadata ([`frontier::ClientInfo`], kept with the queued
 //!   URL); its lease is held under the crawl's canonical URL, and an update by any spelling
-//!   of it matches. Its `key` is the host's politeness key ([`host_key`]).
+//!   of it matches. A known URL's update with a date replaces the string and metadata it
+//!   was put with (a held one's: an asleep one keeps those it has).
+//! - **A queue is the URL's `key`** — the client's, or the host (with its port when it is
+//!   not the scheme's; upstream drops it) when none is given: the frontier's politeness key,
+//!   so the key's queue has one delay, one concurrency cap, one budget and the host controls
+//!   (SetDelay, BlockQueueUntil, SetCrawlLimit, DeleteQueue) whatever hosts it holds. A URL
+//!   stays in the queue it was admitted to.
 //! - **A known URL with `refetchable_from_date` = 0 is done**: held here, its lease is
 //!   finished as fetched by the client (a page for the budgets; the client keeps the record).
 //!   Not held (its lease expired, or never handed out), it is offered so that the visited
@@ -192,21 +198,9 @@ pub(crate) fn client_info(info: &UrlInfo) -> Result<Option<Box<ClientInfo>>, Sta
         .metadata
         .iter()
         .map(|(k, v)| (k.clone(), v.values.clone()));
-    ClientInfo::new(&info.url, metadata)
+    ClientInfo::keyed(&info.url, &info.key, metadata)
         .map(Some)
         .map_err(|why| Status::invalid_argument(format!("{}: {why}", info.url)))
-}
-
-/// The queue key of a canonical URL: its politeness key, the host name, with the port when
-/// it is not the scheme's (upstream drops the port; here the key is the one this
-/// frontier's host controls take: SetDelay, BlockQueueUntil).
-pub(crate) fn host_key(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, h)| h)
-        .to_owned()
 }
 
 impl Urls {
@@ -282,13 +276,18 @@ impl Urls {
         })
     }
 
-    /// Finishes the lease `id` of a URL a client fetched, due again at `due_at` when given;
-    /// `None` when the frontier did not answer in time, `Some(false)` when
-    /// the lease had ended.
-    async fn finish(&self, id: u64, due_at: Option<u64>) -> Option<bool> {
+    /// Finishes the lease `id` of a URL a client fetched, due again at `due_at` with the
+    /// update's `fields` when given; `None` when the frontier did not answer in time,
+    /// `Some(false)` when the lease had ended.
+    async fn finish(
+        &self,
+        id: u64,
+        due_at: Option<u64>,
+        fields: Option<Box<ClientInfo>>,
+    ) -> Option<bool> {
         let control = self.control.clone();
         bounded(self.limits, async move {
-            control.finish_by_client(id, due_at).await
+            control.finish_by_client(id, due_at, fields).await
         })
         .await
     }
@@ -306,9 +305,10 @@ impl Urls {
         let url = url.to_string();
         let lease = self.held().leases.remove(&url).map(|(id, _)| id);
         if let Some(id) = lease {
-            // Finished, it sleeps until the date, in one completion. (Past the wait it
-            // finishes anyway: a resend finds it asleep and moves it.)
-            match self.finish(id, Some(date)).await {
+            // Finished, it sleeps until the date, in one completion, with the update's
+            // fields. (Past the wait it finishes anyway: a resend finds it asleep and moves
+            // it.)
+            match self.finish(id, Some(date), fields.clone()).await {
                 Some(true) => return Ack::Ok,
                 Some(false) => {} // its hold had passed: as if not held
                 None => return Ack::Fail,
@@ -356,7 +356,7 @@ impl Urls {
         let url = url.to_string();
         let lease = self.held().leases.remove(&url).map(|(id, _)| id);
         if let Some(id) = lease {
-            match self.finish(id, None).await {
+            match self.finish(id, None, None).await {
                 Some(true) => return Ack::Ok,
                 Some(false) => {} // its hold had passed: as if not held
                 None => return Ack::Fail,
@@ -424,7 +424,7 @@ impl Urls {
                 held.leases.insert(l.url.clone(), (l.id, until));
                 // Handed out as it was put, with its metadata; updates match the canonical
                 // form, whichever spelling they use.
-                let key = host_key(&l.url);
+                let key = l.key;
                 let (url, metadata) = match l.client {
                     Some(c) => {
                         let (original, metadata) = c.into_parts();
@@ -448,28 +448,10 @@ impl Urls {
             let control = self.control.clone();
             tokio::spawn(async move {
                 for id in finished {
-                    control.finish_by_client(id, None).await;
+                    control.finish_by_client(id, None, None).await;
                 }
             });
         }
         Ok(infos)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_key_is_the_host_and_port_without_user() {
-        for (url, key) in [
-            ("http://a.test/x", "a.test"),
-            ("https://a.test:8443/x?y", "a.test:8443"),
-            ("http://u:p@a.test:81/", "a.test:81"),
-            ("http://[::1]:8080/", "[::1]:8080"),
-            ("http://a.test?q", "a.test"),
-        ] {
-            assert_eq!(host_key(url), key, "{url}");
-        }
     }
 }

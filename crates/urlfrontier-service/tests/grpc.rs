@@ -35,6 +35,8 @@ use urlfrontier_service::{serve_grpc, LogLevels, ServeError, Settings};
 
 #[path = "grpc/crawls.rs"]
 mod crawls;
+#[path = "grpc/keys.rs"]
+mod keys;
 #[path = "grpc/queues.rs"]
 mod queues;
 #[path = "grpc/urls.rs"]

@@ -362,7 +362,7 @@ impl LocalFrontier {
         // Budgets count admissions, so they are checked after the filter's test: a duplicate
         // never uses budget. But before its bits are set: a URL refused for its host's
         // budget stays unseen, and is admitted if the budget is raised and it comes again.
-        let host = host_key(&canonical).to_owned();
+        let host = queue_key(client.as_deref(), &canonical).to_owned();
         {
             let budget = match self.host_budgets.get(host.as_str()) {
                 Some(b) => Some(*b),
@@ -375,12 +375,13 @@ impl LocalFrontier {
             *n += 1;
         }
         self.filter.put_hash(hash);
+        let client = client.and_then(|c| c.settle(canonical.as_str(), host_key(&canonical)));
         let mut entry = Entry::new(canonical.into(), depth, parent.map(str::to_owned));
         entry.hops = hops;
         entry.via = via;
         entry.sitemap = sitemap;
         entry.lastmod = lastmod;
-        entry.client = client.and_then(|c| c.settle(&entry.url));
+        entry.client = client;
         if let Some(due) = due {
             // Asleep from the start, as a fetched URL waits for its next visit (journaled
             // with it, so a resumed crawl keeps the date).
@@ -562,6 +563,13 @@ impl LocalFrontier {
 /// `host:port` when the port is not the scheme's default (canonical URLs omit it).
 pub fn host_key(url: &Url) -> &str {
     &url[url::Position::BeforeHost..url::Position::AfterPort]
+}
+
+/// The queue a canonical URL goes to: the key its client gave, or its [`host_key`].
+pub fn queue_key<'a>(client: Option<&'a crate::ClientInfo>, url: &'a Url) -> &'a str {
+    client
+        .and_then(crate::ClientInfo::key)
+        .unwrap_or_else(|| host_key(url))
 }
 
 /// How an offered URL was found: what its entry carries besides the URL and parent.

@@ -22,9 +22,10 @@ impl Resumable for LocalFrontier {
     }
 
     fn restore_entry(&self, entry: Entry) -> bool {
-        let host = match Url::parse(&entry.url) {
-            Ok(u) => host_key(&u).to_owned(),
-            Err(_) => return false,
+        let host = match (entry.queue_key(), Url::parse(&entry.url)) {
+            (Some(key), _) => key.to_owned(),
+            (None, Ok(u)) => host_key(&u).to_owned(),
+            (None, Err(_)) => return false,
         };
         // A URL fetched before and not yet due again sleeps until it is.
         if entry

@@ -37,11 +37,14 @@ impl LocalFrontier {
                 let Ok(canonical) = self.canon.canonicalize_url(l.url) else {
                     return false;
                 };
-                let host = super::host_key(&canonical).to_owned();
+                let host = super::queue_key(l.client.as_deref(), &canonical).to_owned();
                 let fp = super::fingerprint(canonical.as_str());
                 self.filter.put_hash(super::fp_hash(fp));
+                let client = l
+                    .client
+                    .and_then(|c| c.settle(canonical.as_str(), super::host_key(&canonical)));
                 let mut entry = crate::Entry::new(canonical.into(), l.depth, None);
-                entry.client = l.client.and_then(|c| c.settle(&entry.url));
+                entry.client = client;
                 if let Some(journal) = &self.journal {
                     journal.admitted(fp, &host, &mut entry);
                 }

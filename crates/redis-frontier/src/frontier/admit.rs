@@ -4,9 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use frontier::{
-    host_key, Admission, Entry, FrontierConfig, FrontierError, Link, Order, OutOfScope,
-};
+use frontier::{Admission, Entry, FrontierConfig, FrontierError, Link, Order, OutOfScope};
 
 use super::Shared;
 use crate::errors::frontier_error;
@@ -94,7 +92,10 @@ impl Shared {
                     out[i] = Some(Admission::Duplicate);
                     continue;
                 }
-                let host = host_key(&canonical).to_owned();
+                let host = frontier::queue_key(l.client.as_deref(), &canonical).to_owned();
+                let client = l
+                    .client
+                    .and_then(|c| c.settle(canonical.as_str(), frontier::host_key(&canonical)));
                 let url = String::from(canonical);
                 let due = l.due;
                 let mut entry = if requeue {
@@ -108,7 +109,7 @@ impl Shared {
                     e
                 };
                 entry.id = 0;
-                entry.client = l.client.and_then(|c| c.settle(&url));
+                entry.client = client;
                 if let Some(due) = due {
                     // Asleep from the start, as a fetched URL waits for its next visit.
                     entry.visit = Some(Box::new(frontier::Visit {

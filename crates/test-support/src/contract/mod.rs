@@ -27,7 +27,10 @@ mod hosts;
 mod keyed;
 mod recrawl;
 pub use backoff::{a_success_ends_the_back_off_at_once, failures_in_flight_together_back_off_once};
-pub use client::client_fields_come_back_with_the_lease;
+pub use client::{
+    a_client_key_is_the_queue, an_update_replaces_the_client_fields,
+    client_fields_come_back_with_the_lease,
+};
 pub use hosts::{
     a_default_delay_paces_hosts_without_their_own, a_deleted_queue_drops_its_urls,
     a_host_delay_counts_from_its_last_fetch, a_limit_of_finished_urls_stops_a_host,
@@ -114,6 +117,8 @@ pub async fn run_all(h: &dyn Harness) {
     a_lease_of_one_host(h).await;
     a_dated_link_sleeps_until_its_date(h).await;
     client_fields_come_back_with_the_lease(h).await;
+    a_client_key_is_the_queue(h).await;
+    an_update_replaces_the_client_fields(h).await;
     host_listing_and_controls(h).await;
     a_limit_of_finished_urls_stops_a_host(h).await;
     a_deleted_queue_drops_its_urls(h).await;
