@@ -261,8 +261,11 @@ impl UrlFrontier for Node {
     }
 
     /// A whole crawl's figures: `size` = URLs queued or held, `inProcess` = held,
-    /// `numberOfQueues` = hosts, `counts.completed` = URLs done (pages: records written here,
-    /// and URLs a client reported known). With a key, that queue's ([`Node::queue_stats`]).
+    /// `numberOfQueues` = queues, `counts.completed` = URLs done (pages: records written
+    /// here, and URLs a client reported known), `counts.active_queues` = queues ListQueues
+    /// lists without `include_inactive` (counted as it lists them: a pass over the queues),
+    /// `counts.scheduled` = URLs asleep until a date. With a key, that queue's
+    /// ([`Node::queue_stats`]).
     async fn get_stats(
         &self,
         request: Request<QueueWithinCrawlParams>,
@@ -289,8 +292,18 @@ impl UrlFrontier for Node {
         let stats = control.frontier_stats().await.map_err(|e| {
             Status::unavailable(format!("the frontier cannot give its figures now: {e}"))
         })?;
+        // Every host's figures are read for any page (both frontiers), so all of them at
+        // once costs what one ListQueues does.
+        let active = HostQuery {
+            sort: HostSort::Name,
+            limit: usize::MAX,
+            active_only: true,
+            ..HostQuery::default()
+        };
+        let active = Self::hosts(&control, active).await?.hosts.len() as u64;
         let counts = HashMap::from([
             ("completed".to_owned(), stats.pages),
+            ("active_queues".to_owned(), active),
             ("scheduled".to_owned(), stats.extra("scheduled")),
         ]);
         Ok(Response::new(Stats {

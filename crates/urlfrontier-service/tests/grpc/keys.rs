@@ -103,6 +103,12 @@ async fn a_client_key_is_the_queue_of_its_urls_whatever_their_hosts() {
     );
     let b = c.get_stats(stats("b.test")).await.unwrap().into_inner();
     assert_eq!((b.size, b.number_of_queues), (0, 0), "no queue of its host");
+    let whole = c.get_stats(stats("")).await.unwrap().into_inner();
+    assert_eq!(
+        (whole.size, whole.counts.get("active_queues")),
+        (4, Some(&3)),
+        "three queues, each with a URL held"
+    );
 
     // The key's controls hold its hosts: blocked, b.test waits though a.test is done.
     let block = BlockQueueParams {
@@ -111,6 +117,8 @@ async fn a_client_key_is_the_queue_of_its_urls_whatever_their_hosts() {
         ..BlockQueueParams::default()
     };
     c.block_queue_until(block).await.unwrap();
+    let whole = c.get_stats(stats("")).await.unwrap().into_inner();
+    assert_eq!(whole.counts.get("active_queues"), Some(&2), "a blocked queue is not active");
     let acks = put_urls(&mut c, vec![keyed("http://a.test/1", "", Some(0), &[])])
         .await
         .unwrap();
