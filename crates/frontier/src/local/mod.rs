@@ -399,6 +399,7 @@ impl LocalFrontier {
             return Admission::Admitted;
         }
         if due.is_some() {
+            self.sched().know_host(&host);
             self.sleeping().insert(&host, &entry, fp);
             self.notify.notify_waiters();
             return Admission::Admitted;

@@ -34,6 +34,7 @@ impl Resumable for LocalFrontier {
             .is_some_and(|v| v.due > super::unix_now())
         {
             let fp = super::fingerprint(&entry.url);
+            self.sched().know_host(&host);
             self.sleeping().insert(&host, &entry, fp);
             self.notify.notify_waiters();
             return true;

@@ -31,7 +31,7 @@ pub(crate) fn unix_now() -> u64 {
 }
 
 /// A sleeping URL as kept: its host key's length (u16 LE), the host key, the entry's binary
-/// form (format 4, with its visit).
+/// form (with its visit).
 fn pack(host: &str, entry: &Entry) -> Box<[u8]> {
     let host = &host.as_bytes()[..host.len().min(usize::from(u16::MAX))];
     let mut out = Vec::with_capacity(2 + host.len() + 64 + entry.url.len());

@@ -181,6 +181,12 @@ impl Scheduler {
         id
     }
 
+    /// Makes `host` known with nothing queued (its URLs sleep until a date): listed, and
+    /// its controls take, as a Redis frontier's.
+    pub(crate) fn know_host(&mut self, host: &str) {
+        self.host_id(host);
+    }
+
     /// Queues an admitted entry for `host`. Returns whether the host became schedulable
     /// (so waiting consumers should be woken).
     pub(crate) fn push(&mut self, host: &str, entry: Entry) -> bool {

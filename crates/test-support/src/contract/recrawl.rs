@@ -282,6 +282,39 @@ pub async fn a_dated_link_sleeps_until_its_date(h: &dyn Harness) {
         (stats.pages, stats.queued, stats.extra("scheduled")),
         (2, 0, 1)
     );
+    // A host whose only URL sleeps is a queue all the same: listed, and its controls take.
+    let hosts = f
+        .hosts(frontier::HostQuery {
+            host: Some("d.test".into()),
+            ..frontier::HostQuery::default()
+        })
+        .await
+        .expect("hosts");
+    assert_eq!(hosts.hosts.len(), 1);
+    let asleep = dated("http://e.test/only", now + 86_400);
+    assert_eq!(
+        f.offer(None, vec![asleep]).await.unwrap(),
+        [Admission::Admitted]
+    );
+    let only = frontier::HostQuery {
+        host: Some("e.test".into()),
+        ..frontier::HostQuery::default()
+    };
+    let e = f.hosts(only).await.expect("hosts");
+    let listed: Vec<(&str, u64)> = e
+        .hosts
+        .iter()
+        .map(|h| (h.host.as_str(), h.queued))
+        .collect();
+    assert_eq!(listed, [("e.test", 0)], "known, nothing queued");
+    let block = HostControls {
+        delay: Some(Duration::from_secs(7)),
+        ..HostControls::default()
+    };
+    assert!(
+        f.set_host("e.test", block).await.expect("set_host"),
+        "known"
+    );
 
     // A lease finished with a client's date sleeps until then, with no schedule too, and an
     // operator's recrawl moves it; fetched again without a date, it is done.
@@ -294,7 +327,7 @@ pub async fn a_dated_link_sleeps_until_its_date(h: &dyn Harness) {
     l.set_due_at(now + 86_400);
     f.complete(l, Outcome::Done).await.expect("complete");
     assert!(f.try_next_from("d.test").await.unwrap().is_none(), "asleep");
-    assert_eq!(f.stats().await.unwrap().extra("scheduled"), 2);
+    assert_eq!(f.stats().await.unwrap().extra("scheduled"), 3);
     let again = url::Url::parse("http://d.test/again").unwrap();
     assert_eq!(
         f.recrawl(vec![again], Some(now - 1))
@@ -309,7 +342,7 @@ pub async fn a_dated_link_sleeps_until_its_date(h: &dyn Harness) {
     let stats = f.stats().await.expect("stats");
     assert_eq!(
         (stats.pages, stats.in_flight, stats.extra("scheduled")),
-        (4, 0, 1)
+        (4, 0, 2)
     );
     // One more, due already but not handed out before the restart.
     let past = dated("http://d.test/past", now - 5);
@@ -333,9 +366,17 @@ pub async fn a_dated_link_sleeps_until_its_date(h: &dyn Harness) {
     g.complete(l, Outcome::Done).await.expect("complete");
     assert_eq!(
         g.stats().await.unwrap().extra("scheduled"),
-        1,
+        2,
         "restored asleep"
     );
+    let e = g
+        .hosts(frontier::HostQuery {
+            host: Some("e.test".into()),
+            ..frontier::HostQuery::default()
+        })
+        .await
+        .expect("hosts");
+    assert_eq!(e.hosts.len(), 1, "a host of sleeping URLs only, restored");
     assert!(g.try_next_from("d.test").await.unwrap().is_none());
     assert_eq!(
         offer(&*g, None, &["http://d.test/tomorrow".into()]).await,

@@ -118,7 +118,11 @@ async fn a_client_key_is_the_queue_of_its_urls_whatever_their_hosts() {
     };
     c.block_queue_until(block).await.unwrap();
     let whole = c.get_stats(stats("")).await.unwrap().into_inner();
-    assert_eq!(whole.counts.get("active_queues"), Some(&2), "a blocked queue is not active");
+    assert_eq!(
+        whole.counts.get("active_queues"),
+        Some(&2),
+        "a blocked queue is not active"
+    );
     let acks = put_urls(&mut c, vec![keyed("http://a.test/1", "", Some(0), &[])])
         .await
         .unwrap();
