@@ -187,7 +187,12 @@ impl ExternalLeases {
         if let Some(at) = due_at {
             lease.set_due_at(at);
             if let Some(c) = client {
-                lease.replace_client(c);
+                if !lease.replace_client(c) {
+                    tracing::debug!(
+                        "an update's string and metadata with the URL's queue key pass the \
+                         bound: the URL keeps the fields it had"
+                    );
+                }
             }
         }
         self.give_back(lease, Outcome::Done).await;

@@ -208,10 +208,18 @@ impl Lease {
     }
 
     /// Replaces the string and metadata a url-frontier client put with the URL by those of
-    /// its update (`client`): kept if the URL is due again. Its queue key stays.
-    pub fn replace_client(&mut self, client: Box<crate::ClientInfo>) {
+    /// its update (`client`): kept if the URL is due again. Its queue key stays; an update
+    /// that would pass [`MAX_CLIENT_BYTES`](crate::MAX_CLIENT_BYTES) with it keeps the old
+    /// fields (`false`).
+    pub fn replace_client(&mut self, client: Box<crate::ClientInfo>) -> bool {
         let key = self.entry.queue_key().map(str::to_owned);
-        self.entry.client = client.replacing(&self.entry.url, key.as_deref());
+        match client.replacing(&self.entry.url, key.as_deref()) {
+            Ok(kept) => {
+                self.entry.client = kept;
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// The client's date, if [`set_due_at`](Self::set_due_at) gave one.

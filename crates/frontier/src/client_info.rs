@@ -62,26 +62,31 @@ impl ClientInfo {
         }
         let mut metadata: Vec<(String, Vec<String>)> = metadata.into_iter().collect();
         metadata.sort_by(|a, b| a.0.cmp(&b.0));
-        // Its binary form's size (see `encode`): past the bound long before a count could
-        // overflow its u16.
-        let size = 4
-            + original.len()
-            + if key.is_empty() { 0 } else { 2 + key.len() }
-            + 2
-            + metadata
-                .iter()
-                .map(|(k, v)| 4 + k.len() + v.iter().map(|s| 4 + s.len()).sum::<usize>())
-                .sum::<usize>();
+        let fields = Self {
+            original: Some(original.to_owned()),
+            key: (!key.is_empty()).then(|| key.to_owned()),
+            metadata,
+        };
+        let size = fields.binary_size();
         if size > MAX_CLIENT_BYTES {
             return Err(format!(
                 "a URL's string and metadata take {size} bytes; at most {MAX_CLIENT_BYTES}"
             ));
         }
-        Ok(Box::new(Self {
-            original: Some(original.to_owned()),
-            key: (!key.is_empty()).then(|| key.to_owned()),
-            metadata,
-        }))
+        Ok(Box::new(fields))
+    }
+
+    /// The size of the binary form ([`encode`](Self::encode)): past the bound long before a
+    /// count could overflow its u16.
+    fn binary_size(&self) -> usize {
+        4 + self.original.as_ref().map_or(0, String::len)
+            + self.key.as_ref().map_or(0, |k| 2 + k.len())
+            + 2
+            + self
+                .metadata
+                .iter()
+                .map(|(k, v)| 4 + k.len() + v.iter().map(|s| 4 + s.len()).sum::<usize>())
+                .sum::<usize>()
     }
 
     /// What is kept once the URL's canonical form and its host's key
@@ -93,7 +98,8 @@ impl ClientInfo {
             self.original = None;
         }
         let key = self.key.take().filter(|k| k != host);
-        self.replacing(canonical, key.as_deref())
+        // No larger than it was made: within the bound.
+        self.replacing(canonical, key.as_deref()).unwrap_or(None)
     }
 
     /// The string the client put, when the canonical form differs.
@@ -108,17 +114,25 @@ impl ClientInfo {
 
     /// These fields in place of those of a queued URL `canonical` under the queue key `key`
     /// (`None`: its host): an update's string and metadata replace the put's, and the URL
-    /// stays in its queue. `None` when nothing is left to keep.
+    /// stays in its queue. `None` when nothing is left to keep; `Err` with the fields back
+    /// when the kept key would take them past [`MAX_CLIENT_BYTES`] (they were checked with
+    /// the update's own key).
     pub(crate) fn replacing(
         mut self: Box<Self>,
         canonical: &str,
         key: Option<&str>,
-    ) -> Option<Box<Self>> {
+    ) -> Result<Option<Box<Self>>, Box<Self>> {
         self.key = key.map(str::to_owned);
         if self.original.as_deref() == Some(canonical) {
             self.original = None;
         }
-        (self.original.is_some() || self.key.is_some() || !self.metadata.is_empty()).then_some(self)
+        if self.binary_size() > MAX_CLIENT_BYTES {
+            return Err(self);
+        }
+        Ok(
+            (self.original.is_some() || self.key.is_some() || !self.metadata.is_empty())
+                .then_some(self),
+        )
     }
 
     /// Metadata keys, each with its values, sorted by key.
@@ -269,6 +283,12 @@ mod tests {
         assert!(ClientInfo::keyed("http://h/", &long, Vec::new()).is_err());
         let e = ClientInfo::keyed("http://h/", "a\nb", Vec::new()).unwrap_err();
         assert!(e.contains("control character"), "{e}");
+        // An update made within the bound with no key passes it with the kept key: refused.
+        let full = MAX_CLIENT_BYTES - 4 - 2 - 4 - 1 - 4;
+        let update = ClientInfo::new("", vec![("k".into(), vec!["v".repeat(full)])]).unwrap();
+        assert_eq!(update.binary_size(), MAX_CLIENT_BYTES);
+        assert!(update.clone().replacing("http://h/", None).is_ok());
+        assert!(update.replacing("http://h/", Some("key")).is_err());
         let big = "v".repeat(MAX_CLIENT_BYTES);
         let e = ClientInfo::new("http://h/", vec![("k".into(), vec![big])]).unwrap_err();
         assert!(e.contains("at most 8192"), "{e}");

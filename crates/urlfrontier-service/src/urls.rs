@@ -155,16 +155,11 @@ where
     Box::pin(ReceiverStream::new(rx))
 }
 
-/// The statuses of one batch of discovered URLs, in its order: `OK` for a URL queued,
-/// `SKIPPED` for one the crawl has seen (a repeat within the batch too) or cannot crawl,
-/// `FAIL` for every URL when the frontier took none of them in time, or the crawl is
-/// stopping (resend).
-async fn offer(control: &Control, urls: Vec<String>, limits: Limits) -> Vec<Ack> {
-    offer_due(control, urls, Vec::new(), None, limits).await
-}
-
-/// As [`offer`], with each URL's client fields (`infos`: one per URL, or none) and, when
-/// given, asleep until `due` (Unix seconds).
+/// The statuses of one batch of discovered URLs, in its order, offered with each URL's
+/// client fields (`infos`: one per URL, or none) and, when given, asleep until `due` (Unix
+/// seconds): `OK` for a URL queued, `SKIPPED` for one the crawl has seen (a repeat within the
+/// batch too) or cannot crawl, `FAIL` for every URL when the frontier took none of them in
+/// time, or the crawl is stopping (resend).
 async fn offer_due(
     control: &Control,
     urls: Vec<String>,
@@ -270,8 +265,8 @@ impl Urls {
                 let fields = vec![client_info(&info)?];
                 offer_due(&self.control, vec![info.url], fields, None, self.limits).await[0]
             }
-            Some(0) => self.done(&info.url).await,
-            Some(d) if d > LATEST_DATE => self.done(&info.url).await,
+            Some(0) => self.done(&info).await?,
+            Some(d) if d > LATEST_DATE => self.done(&info).await?,
             Some(d) => self.refetch_from(&info, d).await?,
         })
     }
@@ -348,28 +343,37 @@ impl Urls {
         }
     }
 
-    /// A known URL, not to be fetched again.
-    async fn done(&self, raw: &str) -> Ack {
-        let Ok(url) = self.control.canonical(raw) else {
-            return Ack::Skipped;
+    /// A known URL, not to be fetched again (one not held is offered under its key).
+    async fn done(&self, info: &UrlInfo) -> Result<Ack, Status> {
+        let fields = client_info(info)?;
+        let Ok(url) = self.control.canonical(&info.url) else {
+            return Ok(Ack::Skipped);
         };
         let url = url.to_string();
         let lease = self.held().leases.remove(&url).map(|(id, _)| id);
         if let Some(id) = lease {
             match self.finish(id, None, None).await {
-                Some(true) => return Ack::Ok,
+                Some(true) => return Ok(Ack::Ok),
                 Some(false) => {} // its hold had passed: as if not held
-                None => return Ack::Fail,
+                None => return Ok(Ack::Fail),
             }
         }
-        // Not held: the visited set learns it, and it is finished should it come up. It is
+        // Not held: the visited set learns it, and it is finished should it come up (in its
+        // key's queue, where the client looks for it). It is
         // remembered first, so that a GetURLs meanwhile does not hand it out; forgotten again
         // if the frontier does not take it.
         let remembered = {
             let mut held = self.held();
             held.finished.len() < MAX_FINISHED && held.finished.insert(url.clone())
         };
-        match offer(&self.control, vec![url.clone()], self.limits).await[0] {
+        let offered = offer_due(
+            &self.control,
+            vec![url.clone()],
+            vec![fields],
+            None,
+            self.limits,
+        );
+        Ok(match offered.await[0] {
             Ack::Fail => {
                 if remembered {
                     self.held().finished.remove(&url);
@@ -377,7 +381,7 @@ impl Urls {
                 Ack::Fail
             }
             _ => Ack::Ok,
-        }
+        })
     }
 
     /// GetURLs of this crawl: at most `max` due URLs (of the queue `key` alone when given),

@@ -157,7 +157,10 @@ pub async fn an_update_replaces_the_client_fields(h: &dyn Harness) {
         "moved",
         vec![("v".into(), vec!["2".into()])],
     );
-    lease.replace_client(update.expect("small"));
+    assert!(
+        lease.replace_client(update.expect("small")),
+        "within the bound"
+    );
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")

@@ -141,6 +141,18 @@ async fn a_client_key_is_the_queue_of_its_urls_whatever_their_hosts() {
         .collect();
     assert_eq!(pairs, [("shared", "http://b.test/1")]);
 
+    // A known URL never handed out is done in its key's queue too: no queue of its host.
+    let acks = put_urls(&mut c, vec![keyed("http://e.test/1", "shared", Some(0), &[])])
+        .await
+        .unwrap();
+    assert_eq!(acks, [("http://e.test/1".to_owned(), Ack::Ok as i32)]);
+    let all = Pagination {
+        include_inactive: true,
+        ..Pagination::default()
+    };
+    let queues = c.list_queues(all).await.unwrap().into_inner();
+    assert_eq!(queues.values, ["c.test", "d.test", "shared"]);
+
     crawl.stop().await;
     server.await.unwrap().unwrap();
 }
