@@ -100,6 +100,27 @@ impl Leases {
         taken
     }
 
+    /// The queue key and entry of every lease out, by key then URL (a listing's first part).
+    pub(crate) fn entries(&self) -> Vec<(String, frontier::Entry)> {
+        let mut out: Vec<(String, frontier::Entry)> = self
+            .held()
+            .held
+            .values()
+            .map(|h| (h.lease.host().to_owned(), h.lease.entry().clone()))
+            .collect();
+        out.sort_by(|a, b| (&a.0, &a.1.url).cmp(&(&b.0, &b.1.url)));
+        out
+    }
+
+    /// The queue key and entry of the lease out for the canonical URL `url`, if any.
+    pub(crate) fn find(&self, url: &str) -> Option<(String, frontier::Entry)> {
+        self.held()
+            .held
+            .values()
+            .find(|h| h.lease.entry().url == url)
+            .map(|h| (h.lease.host().to_owned(), h.lease.entry().clone()))
+    }
+
     /// Leases out now.
     pub(crate) fn out(&self) -> u64 {
         self.held().held.len() as u64

@@ -49,6 +49,7 @@ mod run;
 mod sitemap_budget;
 mod stop;
 mod tail;
+mod url_reads;
 mod worker;
 
 use std::path::PathBuf;
@@ -76,6 +77,7 @@ use report::{spawn_bar, spawn_progress, spawn_status, state_name, status, summar
 pub use report::{FrontierSummary, Summary};
 use robots::RobotsCache;
 pub use stop::StopReason;
+pub use url_reads::UrlPlace;
 use worker::worker;
 
 /// Why a crawl could not start.

@@ -550,11 +550,27 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
     /// keeps its time. A shared frontier sets it for every process of the crawl.
     fn set_default_delay(&self, delay: Duration) -> BoxFuture<'_, Result<(), FrontierError>>;
 
-    /// Drops every URL queued for `host` (an operator's delete of its queue): each is done
-    /// unfetched — for a resumed crawl too — and stays in the visited set, so offering it
-    /// again admits nothing. Leases out are not touched, nor URLs asleep under a recrawl
-    /// schedule (due, they queue the host again), and the host keeps its controls and figures. Returns how many URLs were dropped (0: none, or no such host).
+    /// Drops every URL queued for `host` or asleep in its queue (an operator's delete of
+    /// its queue): each is done unfetched — for a resumed crawl too — and stays in the
+    /// visited set, so offering it again admits nothing. Leases out are not touched, and the
+    /// host keeps its controls and figures. Returns how many URLs were dropped (0: none, or
+    /// no such host).
     fn delete_queue<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<u64, FrontierError>>;
+
+    /// Where the canonical `url` is: asleep (in any queue), queued in the queue `key`, or
+    /// only in the visited set ([`crate::listing`]).
+    fn find_url<'a>(
+        &'a self,
+        url: &'a Url,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<crate::Found, FrontierError>>;
+
+    /// A page of the URLs queued or asleep (not those out with a fetcher), and how many
+    /// match ([`crate::listing`]).
+    fn list_urls(
+        &self,
+        query: crate::UrlQuery,
+    ) -> BoxFuture<'_, Result<crate::UrlPage, FrontierError>>;
 
     /// Whether a call can fail with a [`FrontierError`]. A caller that retries keeps a copy
     /// of what it hands over (a failed remote call took it) only when this is `true`, the

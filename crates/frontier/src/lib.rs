@@ -34,6 +34,7 @@ mod client_info;
 pub mod credentials;
 mod entry;
 mod hosts;
+mod listing;
 mod local;
 mod reschedule;
 mod resume;
@@ -50,6 +51,7 @@ pub use canon::{CanonConfig, Canonicalizer, Invalid, DEFAULT_MAX_URL_LEN};
 pub use client_info::{ClientInfo, MAX_CLIENT_BYTES, MAX_KEY_BYTES};
 pub use entry::{Entry, Via};
 pub use hosts::{is_active, paginate, HostControls, HostInfo, HostPage, HostQuery, HostSort};
+pub use listing::{Found, ListedUrl, Pager, UrlPage, UrlQuery};
 pub use local::{
     fingerprint, host_key, queue_key, BuildError, Dedup, FrontierConfig, LocalFrontier,
     DEFAULT_EXPECTED_URLS, DEFAULT_FPP, DEFAULT_MAX_REDIRECTS, DEFAULT_MEMORY_CAPACITY,

@@ -141,6 +141,13 @@ impl Spill {
 
     /// Reads a chunk back and releases it (its segment is deleted once nothing in it is live).
     pub(crate) fn take(&mut self, chunk: ChunkRef) -> io::Result<Vec<Entry>> {
+        let entries = self.read(chunk)?;
+        self.discard(chunk);
+        Ok(entries)
+    }
+
+    /// Reads a chunk back, keeping it.
+    pub(crate) fn read(&mut self, chunk: ChunkRef) -> io::Result<Vec<Entry>> {
         if chunk.segment == self.current && self.dirty {
             if let Some(w) = self.writer.as_mut() {
                 w.flush()?;
@@ -158,10 +165,8 @@ impl Spill {
         segment
             .file
             .read_exact_at(&mut bytes, u64::from(chunk.offset))?;
-        let entries = Entry::decode_all(&bytes, chunk.count as usize)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "corrupt spill chunk"))?;
-        self.discard(chunk);
-        Ok(entries)
+        Entry::decode_all(&bytes, chunk.count as usize)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "corrupt spill chunk"))
     }
 
     /// Releases a chunk without reading it (its URLs are dropped); its segment is deleted

@@ -5,7 +5,11 @@
 //!   taken (GetURLs of up to B) and reported done (PutURLs of B known items) until none is
 //!   left: URLs per second of each phase;
 //! - **latency**: the median and p99 of a GetURLs of B URLs (reported done at once, so the
-//!   frontier keeps its size) with the frontier holding N URLs on H hosts.
+//!   frontier keeps its size) with the frontier holding N URLs on H hosts;
+//! - **per-URL reads** with the frontier holding what is left (N less the latency samples):
+//!   a GetURLStatus (median; some of the URLs asked are done by then), CountURLs
+//!   without a filter (lengths only) and with one (a pass over every URL), and a ListURLs
+//!   page of 100 from the middle.
 //!
 //! `cargo bench -p urlfrontier-service --bench roundtrip -- [--n N] [--hosts H] [--batch B]
 //! [--samples S]`
@@ -16,7 +20,10 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::{Channel, Endpoint};
 use urlfrontier_proto::v2::url_frontier_client::UrlFrontierClient;
 use urlfrontier_proto::v2::url_item::Item;
-use urlfrontier_proto::v2::{DiscoveredBatch, GetParams, KnownUrlItem, UrlInfo, UrlItem};
+use urlfrontier_proto::v2::{
+    CountUrlParams, DiscoveredBatch, GetParams, KnownUrlItem, ListUrlParams, UrlInfo, UrlItem,
+    UrlStatusRequest,
+};
 
 struct Args {
     n: usize,
@@ -119,6 +126,57 @@ async fn get_and_finish(c: &mut UrlFrontierClient<Channel>, batch: usize) -> (us
     (n, took)
 }
 
+/// Times GetURLStatus, CountURLs and a ListURLs page with about `n` URLs queued.
+async fn per_url_reads(c: &mut UrlFrontierClient<Channel>, a: &Args) {
+    let mut took = Vec::new();
+    for s in 0..a.samples {
+        let request = UrlStatusRequest {
+            url: url((s * 7919 + a.n / 2) % a.n, a.hosts),
+            ..UrlStatusRequest::default()
+        };
+        let started = Instant::now();
+        let _ = c.get_url_status(request).await;
+        took.push(started.elapsed());
+    }
+    took.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let count = |filter: Option<&str>| CountUrlParams {
+        filter: filter.map(str::to_owned),
+        ..CountUrlParams::default()
+    };
+    let started = Instant::now();
+    let all = c.count_ur_ls(count(None)).await.unwrap().into_inner().value;
+    let plain = started.elapsed();
+    let started = Instant::now();
+    let some = c
+        .count_ur_ls(count(Some("/p9")))
+        .await
+        .unwrap()
+        .into_inner()
+        .value;
+    let filtered = started.elapsed();
+    let page = ListUrlParams {
+        start: u32::try_from(all / 2).unwrap_or(u32::MAX),
+        size: 100,
+        ..ListUrlParams::default()
+    };
+    let started = Instant::now();
+    let mut items = c.list_ur_ls(page).await.unwrap().into_inner();
+    let mut listed = 0;
+    while items.message().await.unwrap().is_some() {
+        listed += 1;
+    }
+    let list = started.elapsed();
+    println!(
+        "reads  with {all} queued: GetURLStatus median {:.2} ms; CountURLs in {:.2} ms, \
+         filtered ({some}) {:.1} ms; ListURLs {listed} from the middle {:.1} ms",
+        ms(took[took.len() / 2]),
+        ms(plain),
+        ms(filtered),
+        ms(list)
+    );
+}
+
 fn main() {
     let a = args();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -189,6 +247,7 @@ fn main() {
             at(0.5).as_secs_f64() * 1e3,
             at(0.99).as_secs_f64() * 1e3
         );
+        per_url_reads(&mut c, &a).await;
 
         let started = Instant::now();
         let mut done = 0;

@@ -32,6 +32,7 @@ mod auth;
 mod connection;
 mod crawls;
 mod node;
+mod url_reads;
 mod urls;
 
 use std::fmt;

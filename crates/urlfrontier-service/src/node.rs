@@ -2,8 +2,8 @@
 //! `DEFAULT`, the crawl the service was started with, or one its clients made). This
 //! service is one node, so the protocol's `local` flags change nothing.
 //!
-//! An RPC this frontier does not serve yet answers `UNIMPLEMENTED` naming itself, which the
-//! protocol's clients already handle (they probe PutDiscovered that way).
+//! The per-URL calls (GetURLStatus, ListURLs, CountURLs, PurgeURLs) are in
+//! [`crate::url_reads`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -24,6 +24,7 @@ use urlfrontier_proto::v2::{
 };
 
 use crate::crawls::CrawlUrls;
+use crate::url_reads;
 use crate::urls::{bounded, unix_now, LATEST_DATE};
 use crate::LogLevels;
 
@@ -76,12 +77,15 @@ impl Node {
         })
     }
 
-    /// Empties every queue of the crawl the service runs on (DeleteCrawl of `DEFAULT`), a
-    /// page of hosts at a time: how many URLs were dropped.
-    async fn empty_default(&self) -> Result<u64, Status> {
-        let Some(urls) = self.crawls.read(DEFAULT_CRAWL)? else {
+    /// Empties the queue `key` of the crawl `crawl_id`, or every queue of it (a page of
+    /// hosts at a time): how many URLs were dropped.
+    async fn empty(&self, crawl_id: &str, key: Option<String>) -> Result<u64, Status> {
+        let Some(urls) = self.crawls.read(crawl_id)? else {
             return Ok(0);
         };
+        if let Some(key) = key {
+            return urls.delete_queue(key).await;
+        }
         let (mut dropped, mut skip) = (0, 0);
         loop {
             let query = HostQuery {
@@ -144,11 +148,6 @@ const MAX_QUEUES_LISTED: u32 = 10_000;
 /// The longest delay between a queue's hand-outs: a year, as the HTTP API's `delay_ms`.
 const MAX_DELAY_SECS: u32 = 365 * 86_400;
 
-/// The answer of an RPC this frontier does not serve yet.
-fn not_yet(rpc: &str) -> Status {
-    Status::unimplemented(format!("{rpc} is not served by this frontier yet"))
-}
-
 /// Whether `target` can name a `tracing` target: a module path (`engine`,
 /// `redis_frontier::lease`), or empty for every target.
 fn is_target(target: &str) -> bool {
@@ -184,7 +183,7 @@ impl UrlFrontier for Node {
     ) -> Result<Response<Long>, Status> {
         let id = request.into_inner().value;
         let value = if id.is_empty() || id == DEFAULT_CRAWL {
-            self.empty_default().await?
+            self.empty(DEFAULT_CRAWL, None).await?
         } else {
             self.crawls.delete(&id).await?
         };
@@ -485,28 +484,77 @@ impl UrlFrontier for Node {
         }
     }
 
+    /// Where a URL is ([`url_reads::status`]); `NOT_FOUND` for a crawl nobody made.
     async fn get_url_status(
         &self,
-        _: Request<UrlStatusRequest>,
+        request: Request<UrlStatusRequest>,
     ) -> Result<Response<UrlItem>, Status> {
-        Err(not_yet("GetURLStatus"))
+        let r = request.into_inner();
+        let crawl_id = crawl_name(&r.crawl_id);
+        let Some(control) = self.control(&r.crawl_id)? else {
+            return Err(Status::not_found(format!("no crawl `{crawl_id}`")));
+        };
+        let limits = self.crawls.limits();
+        url_reads::status(&control, &crawl_id, &r.url, &r.key, limits)
+            .await
+            .map(Response::new)
     }
 
     type ListURLsStream = BoxStream<UrlItem>;
 
+    /// A page of the URLs held, queued or asleep ([`url_reads::list`]).
     async fn list_ur_ls(
         &self,
-        _: Request<ListUrlParams>,
+        request: Request<ListUrlParams>,
     ) -> Result<Response<Self::ListURLsStream>, Status> {
-        Err(not_yet("ListURLs"))
+        let r = request.into_inner();
+        let crawl_id = crawl_name(&r.crawl_id);
+        let limits = self.crawls.limits();
+        let items = match self.control(&r.crawl_id)? {
+            Some(control) => {
+                let query =
+                    url_reads::query(r.key, r.filter, r.ignore_case, r.start, r.size, limits);
+                url_reads::list(&control, &crawl_id, query, limits).await?
+            }
+            None => Vec::new(),
+        };
+        let stream = tonic::codegen::tokio_stream::iter(items.into_iter().map(Ok));
+        Ok(Response::new(Box::pin(stream)))
     }
 
-    async fn count_ur_ls(&self, _: Request<CountUrlParams>) -> Result<Response<Long>, Status> {
-        Err(not_yet("CountURLs"))
+    /// How many URLs ListURLs would list ([`url_reads::count`]).
+    async fn count_ur_ls(
+        &self,
+        request: Request<CountUrlParams>,
+    ) -> Result<Response<Long>, Status> {
+        let r = request.into_inner();
+        let limits = self.crawls.limits();
+        let value = match self.control(&r.crawl_id)? {
+            Some(control) => {
+                let query = url_reads::query(r.key, r.filter, r.ignore_case, 0, 0, limits);
+                url_reads::count(&control, query, limits).await?
+            }
+            None => 0,
+        };
+        Ok(Response::new(Long { value }))
     }
 
-    async fn purge_ur_ls(&self, _: Request<PurgeUrlParams>) -> Result<Response<Long>, Status> {
-        Err(not_yet("PurgeURLs"))
+    /// Drops the queue's URLs, or every queue's, with `days` = 0 (everything created so
+    /// far); `FAILED_PRECONDITION` with `days` > 0: no creation dates are kept.
+    async fn purge_ur_ls(
+        &self,
+        request: Request<PurgeUrlParams>,
+    ) -> Result<Response<Long>, Status> {
+        let r = request.into_inner();
+        if r.days > 0 {
+            return Err(Status::failed_precondition(
+                "this frontier keeps no creation dates: PurgeURLs takes days = 0 (every URL \
+                 queued or asleep) only",
+            ));
+        }
+        let key = (!r.key.is_empty()).then_some(r.key);
+        let value = self.empty(&r.crawl_id, key).await?;
+        Ok(Response::new(Long { value }))
     }
 }
 

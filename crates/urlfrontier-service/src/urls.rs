@@ -198,6 +198,33 @@ pub(crate) fn client_info(info: &UrlInfo) -> Result<Option<Box<ClientInfo>>, Sta
         .map_err(|why| Status::invalid_argument(format!("{}: {why}", info.url)))
 }
 
+/// A URL as a client gets it back: the string it put (`canonical` when it put that), its
+/// queue `key` and its metadata.
+pub(crate) fn url_info(
+    key: String,
+    canonical: String,
+    client: Option<Box<ClientInfo>>,
+    crawl_id: &str,
+) -> UrlInfo {
+    let (url, metadata) = match client {
+        Some(c) => {
+            let (original, metadata) = c.into_parts();
+            let metadata = metadata
+                .into_iter()
+                .map(|(k, values)| (k, StringList { values }))
+                .collect();
+            (original.unwrap_or(canonical), metadata)
+        }
+        None => (canonical, HashMap::new()),
+    };
+    UrlInfo {
+        key,
+        url,
+        metadata,
+        crawl_id: crawl_id.to_owned(),
+    }
+}
+
 impl Urls {
     pub(crate) fn new(crawl: Crawl, limits: Limits) -> Self {
         Self {
@@ -428,24 +455,7 @@ impl Urls {
                 held.leases.insert(l.url.clone(), (l.id, until));
                 // Handed out as it was put, with its metadata; updates match the canonical
                 // form, whichever spelling they use.
-                let key = l.key;
-                let (url, metadata) = match l.client {
-                    Some(c) => {
-                        let (original, metadata) = c.into_parts();
-                        let metadata = metadata
-                            .into_iter()
-                            .map(|(k, values)| (k, StringList { values }))
-                            .collect();
-                        (original.unwrap_or(l.url), metadata)
-                    }
-                    None => (l.url, HashMap::new()),
-                };
-                infos.push(UrlInfo {
-                    key,
-                    url,
-                    metadata,
-                    crawl_id: self.crawl_id.to_string(),
-                });
+                infos.push(url_info(l.key, l.url, l.client, &self.crawl_id));
             }
         }
         if !finished.is_empty() {

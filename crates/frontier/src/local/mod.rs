@@ -29,6 +29,7 @@ mod resume;
 mod service;
 mod sleeping;
 mod stats;
+mod urls;
 
 use crate::reschedule::reschedule;
 use sleeping::{unix_now, Sleeping};

@@ -162,15 +162,20 @@ impl LocalFrontier {
         true
     }
 
-    /// Drops every URL queued for `host` (an operator's delete of its queue): each is done,
-    /// unfetched, for a resumed crawl too, and stays in the visited set. Returns how many
-    /// were dropped (0 for an unknown host); leases out are not touched.
+    /// Drops every URL queued for `host` or asleep in its queue (an operator's delete of its
+    /// queue): each is done, unfetched, for a resumed crawl too, and stays in the visited
+    /// set. Returns how many were dropped (0 for an unknown host); leases out are not
+    /// touched.
     pub fn delete_queue(&self, host: &str) -> u64 {
         let dropped = {
             let mut sched = self.sched();
-            let Some((dropped, ids)) = sched.drain_host(host, self.journal.is_some()) else {
+            let Some((mut dropped, mut ids)) = sched.drain_host(host, self.journal.is_some())
+            else {
                 return 0;
             };
+            let asleep = self.sleeping().drain_key(host);
+            dropped += asleep.len() as u64;
+            ids.extend(asleep.iter().map(|e| e.id));
             // Under the scheduler lock, as a completion's done mark, so that a resumed crawl
             // sees the journal in the order the scheduler did.
             if let Some(journal) = &self.journal {
@@ -247,6 +252,25 @@ impl Frontier for LocalFrontier {
     fn delete_queue<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<u64, FrontierError>> {
         Box::pin(std::future::ready(Ok(LocalFrontier::delete_queue(
             self, host,
+        ))))
+    }
+
+    fn find_url<'a>(
+        &'a self,
+        url: &'a url::Url,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<crate::Found, FrontierError>> {
+        Box::pin(std::future::ready(Ok(LocalFrontier::find_url(
+            self, url, key,
+        ))))
+    }
+
+    fn list_urls(
+        &self,
+        query: crate::UrlQuery,
+    ) -> BoxFuture<'_, Result<crate::UrlPage, FrontierError>> {
+        Box::pin(std::future::ready(Ok(LocalFrontier::list_urls(
+            self, &query,
         ))))
     }
 

@@ -49,6 +49,12 @@ fn unpack(bytes: &[u8]) -> Option<(String, Entry)> {
     Some((host, entry))
 }
 
+/// The host key [`pack`] kept, as bytes, without decoding the entry.
+fn packed_host(bytes: &[u8]) -> Option<&[u8]> {
+    let len = usize::from(u16::from_le_bytes(bytes.get(..2)?.try_into().ok()?));
+    bytes.get(2..2 + len)
+}
+
 /// A sleeping URL's [`pack`]ed host and entry, with its URL's fingerprint.
 type Packed = (Box<[u8]>, u128);
 
@@ -122,6 +128,58 @@ impl Sleeping {
     /// URLs due by the end of the minute `until` (Unix seconds) falls in.
     pub(super) fn due_by(&self, until: u64) -> u64 {
         self.per_minute.range(..=until / 60).map(|(_, n)| n).sum()
+    }
+
+    /// The sleeping entry of the URL with fingerprint `fp`, if it sleeps (left in place).
+    pub(super) fn peek(&self, fp: u128) -> Option<(String, Entry)> {
+        let key = self.by_fp.get(&fp)?;
+        self.by_due.get(key).and_then(|(packed, _)| unpack(packed))
+    }
+
+    /// Takes out every URL sleeping in the queue `key`.
+    pub(super) fn drain_key(&mut self, key: &str) -> Vec<Entry> {
+        let taken: Vec<(u64, u64)> = self
+            .by_due
+            .iter()
+            .filter(|(_, (packed, _))| packed_host(packed) == Some(key.as_bytes()))
+            .map(|(k, _)| *k)
+            .collect();
+        let mut out = Vec::with_capacity(taken.len());
+        for k in taken {
+            if let Some((packed, fp)) = self.by_due.remove(&k) {
+                if self.by_fp.get(&fp) == Some(&k) {
+                    self.by_fp.remove(&fp);
+                }
+                self.uncount(k.0);
+                out.extend(unpack(&packed).map(|(_, e)| e));
+            }
+        }
+        out
+    }
+
+    /// URLs sleeping in the queue `key` (all of them when `None`), read by their packed key.
+    pub(super) fn len_of(&self, key: Option<&str>) -> u64 {
+        match key {
+            None => self.by_due.len() as u64,
+            Some(k) => self
+                .by_due
+                .values()
+                .filter(|(packed, _)| packed_host(packed) == Some(k.as_bytes()))
+                .count() as u64,
+        }
+    }
+
+    /// Calls `f` with each URL sleeping in the queue `key` (every one when `None`) and its
+    /// queue, earliest due first.
+    pub(super) fn walk(&self, key: Option<&str>, mut f: impl FnMut(&str, &Entry)) {
+        for (packed, _) in self.by_due.values() {
+            if key.is_some_and(|k| packed_host(packed) != Some(k.as_bytes())) {
+                continue;
+            }
+            if let Some((host, entry)) = unpack(packed) {
+                f(&host, &entry);
+            }
+        }
     }
 
     /// URLs sleeping.

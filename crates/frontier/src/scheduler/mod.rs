@@ -28,6 +28,7 @@ use crate::spill::Spill;
 mod hosts;
 mod memory;
 mod queue;
+mod walk;
 
 use queue::HostQueue;
 

@@ -39,6 +39,7 @@ use crate::scripts::Scripts;
 mod admit;
 mod lease;
 mod robots;
+mod urls;
 
 use crate::errors::start_error;
 use crate::{hosts, RedisFrontierError, Visited};
@@ -563,9 +564,10 @@ impl Frontier for RedisFrontier {
                 .invoke_async(&mut s.conn.clone())
                 .await
                 .map_err(|e| s.failed(e))?;
+            let asleep = s.drop_asleep(host).await?;
             // The crawl may have nothing left: waiting workers look again.
             s.wake.notify_waiters();
-            Ok(n)
+            Ok(n + asleep)
         })
     }
 
@@ -575,6 +577,21 @@ impl Frontier for RedisFrontier {
         at: Option<u64>,
     ) -> BoxFuture<'_, Result<Vec<Recrawled>, FrontierError>> {
         Box::pin(self.shared.recrawl(urls, at))
+    }
+
+    fn find_url<'a>(
+        &'a self,
+        url: &'a Url,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<frontier::Found, FrontierError>> {
+        Box::pin(self.shared.find_url(url, key))
+    }
+
+    fn list_urls(
+        &self,
+        query: frontier::UrlQuery,
+    ) -> BoxFuture<'_, Result<frontier::UrlPage, FrontierError>> {
+        Box::pin(async move { self.shared.list_urls(&query).await })
     }
 
     fn close(&self) {

@@ -76,6 +76,28 @@ end
 return out
 ";
 
+/// A deleted queue's sleeping URLs, one due list at a time (so no call holds Redis for all
+/// of them): drops the elements of queue ARGV[6] from the list of second ARGV[7] and
+/// returns how many. The `dueat` index keeps their fields (a recrawl that follows one finds
+/// nothing and says so).
+pub(super) const DROP_ASLEEP: &str = r"
+local host, sec = ARGV[6], ARGV[7]
+local dk = P .. 'due:' .. sec
+local prefix = host .. '\n'
+local kept, n = {}, 0
+for _, el in ipairs(redis.call('LRANGE', dk, 0, -1)) do
+  if string.sub(el, 1, #prefix) == prefix then n = n + 1 else kept[#kept + 1] = el end
+end
+if n == 0 then return 0 end
+redis.call('DEL', dk)
+for i = 1, #kept, 1000 do
+  redis.call('RPUSH', dk, unpack(kept, i, math.min(i + 999, #kept)))
+end
+if #kept == 0 then redis.call('ZREM', P .. 'duez', sec) end
+redis.call('HINCRBY', P .. 'stats', 'scheduled', -n)
+return n
+";
+
 /// The recrawl schedule's figures, read only: `{scheduled, next due (server s, 0: none), due
 /// within the hour (counting those due already)}`.
 pub(super) const FIGURES: &str = r"

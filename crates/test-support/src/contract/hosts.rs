@@ -229,6 +229,18 @@ pub async fn a_deleted_queue_drops_its_urls(h: &dyn Harness) {
     offer(&*f, None, &urls).await;
     let keep: Vec<String> = (0..3).map(|i| format!("http://keep.test/{i}")).collect();
     offer(&*f, None, &keep).await;
+    // And two asleep until tomorrow (a client's date): its queue's too.
+    let tomorrow = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+        + 86_400;
+    let asleep = (0..2).map(|i| Link {
+        due: Some(tomorrow),
+        ..link(&format!("http://del.test/asleep{i}"), 1)
+    });
+    let admitted = f.offer(None, asleep.collect()).await.expect("offer");
+    assert_eq!(admitted, [Admission::Admitted; 2]);
     let mut served = Vec::new();
     let out = loop {
         let l = lease(&*f).await;
@@ -238,7 +250,7 @@ pub async fn a_deleted_queue_drops_its_urls(h: &dyn Harness) {
         served.push(l.entry().url.clone());
         complete(&*f, l, Outcome::Done).await;
     };
-    assert_eq!(f.delete_queue("del.test").await.expect("delete"), 149);
+    assert_eq!(f.delete_queue("del.test").await.expect("delete"), 149 + 2);
     assert_eq!(f.delete_queue("del.test").await.expect("again"), 0);
     assert_eq!(f.delete_queue("nowhere.test").await.expect("unknown"), 0);
     let del = |f: Arc<dyn Frontier>| async move {
@@ -267,7 +279,12 @@ pub async fn a_deleted_queue_drops_its_urls(h: &dyn Harness) {
         served, keep,
         "the other host whole, nothing of the deleted queue"
     );
-    assert_eq!(f.stats().await.unwrap().queued, 0);
+    let stats = f.stats().await.unwrap();
+    assert_eq!(
+        (stats.queued, stats.extra("scheduled")),
+        (0, 0),
+        "none asleep either"
+    );
     drop(f);
     let Some(g) = h.reopen(base_config(), &[]) else {
         return;
@@ -276,6 +293,11 @@ pub async fn a_deleted_queue_drops_its_urls(h: &dyn Harness) {
         g.try_next().await.unwrap().map(|l| l.entry().url.clone()),
         None,
         "a restored crawl has nothing of the deleted queue"
+    );
+    assert_eq!(
+        g.stats().await.unwrap().extra("scheduled"),
+        0,
+        "nor of what slept in it"
     );
 }
 

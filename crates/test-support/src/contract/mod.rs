@@ -26,6 +26,7 @@ mod client;
 mod hosts;
 mod keyed;
 mod recrawl;
+mod urls;
 pub use backoff::{a_success_ends_the_back_off_at_once, failures_in_flight_together_back_off_once};
 pub use client::{
     a_client_key_is_the_queue, an_update_replaces_the_client_fields,
@@ -41,6 +42,7 @@ pub use recrawl::{
     a_dated_link_sleeps_until_its_date, a_fetched_url_is_due_again, an_operator_moves_a_schedule,
     scheduled_config, skipped_urls_back_off_and_one_shot_crawls_end,
 };
+pub use urls::urls_are_found_listed_and_counted;
 
 /// How the suite gets frontiers of one implementation.
 pub trait Harness: Send + Sync {
@@ -119,6 +121,7 @@ pub async fn run_all(h: &dyn Harness) {
     client_fields_come_back_with_the_lease(h).await;
     a_client_key_is_the_queue(h).await;
     an_update_replaces_the_client_fields(h).await;
+    urls_are_found_listed_and_counted(h).await;
     host_listing_and_controls(h).await;
     a_limit_of_finished_urls_stops_a_host(h).await;
     a_deleted_queue_drops_its_urls(h).await;

@@ -7,7 +7,7 @@ use super::*;
 
 /// A PutURLs item for `url` under `key`, discovered or known with `known` as its date, with
 /// the metadata `v` = `values`.
-fn keyed(url: &str, key: &str, known: Option<u64>, values: &[&str]) -> UrlItem {
+pub(super) fn keyed(url: &str, key: &str, known: Option<u64>, values: &[&str]) -> UrlItem {
     let mut info = UrlInfo {
         url: url.into(),
         key: key.into(),
@@ -142,9 +142,12 @@ async fn a_client_key_is_the_queue_of_its_urls_whatever_their_hosts() {
     assert_eq!(pairs, [("shared", "http://b.test/1")]);
 
     // A known URL never handed out is done in its key's queue too: no queue of its host.
-    let acks = put_urls(&mut c, vec![keyed("http://e.test/1", "shared", Some(0), &[])])
-        .await
-        .unwrap();
+    let acks = put_urls(
+        &mut c,
+        vec![keyed("http://e.test/1", "shared", Some(0), &[])],
+    )
+    .await
+    .unwrap();
     assert_eq!(acks, [("http://e.test/1".to_owned(), Ack::Ok as i32)]);
     let all = Pagination {
         include_inactive: true,
