@@ -441,7 +441,8 @@ impl Control {
             .is_some()
     }
 
-    /// Drops every URL queued for `host` ([`Frontier::delete_queue`]): how many, 0 for an
+    /// Drops every URL queued for `host` or asleep in its queue ([`Frontier::delete_queue`]):
+    /// how many, 0 for an
     /// unknown host; `None` when the frontier did not answer.
     ///
     /// [`Frontier::delete_queue`]: frontier::Frontier::delete_queue

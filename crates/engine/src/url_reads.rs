@@ -4,7 +4,7 @@
 //! fetcher, they are in no queue — found first and listed first (by key, then URL). URLs
 //! out with the built-in workers are in neither (at most `crawl.concurrency`).
 
-use frontier::{Entry, Found, Pager, UrlPage, UrlQuery};
+use frontier::{ClientInfo, Entry, Found, Link, Pager, UrlPage, UrlQuery};
 use url::Url;
 
 use crate::control::Control;
@@ -35,6 +35,27 @@ impl Control {
             .read_frontier("find_url", |f| f.find_url(url, key))
             .await
             .map(UrlPlace::Frontier)
+    }
+
+    /// Queues the canonical `url` again although the crawl has seen it — a client's date
+    /// for a URL it finished — asleep until `due` (Unix seconds) with the client's fields;
+    /// `None` when the frontier cannot take it now.
+    pub async fn requeue_dated(
+        &self,
+        url: Url,
+        client: Option<Box<ClientInfo>>,
+        due: u64,
+    ) -> Option<bool> {
+        let link = Link {
+            due: Some(due),
+            client,
+            ..Link::new(url, 0)
+        };
+        self.report
+            .frontier
+            .with_frontier("requeue", |f| f.requeue(vec![link.clone()]))
+            .await
+            .map(|taken| taken.first() == Some(&true))
     }
 
     /// A page of the URLs held, then queued, then asleep (see the module header), and how

@@ -514,8 +514,9 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
     fn host_contacted<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<(), FrontierError>>;
 
     /// Queues URLs again although the visited set has them (an operator's forget of URLs
-    /// already done): each is journaled as a new admission and fetched again. Returns, in
-    /// order, whether each was queued (`false`: not a canonicalisable URL).
+    /// already done, a client's date for a URL it finished): each is journaled as a new
+    /// admission and fetched again — asleep until its [`Link::due`] when it has one.
+    /// Returns, in order, whether each was queued (`false`: not a canonicalisable URL).
     fn requeue(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<bool>, FrontierError>>;
 
     /// Makes URLs asleep (fetched before under a recrawl schedule, or given a client's date)

@@ -169,7 +169,8 @@ pub struct StateResponse {
 /// `DELETE /api/v1/hosts/{host}/queue`'s answer.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DeletedResponse {
-    /// URLs that were queued for the host and are dropped (0: none, or no such host).
+    /// URLs that were queued for the host or asleep in its queue, dropped (0: none, or no
+    /// such host).
     pub deleted: u64,
 }
 

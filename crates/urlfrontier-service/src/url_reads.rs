@@ -10,6 +10,10 @@
 //!   would mean if put. A finished URL is known only to the visited set: GetURLStatus
 //!   answers it (with the URL as asked, no metadata), ListURLs and CountURLs do not list it.
 //!   `creation_date` is 0: no creation time is kept.
+//! - **One read at a time, off the runtime's threads** ([`read`]): a listing with a filter
+//!   reads every URL (spilled ones from disk), so reads take turns on a blocking thread;
+//!   past `service.request_timeout_secs` the caller gets `UNAVAILABLE` and the read
+//!   finishes alone, holding the turn.
 //! - **PurgeURLs** drops every URL queued or asleep in the queue (every queue, without a
 //!   key) with `days` = 0 — everything created so far; with `days` > 0 it is refused: this
 //!   frontier keeps no creation dates to tell older URLs by.
@@ -21,6 +25,31 @@ use urlfrontier_proto::v2::url_item::Item;
 use urlfrontier_proto::v2::{KnownUrlItem, UrlInfo, UrlItem};
 
 use crate::urls::{bounded, unix_now, url_info, Limits};
+
+/// The turn of the per-URL reads: one at a time in this process.
+static READS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// Runs the read `call` in its turn on a blocking thread; `UNAVAILABLE` when it does not
+/// answer (or the frontier cannot) within `service.request_timeout_secs`.
+async fn read<T: Send + 'static>(
+    limits: Limits,
+    call: impl std::future::Future<Output = Option<T>> + Send + 'static,
+) -> Result<T, Status> {
+    let work = async move {
+        let _turn = READS.acquire().await.ok()?;
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || runtime.block_on(call))
+            .await
+            .ok()
+            .flatten()
+    };
+    bounded(limits, work).await.flatten().ok_or_else(|| {
+        Status::unavailable(
+            "the frontier did not answer within service.request_timeout_secs (a listing of \
+             every URL, or another one before it); try again",
+        )
+    })
+}
 
 /// A known item of `info`, refetchable from `date`.
 fn known(info: UrlInfo, date: u64) -> UrlItem {
@@ -50,14 +79,7 @@ async fn page(
     limits: Limits,
 ) -> Result<frontier::UrlPage, Status> {
     let control = control.clone();
-    bounded(limits, async move { control.list_urls(query).await })
-        .await
-        .flatten()
-        .ok_or_else(|| {
-            Status::unavailable(
-                "the frontier did not list its URLs within service.request_timeout_secs",
-            )
-        })
+    read(limits, async move { control.list_urls(query).await }).await
 }
 
 /// GetURLStatus of `raw` in the queue `key` (the URL's host when empty).
@@ -77,15 +99,11 @@ pub(crate) async fn status(
     };
     let (asked, control) = (url.clone(), control.clone());
     let in_queue = key.clone();
-    let place = bounded(
+    let place = read(
         limits,
         async move { control.find_url(&asked, &in_queue).await },
     )
-    .await
-    .flatten()
-    .ok_or_else(|| {
-        Status::unavailable("the frontier did not answer within service.request_timeout_secs")
-    })?;
+    .await?;
     Ok(match place {
         UrlPlace::Held { key, entry } => item_of(key, entry, false, crawl_id),
         UrlPlace::Frontier(Found::Queued(entry)) => item_of(key, entry, false, crawl_id),
@@ -155,7 +173,8 @@ pub(crate) fn query(
         skip: u64::from(start),
         limit: match size {
             0 => 100,
-            n => (n as usize).min(limits.max_urls.max(1)),
-        },
+            n => n as usize,
+        }
+        .min(limits.max_urls.max(1)),
     }
 }

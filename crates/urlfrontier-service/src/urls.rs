@@ -28,10 +28,11 @@
 //!   lease is finished as above, due at the date, in one completion; asleep already, it is
 //!   moved to the date ([`Control::move_due`], as `POST /api/v1/recrawl` moves one); never
 //!   seen, it is admitted asleep until the date ([`frontier::Link::due`]), so that URLs due
-//!   come out earliest date first (upstream's RightOrder). One queued or out elsewhere
-//!   cannot be moved: it is fetched in its turn; one the crawl finished (a known URL with
-//!   date 0, or fetched by the built-in workers without a schedule) stays done — the visited
-//!   set cannot tell these apart, and the log says so once.
+//!   come out earliest date first (upstream's RightOrder). One queued in its queue or held
+//!   here cannot be moved: it is fetched in its turn (the log says so once); one seen but
+//!   neither queued there nor asleep — finished (a known URL with date 0, or fetched by the
+//!   built-in workers without a schedule), or out with another fetcher at that moment — is
+//!   queued again asleep until the date ([`Control::requeue_dated`]).
 //! - **Acks keep the order of the items**; a client that stops reading them stops the intake
 //!   after a few batches ([`ACKS_AHEAD`]) or a few hundred items.
 
@@ -41,8 +42,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use engine::crawls::Crawl;
-use engine::{Control, RecrawlResult, SeedResult};
-use frontier::ClientInfo;
+use engine::{Control, RecrawlResult, SeedResult, UrlPlace};
+use frontier::{ClientInfo, Found};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
@@ -321,10 +322,10 @@ impl Urls {
     }
 
     async fn refetch(&self, raw: &str, fields: Option<Box<ClientInfo>>, date: u64) -> Ack {
-        let Ok(url) = self.control.canonical(raw) else {
+        let Ok(canonical) = self.control.canonical(raw) else {
             return Ack::Skipped;
         };
-        let url = url.to_string();
+        let url = canonical.to_string();
         let lease = self.held().leases.remove(&url).map(|(id, _)| id);
         if let Some(id) = lease {
             // Finished, it sleeps until the date, in one completion, with the update's
@@ -347,15 +348,7 @@ impl Urls {
         {
             None => Ack::Fail,
             Some(RecrawlResult::Scheduled) => Ack::Ok,
-            Some(RecrawlResult::Queued) => {
-                if !self.said_date_not_kept.swap(true, Ordering::Relaxed) {
-                    tracing::info!(
-                        "a gRPC client gave a date to a URL this crawl has queued, out or done: \
-                         it keeps its turn (done, it stays done); said once"
-                    );
-                }
-                Ack::Ok
-            }
+            Some(RecrawlResult::Queued) => self.refetch_seen(canonical, fields, date).await,
             Some(RecrawlResult::Invalid(_)) => Ack::Skipped,
             Some(RecrawlResult::NeverSeen) => {
                 offer_due(
@@ -366,6 +359,53 @@ impl Urls {
                     self.limits,
                 )
                 .await[0]
+            }
+        }
+    }
+
+    /// A date for a URL the crawl has seen and that sleeps nowhere: one queued in its queue
+    /// or held keeps its turn; one neither (finished, or out with another fetcher) is
+    /// queued again, asleep until the date.
+    async fn refetch_seen(
+        &self,
+        canonical: url::Url,
+        fields: Option<Box<ClientInfo>>,
+        date: u64,
+    ) -> Ack {
+        let key = match fields.as_deref().and_then(ClientInfo::key) {
+            Some(k) => k.to_owned(),
+            None => frontier::host_key(&canonical).to_owned(),
+        };
+        let (control, asked) = (self.control.clone(), canonical.clone());
+        let place = bounded(
+            self.limits,
+            async move { control.find_url(&asked, &key).await },
+        )
+        .await
+        .flatten();
+        match place {
+            None => Ack::Fail,
+            Some(UrlPlace::Frontier(Found::Seen)) => {
+                let control = self.control.clone();
+                let requeued = bounded(self.limits, async move {
+                    control.requeue_dated(canonical, fields, date).await
+                })
+                .await
+                .flatten();
+                match requeued {
+                    Some(true) => Ack::Ok,
+                    Some(false) => Ack::Skipped,
+                    None => Ack::Fail,
+                }
+            }
+            Some(_) => {
+                if !self.said_date_not_kept.swap(true, Ordering::Relaxed) {
+                    tracing::info!(
+                        "a gRPC client gave a date to a URL this crawl has queued or out: it \
+                         keeps its turn; said once"
+                    );
+                }
+                Ack::Ok
             }
         }
     }

@@ -45,10 +45,20 @@ impl LocalFrontier {
                     .and_then(|c| c.settle(canonical.as_str(), super::host_key(&canonical)));
                 let mut entry = crate::Entry::new(canonical.into(), l.depth, None);
                 entry.client = client;
+                if let Some(due) = l.due {
+                    entry.visit = Some(Box::new(crate::visit::Visit {
+                        due,
+                        history: recrawl::History::default(),
+                    }));
+                }
                 if let Some(journal) = &self.journal {
                     journal.admitted(fp, &host, &mut entry);
                 }
-                if self.sched().push(&host, entry) {
+                if l.due.is_some() {
+                    self.sched().know_host(&host);
+                    self.sleeping().insert(&host, &entry, fp);
+                    self.notify.notify_waiters();
+                } else if self.sched().push(&host, entry) {
                     self.notify.notify_waiters();
                 }
                 true

@@ -67,6 +67,8 @@ pub(crate) struct Sleeping {
     per_minute: BTreeMap<u64, u64>,
     /// Each sleeping URL's key, by its fingerprint (an operator's `recrawl` finds it).
     by_fp: HashMap<u128, (u64, u64)>,
+    /// URLs sleeping per queue key (a queue with none is not looked for).
+    per_key: HashMap<Box<str>, u64>,
     seq: u64,
 }
 
@@ -81,6 +83,22 @@ impl Sleeping {
         self.by_fp.insert(fp, key);
         self.by_due.insert(key, (pack(host, entry), fp));
         *self.per_minute.entry(due / 60).or_default() += 1;
+        match self.per_key.get_mut(host) {
+            Some(n) => *n += 1,
+            None => {
+                self.per_key.insert(host.into(), 1);
+            }
+        }
+    }
+
+    /// One URL of queue `host` no longer sleeps.
+    fn unkey(&mut self, host: &str) {
+        if let Some(n) = self.per_key.get_mut(host) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_key.remove(host);
+            }
+        }
     }
 
     /// Takes the sleeping entry of the URL with fingerprint `fp` out, if it sleeps.
@@ -88,7 +106,11 @@ impl Sleeping {
         let key = self.by_fp.remove(&fp)?;
         let taken = self.by_due.remove(&key);
         self.uncount(key.0);
-        taken.and_then(|(packed, _)| unpack(&packed))
+        let taken = taken.and_then(|(packed, _)| unpack(&packed));
+        if let Some((host, _)) = &taken {
+            self.unkey(host);
+        }
+        taken
     }
 
     fn uncount(&mut self, due: u64) {
@@ -110,7 +132,10 @@ impl Sleeping {
                         if self.by_fp.get(&fp) == Some(&key) {
                             self.by_fp.remove(&fp);
                         }
-                        out.extend(unpack(&packed));
+                        if let Some((host, entry)) = unpack(&packed) {
+                            self.unkey(&host);
+                            out.push((host, entry));
+                        }
                     }
                     self.uncount(due);
                 }
@@ -138,6 +163,10 @@ impl Sleeping {
 
     /// Takes out every URL sleeping in the queue `key`.
     pub(super) fn drain_key(&mut self, key: &str) -> Vec<Entry> {
+        if !self.per_key.contains_key(key) {
+            return Vec::new();
+        }
+        self.per_key.remove(key);
         let taken: Vec<(u64, u64)> = self
             .by_due
             .iter()
@@ -161,11 +190,7 @@ impl Sleeping {
     pub(super) fn len_of(&self, key: Option<&str>) -> u64 {
         match key {
             None => self.by_due.len() as u64,
-            Some(k) => self
-                .by_due
-                .values()
-                .filter(|(packed, _)| packed_host(packed) == Some(k.as_bytes()))
-                .count() as u64,
+            Some(k) => self.per_key.get(k).copied().unwrap_or(0),
         }
     }
 
@@ -245,5 +270,10 @@ mod tests {
         assert_eq!(ids(first), vec![2, 4]);
         assert_eq!(ids(s.take_due(20, 10)), vec![3]);
         assert_eq!((s.len(), s.next_due(), s.due_by(200)), (1, Some(90), 1));
+        // Counted per queue as they come and go: a queue with none is not scanned.
+        assert_eq!((s.len_of(Some("a.test")), s.len_of(Some("b.test"))), (1, 0));
+        assert!(s.drain_key("b.test").is_empty());
+        assert_eq!(s.drain_key("a.test").len(), 1);
+        assert_eq!((s.len_of(Some("a.test")), s.len()), (0, 0));
     }
 }

@@ -36,27 +36,25 @@ impl LocalFrontier {
     }
 
     /// A page of the URLs queued (each queue in key order) then asleep (earliest due
-    /// first). The scheduler's lock is held while its queues are read, spilled chunks
-    /// included: an operator's call.
+    /// first). The scheduler's lock is held while one queue is read (its spilled chunks
+    /// included), and taken again for the next: hand-outs go on between queues.
     pub fn list_urls(&self, query: &UrlQuery) -> UrlPage {
         let mut pager = Pager::new(query);
-        {
+        let hosts = match &query.key {
+            Some(key) => vec![Arc::from(key.as_str())],
+            None => self.sched().host_names(),
+        };
+        for host in hosts {
             let mut sched = self.sched();
-            let hosts = match &query.key {
-                Some(key) => vec![Arc::from(key.as_str())],
-                None => sched.host_names(),
-            };
-            for host in hosts {
-                let n = sched.queue_len(&host);
-                if !pager.must_read(n) {
-                    pager.count(n);
-                    continue;
-                }
-                sched.walk_queue(&host, |e| {
-                    pager.push(&host, e, false);
-                    true
-                });
+            let n = sched.queue_len(&host);
+            if !pager.must_read(n) {
+                pager.count(n);
+                continue;
             }
+            sched.walk_queue(&host, |e| {
+                pager.push(&host, e, false);
+                true
+            });
         }
         let sleeping = self.sleeping();
         let n = sleeping.len_of(query.key.as_deref());

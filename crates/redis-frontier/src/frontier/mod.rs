@@ -558,13 +558,15 @@ impl Frontier for RedisFrontier {
     fn delete_queue<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<u64, FrontierError>> {
         Box::pin(async move {
             let s = &self.shared;
+            // The sleeping URLs first: one due meanwhile is promoted into the queue, which
+            // the script then drops (the other order would leave it queued).
+            let asleep = s.drop_asleep(host).await?;
             let mut call = s.invoke(&s.scripts.delete_queue);
             call.arg(host);
             let n: u64 = call
                 .invoke_async(&mut s.conn.clone())
                 .await
                 .map_err(|e| s.failed(e))?;
-            let asleep = s.drop_asleep(host).await?;
             // The crawl may have nothing left: waiting workers look again.
             s.wake.notify_waiters();
             Ok(n + asleep)

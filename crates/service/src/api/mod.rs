@@ -375,8 +375,8 @@ pub(crate) async fn put_host(
     }))
 }
 
-/// Drops every URL queued for one host (url-frontier's DeleteQueue): they are done, unfetched,
-/// and stay known (offered again, they are duplicates). Fetches under way finish as usual;
+/// Drops every URL queued for one host or asleep in its queue (url-frontier's DeleteQueue):
+/// they are done, unfetched, and stay known (offered again, they are duplicates). Fetches under way finish as usual;
 /// the host keeps its limits and figures.
 /// Like pause, it is a state change: an empty JSON object (or nothing) as JSON.
 #[utoipa::path(delete, path = "/api/v1/hosts/{host}/queue", request_body = Empty,

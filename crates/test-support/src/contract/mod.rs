@@ -581,5 +581,25 @@ pub async fn a_requeued_url_is_served_again(h: &dyn Harness) {
         [Admission::Duplicate],
         "still seen"
     );
+    // With a date (a client's, for a URL it finished): asleep until then, movable.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let dated = Link {
+        due: Some(now + 86_400),
+        ..link("http://q.test/1", 0)
+    };
+    assert_eq!(f.requeue(vec![dated]).await.expect("requeue"), [true]);
+    assert_eq!(f.stats().await.expect("stats").extra("scheduled"), 1);
+    assert!(f.try_next().await.expect("try_next").is_none(), "asleep");
+    let moved = f.recrawl(vec![Url::parse("http://q.test/1").unwrap()], Some(now - 1));
+    assert_eq!(
+        moved.await.expect("recrawl"),
+        [frontier::Recrawled::Scheduled]
+    );
+    let l = lease(&*f).await;
+    assert_eq!(l.entry().url, "http://q.test/1");
+    complete(&*f, l, Outcome::Done).await;
     assert_eq!(next(&*f).await, Next::End(End::Finished));
 }

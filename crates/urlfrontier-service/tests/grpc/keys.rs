@@ -196,3 +196,41 @@ async fn a_known_update_with_a_date_carries_its_new_metadata_in_its_queue() {
     crawl.stop().await;
     server.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_date_for_a_finished_url_queues_it_again_until_then() {
+    let crawl = Crawl::start_with(unpaced).await;
+    let (addr, server) = crawl.serve(settings("", 16, Duration::from_secs(10))).await;
+    let mut c = UrlFrontierClient::new(channel(addr).await);
+    let ok = |url: &str| vec![(url.to_owned(), Ack::Ok as i32)];
+    let put = put_urls(&mut c, vec![keyed("http://a.test/1", "k", None, &["1"])]);
+    assert_eq!(put.await.unwrap(), ok("http://a.test/1"));
+    assert_eq!(get_infos(&mut c, held(60)).await.len(), 1);
+    let done = put_urls(&mut c, vec![keyed("http://a.test/1", "k", Some(0), &[])]);
+    assert_eq!(done.await.unwrap(), ok("http://a.test/1"));
+    assert_eq!(get_infos(&mut c, held(60)).await, vec![], "finished");
+
+    // The client wants it again from a date (passed already): it comes back, as put now.
+    let again = keyed("http://a.test/1", "k", Some(now() - 5), &["2"]);
+    assert_eq!(
+        put_urls(&mut c, vec![again]).await.unwrap(),
+        ok("http://a.test/1")
+    );
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got = get_infos(&mut c, held(60)).await;
+        if !got.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(got.len(), 1, "queued again");
+    assert_eq!(
+        (got[0].url.as_str(), got[0].key.as_str()),
+        ("http://a.test/1", "k")
+    );
+    assert_eq!(got[0].metadata["v"].values, ["2"]);
+
+    crawl.stop().await;
+    server.await.unwrap().unwrap();
+}
