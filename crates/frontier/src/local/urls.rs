@@ -10,8 +10,15 @@ use crate::listing::{Found, Pager, UrlPage, UrlQuery};
 
 impl LocalFrontier {
     /// Where the canonical `url` is: asleep (in any queue), queued for `key`, or seen only.
+    /// The visited set is asked first: a URL it never saw is in no queue, and none is read.
     pub fn find_url(&self, url: &Url, key: &str) -> Found {
         let fp = fingerprint(url.as_str());
+        let exact = self.cfg.dedup == super::Dedup::Exact && self.journal.is_some();
+        let seen = self.filter.might_contain_hash(fp_hash(fp))
+            && (!exact || self.journal.as_ref().is_some_and(|j| j.contains(fp)));
+        if !seen {
+            return Found::Unseen;
+        }
         if let Some((_, entry)) = self.sleeping().peek(fp) {
             return Found::Asleep(entry);
         }
@@ -22,16 +29,9 @@ impl LocalFrontier {
             }
             found.is_none()
         });
-        if let Some(entry) = found {
-            return Found::Queued(entry);
-        }
-        let exact = self.cfg.dedup == super::Dedup::Exact && self.journal.is_some();
-        let seen = self.filter.might_contain_hash(fp_hash(fp))
-            && (!exact || self.journal.as_ref().is_some_and(|j| j.contains(fp)));
-        if seen {
-            Found::Seen
-        } else {
-            Found::Unseen
+        match found {
+            Some(entry) => Found::Queued(entry),
+            None => Found::Seen,
         }
     }
 

@@ -91,8 +91,20 @@ impl Shared {
     }
 
     /// Where the canonical `url` is: asleep (found by the `dueat` index), queued for `key`,
-    /// or only in the visited set.
+    /// or only in the visited set — asked first: a URL it never saw is in no queue.
     pub(super) async fn find_url(&self, url: &Url, key: &str) -> Result<Found, FrontierError> {
+        let mut cmd = redis::cmd("BITFIELD_RO");
+        cmd.arg(self.visited.bits_key());
+        for i in self.visited.indices(url.as_str()) {
+            cmd.arg("GET").arg("u1").arg(i);
+        }
+        let bits: Vec<i64> = cmd
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.failed(e))?;
+        if !bits.iter().all(|b| *b == 1) {
+            return Ok(Found::Unseen);
+        }
         let p = self.visited.prefix();
         let (bucket, field) = self.due_index(frontier::fingerprint(url.as_str()));
         let second: Option<String> = redis::cmd("HGET")
@@ -117,22 +129,9 @@ impl Shared {
             found.is_none()
         })
         .await?;
-        if let Some(entry) = found {
-            return Ok(Found::Queued(entry));
-        }
-        let mut cmd = redis::cmd("BITFIELD_RO");
-        cmd.arg(self.visited.bits_key());
-        for i in self.visited.indices(url.as_str()) {
-            cmd.arg("GET").arg("u1").arg(i);
-        }
-        let bits: Vec<i64> = cmd
-            .query_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.failed(e))?;
-        Ok(if bits.iter().all(|b| *b == 1) {
-            Found::Seen
-        } else {
-            Found::Unseen
+        Ok(match found {
+            Some(entry) => Found::Queued(entry),
+            None => Found::Seen,
         })
     }
 
