@@ -2,34 +2,26 @@
 //! several hosts, paced, controlled and listed as one, none of its own for those hosts — and
 //! a known URL's update with a date carries its new metadata, in the queue it was in.
 
-use super::urls::{get_infos, put_urls, unpaced};
+use super::urls::{get_infos, item, put_urls, unpaced};
 use super::*;
 
 /// A PutURLs item for `url` under `key`, discovered or known with `known` as its date, with
 /// the metadata `v` = `values`.
 pub(super) fn keyed(url: &str, key: &str, known: Option<u64>, values: &[&str]) -> UrlItem {
-    let mut info = UrlInfo {
-        url: url.into(),
-        key: key.into(),
-        ..UrlInfo::default()
+    let mut item = item(url, known, url);
+    let info = match &mut item.item {
+        Some(Item::Discovered(d)) => d.info.as_mut(),
+        Some(Item::Known(k)) => k.info.as_mut(),
+        None => None,
     };
+    let info = info.expect("made with its info");
+    info.key = key.into();
     if !values.is_empty() {
         let values = values.iter().map(|v| (*v).to_owned()).collect();
         info.metadata
             .insert("v".into(), urlfrontier_proto::v2::StringList { values });
     }
-    let info = Some(info);
-    UrlItem {
-        item: Some(match known {
-            None => Item::Discovered(DiscoveredUrlItem { info }),
-            Some(date) => Item::Known(KnownUrlItem {
-                info,
-                refetchable_from_date: date,
-            }),
-        }),
-        id: url.into(),
-        creation_date: 0,
-    }
+    item
 }
 
 fn held(hold: u32) -> GetParams {
