@@ -1,5 +1,5 @@
 //! url-frontier's own service tests (its `tests` module: testUpdates, NeverRefetched,
-//! RightOrder), ported call for call to a Python client generated from the `.proto`, against
+//! RightOrder), and the per-URL calls as its clients send them, ported call for call to a Python client generated from the `.proto`, against
 //! `crawler serve` without a `[recrawl]` schedule (a client's dates are kept all the same).
 //! As upstream, every scenario starts by deleting the crawls it uses.
 
@@ -61,6 +61,32 @@ later, sooner = known(u + "later", "key1.com", now), known(u + "sooner", "key1.c
 print("acked", send(later, sooner, known("http://key3.com/", "key3.com", now + 3600)))
 print("got", get("key1.com", 2).split(",")[0])
 print("got", get("key3.com", 1))
+
+# Not upstream's (its tests have no per-URL calls): GetURLStatus, ListURLs, CountURLs and
+# PurgeURLs as a generated client sends them, proto3 optional fields set and left out; in a
+# crawl of its own (DEFAULT still holds what RightOrder took).
+C = "PERURL"
+def item(url, key, date=None):
+    info = uf.URLInfo(url=url, key=key, crawlID=C)
+    if date is None:
+        return uf.URLItem(discovered=uf.DiscoveredURLItem(info=info))
+    return uf.URLItem(known=uf.KnownURLItem(info=info, refetchable_from_date=date))
+stub.DeleteCrawl(uf.DeleteCrawlMessage(value=C), metadata=md, timeout=30)
+print("acked", send(item("http://a.key/x", "k1"), item("http://b.key/Y", ""),
+                    item("http://c.key/", "", now + 3600)))
+count = lambda **p: stub.CountURLs(uf.CountUrlParams(crawlID=C, **p), metadata=md, timeout=30).value
+print("count", count(), count(filter="KEY/Y", ignoreCase=True), count(filter="KEY/Y"))
+page = stub.ListURLs(uf.ListUrlParams(size=2, crawlID=C), metadata=md, timeout=30)
+print("list", ",".join(f"{i.known.info.key}:{i.known.info.url}" for i in page))
+s = stub.GetURLStatus(uf.URLStatusRequest(url="http://c.key/", crawlID=C), metadata=md, timeout=30)
+print("status", s.known.refetchable_from_date == now + 3600)
+try:
+    stub.GetURLStatus(uf.URLStatusRequest(url="http://nowhere.key/", crawlID=C), metadata=md,
+                      timeout=30)
+except grpc.RpcError as e:
+    print("status", e.code().name)
+print("purged", stub.PurgeURLs(uf.PurgeUrlParams(crawlID=C), metadata=md, timeout=30).value,
+      count())
 "#;
 
 #[test]
@@ -90,6 +116,13 @@ fn upstreams_scenarios_of_one_queue() {
             "acked 3",
             "got http://key1.com/sooner",
             "got -",
+            // The per-URL calls
+            "acked 3",
+            "count 3 1 0",
+            "list b.key:http://b.key/Y,k1:http://a.key/x",
+            "status True",
+            "status NOT_FOUND",
+            "purged 3 0",
         ]
     );
     terminate(child);
