@@ -149,7 +149,7 @@ impl Control {
     /// [`add_seeds`](Self::add_seeds), or `None` when the frontier took none of them (the
     /// crawl is stopping): the caller may offer them again elsewhere or later.
     pub async fn try_add_seeds(&self, urls: &[String]) -> Option<Vec<SeedResult>> {
-        self.offer_seeds(urls, self.allow_private_seeds, Vec::new(), None)
+        self.offer_seeds(urls, self.allow_private_seeds, Vec::new(), None, false)
             .await
     }
 
@@ -160,13 +160,15 @@ impl Control {
     /// stopping: a URL taken now could miss the crawl state). With `due` (Unix seconds: a
     /// client's date), those admitted sleep until then ([`frontier::Link::due`]); `infos`
     /// (one per URL, or none) are kept with them and handed back ([`frontier::Link::client`]).
+    /// A URL without fields keeps the string put where canonicalisation changes it (so it
+    /// comes back as put): the fields are made here, for those URLs alone.
     pub async fn offer_from_client(
         &self,
         urls: &[String],
         infos: Vec<Option<Box<frontier::ClientInfo>>>,
         due: Option<u64>,
     ) -> Option<Vec<SeedResult>> {
-        self.offer_seeds(urls, false, infos, due).await
+        self.offer_seeds(urls, false, infos, due, true).await
     }
 
     async fn offer_seeds(
@@ -175,6 +177,7 @@ impl Control {
         allow_private: bool,
         infos: Vec<Option<Box<frontier::ClientInfo>>>,
         due: Option<u64>,
+        keep_as_put: bool,
     ) -> Option<Vec<SeedResult>> {
         let mut infos = infos.into_iter();
         if self.report.run.stopped() {
@@ -183,9 +186,12 @@ impl Control {
         let mut results: Vec<Option<SeedResult>> = Vec::with_capacity(urls.len());
         let mut links = Vec::new();
         for raw in urls {
-            let client = infos.next().flatten();
+            let mut client = infos.next().flatten();
             match self.check_seed(raw) {
-                Ok(url) => {
+                Ok((url, canonical)) => {
+                    if keep_as_put && client.is_none() && canonical.as_str() != raw {
+                        client = frontier::ClientInfo::new(raw, Vec::new()).ok();
+                    }
                     if allow_private {
                         // Names are resolved when the client connects to them.
                         let guard = self.leases.fetching.fetcher.guard();
@@ -294,21 +300,20 @@ impl Control {
 
     /// An operator's URL in the crawl's canonical form, or why it is not a crawlable URL.
     pub fn canonical(&self, raw: &str) -> Result<Url, String> {
-        let url = self.check_seed(raw)?;
-        self.canon
-            .canonicalize(url.as_str(), None)
-            .map_err(|e| e.to_string())
+        self.check_seed(raw).map(|(_, canonical)| canonical)
     }
 
-    fn check_seed(&self, raw: &str) -> Result<Url, String> {
+    /// `raw` parsed, and its canonical form, or why it is not a URL this crawl takes.
+    fn check_seed(&self, raw: &str) -> Result<(Url, Url), String> {
         let url = Url::parse(raw.trim()).map_err(|e| e.to_string())?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err("only http and https are crawled".into());
         }
-        self.canon
+        let canonical = self
+            .canon
             .canonicalize(url.as_str(), None)
             .map_err(|e| e.to_string())?;
-        Ok(url)
+        Ok((url, canonical))
     }
 
     /// Like `crawler forget` on the running crawl: each URL (canonicalised with the crawl's

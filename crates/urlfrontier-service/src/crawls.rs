@@ -23,7 +23,7 @@ use urlfrontier_proto::v2::get_params::Item as CrawlFilter;
 use urlfrontier_proto::v2::url_item::Item;
 use urlfrontier_proto::v2::{AckMessage, BatchAck, DiscoveredBatch, GetParams, UrlInfo, UrlItem};
 
-use crate::urls::{ack_stream, client_info, Limits, Urls, ACKS_AHEAD};
+use crate::urls::{ack_stream, discovered_info, Limits, Urls, ACKS_AHEAD};
 
 /// The service's crawls, each with its URL table.
 #[derive(Debug)]
@@ -168,7 +168,7 @@ impl CrawlUrls {
         // Every item's string and metadata, checked before anything is offered.
         let mut fields = items
             .iter()
-            .map(client_info)
+            .map(discovered_info)
             .collect::<Result<Vec<_>, Status>>()?;
         // Items by crawl, in order of first appearance (a batch names one crawl or a few).
         let mut groups: Vec<(String, Vec<usize>)> = Vec::new();

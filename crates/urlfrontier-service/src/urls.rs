@@ -187,6 +187,16 @@ async fn offer_due(
     }
 }
 
+/// A discovered URL's fields, as [`client_info`], but none for a URL put with neither
+/// metadata nor key: the engine keeps its string where canonicalisation changes it
+/// ([`Control::offer_from_client`]), so most URLs cost no fields at all.
+pub(crate) fn discovered_info(info: &UrlInfo) -> Result<Option<Box<ClientInfo>>, Status> {
+    if info.metadata.is_empty() && info.key.is_empty() {
+        return Ok(None);
+    }
+    client_info(info)
+}
+
 /// What a client put with a URL (its string, its metadata) as the frontier keeps it, or
 /// `INVALID_ARGUMENT` past [`frontier::MAX_CLIENT_BYTES`].
 pub(crate) fn client_info(info: &UrlInfo) -> Result<Option<Box<ClientInfo>>, Status> {
@@ -290,7 +300,7 @@ impl Urls {
         };
         Ok(match date {
             None => {
-                let fields = vec![client_info(&info)?];
+                let fields = vec![discovered_info(&info)?];
                 offer_due(&self.control, vec![info.url], fields, None, self.limits).await[0]
             }
             Some(0) => self.done(&info).await?,

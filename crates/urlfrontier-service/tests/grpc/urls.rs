@@ -486,6 +486,7 @@ async fn urls_come_back_as_put_with_their_metadata() {
         vec![
             with_metadata("http://a.test?x=1", &["1", "two"]),
             item("http://a.test/plain", None, "plain"),
+            item("HTTP://E.test?bare", None, "bare"),
         ],
     )
     .await
@@ -498,10 +499,18 @@ async fn urls_come_back_as_put_with_their_metadata() {
     let mut got = get_infos(&mut c, params).await;
     got.sort_by(|a, b| a.url.cmp(&b.url));
     let urls: Vec<&str> = got.iter().map(|i| i.url.as_str()).collect();
-    assert_eq!(urls, ["http://a.test/plain", "http://a.test?x=1"], "as put");
-    assert_eq!(got[0].metadata.len(), 0);
-    assert_eq!(got[1].metadata["depth"].values, ["1", "two"]);
-    assert_eq!(got[1].key, "a.test");
+    assert_eq!(
+        urls,
+        [
+            "HTTP://E.test?bare",
+            "http://a.test/plain",
+            "http://a.test?x=1"
+        ],
+        "as put, with metadata or without"
+    );
+    assert_eq!((got[0].key.as_str(), got[1].metadata.len()), ("e.test", 0));
+    assert_eq!(got[2].metadata["depth"].values, ["1", "two"]);
+    assert_eq!(got[2].key, "a.test");
 
     // The update names the canonical form: it finishes the lease all the same.
     let acks = put_urls(&mut c, vec![item("http://a.test/?x=1", Some(0), "done")])
@@ -515,7 +524,7 @@ async fn urls_come_back_as_put_with_their_metadata() {
         .into_inner();
     assert_eq!(
         (stats.in_process, stats.counts.get("completed")),
-        (1, Some(&1))
+        (2, Some(&1))
     );
 
     // A known URL never seen, with a date that has come: admitted asleep, it wakes and
