@@ -422,7 +422,6 @@ impl Urls {
 
     /// A known URL, not to be fetched again (one not held is offered under its key).
     async fn done(&self, info: &UrlInfo) -> Result<Ack, Status> {
-        let fields = client_info(info)?;
         let Ok(url) = self.control.canonical(&info.url) else {
             return Ok(Ack::Skipped);
         };
@@ -436,9 +435,10 @@ impl Urls {
             }
         }
         // Not held: the visited set learns it, and it is finished should it come up (in its
-        // key's queue, where the client looks for it). It is
-        // remembered first, so that a GetURLs meanwhile does not hand it out; forgotten again
-        // if the frontier does not take it.
+        // key's queue, where the client looks for it). It is remembered first, so that a
+        // GetURLs meanwhile does not hand it out; forgotten again if the frontier does not
+        // take it.
+        let fields = discovered_info(info)?;
         let remembered = {
             let mut held = self.held();
             held.finished.len() < MAX_FINISHED && held.finished.insert(url.clone())
