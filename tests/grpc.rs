@@ -458,3 +458,42 @@ async fn a_grpc_client_and_the_built_in_workers_share_one_crawl_each_url_once() 
     );
     check_truth(&site, theirs.into_iter().chain(ours).collect());
 }
+
+/// `crawler crawl` with `frontier.backend = "urlfrontier"`: the fetcher of a crawl whose
+/// frontier is a url-frontier service (here `crawler serve`'s, with no workers of its own)
+/// crawls the 10^3-page site to its ground truth and ends when the service has nothing left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crawler_as_the_fetcher_of_a_url_frontier_service_crawls_to_the_ground_truth() {
+    let site = site_1000(0).await;
+    let service = CrawlDir::new(
+        "[crawl]\nworkers = 0\nconcurrency = 256\n[politeness]\ndelay_ms = 0\nmax_per_host = 16\n",
+    );
+    let (serve, _api, grpc, _log) = start_serve(&service);
+    let fetcher = CrawlDir::new(&format!(
+        "[crawl]\nconcurrency = 16\nsitemaps = false\n\
+         [politeness]\ndelay_ms = 0\nmax_per_host = 16\n\
+         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
+         backend = \"urlfrontier\"\nurlfrontier_url = \"http://{grpc}\"\n\
+         urlfrontier_token = \"{TOKEN}\"\ncrawl_id = \"DEFAULT\"\nlease_secs = 30\n"
+    ));
+    let seed = site.site().seed_url();
+    let mut crawl = fetcher.crawl(&seed);
+    let out = tokio::task::spawn_blocking(move || crawl.output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records = read_records(&fetcher.out.join("pages.jsonl"));
+    assert!(
+        records.len() > 1000,
+        "{} records; {}{}",
+        records.len(),
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(fetcher.out.join("stats.json")).unwrap_or_default()
+    );
+    check_truth(&site, records);
+    terminate(serve);
+}

@@ -109,6 +109,8 @@ choice!(
         Local = "local",
         /// In Redis, shared by every process of the crawl.
         Redis = "redis",
+        /// In a url-frontier v2 service, reached over gRPC (`frontier.urlfrontier_url`).
+        UrlFrontier = "urlfrontier",
     }
 );
 
@@ -241,10 +243,14 @@ pub struct PolitenessSection {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FrontierSection {
-    /// `local` or `redis`.
+    /// `local`, `redis` or `urlfrontier`.
     pub backend: FrontierBackend,
     /// `backend = "redis"`: `redis://[user:password@]host:port/db`.
     pub redis_url: String,
+    /// `backend = "urlfrontier"`: the service's gRPC address, `http://host:port`.
+    pub urlfrontier_url: String,
+    /// `backend = "urlfrontier"`: the bearer token the service asks for (empty: none).
+    pub urlfrontier_token: String,
     /// `backend = "redis"`: the crawl's key prefix in Redis.
     pub crawl_id: String,
     /// `backend = "redis"`: seconds a lease lasts without a heartbeat.

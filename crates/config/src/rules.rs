@@ -33,6 +33,19 @@ pub(crate) fn cross_key(c: &CrawlConfig, origin: impl Fn(&str) -> Origin) -> Vec
             ),
         });
     }
+    let remote = c.frontier.backend == FrontierBackend::UrlFrontier;
+    let address = c.frontier.urlfrontier_url.trim();
+    if remote && !(address.starts_with("http://") || address.starts_with("https://")) {
+        problems.push(Problem {
+            key: "frontier.urlfrontier_url".into(),
+            origin: origin("frontier.urlfrontier_url"),
+            message: format!(
+                "backend = \"urlfrontier\" needs the service's gRPC address, http://host:port \
+                 (url-frontier's default port is 7071); got `{}`",
+                crate::redact::redact(address)
+            ),
+        });
+    }
     if redis && c.frontier.redis_url.trim().is_empty() {
         problems.push(Problem {
             key: "frontier.redis_url".into(),
@@ -54,7 +67,7 @@ pub(crate) fn cross_key(c: &CrawlConfig, origin: impl Fn(&str) -> Origin) -> Vec
             ),
         });
     }
-    if c.frontier.dedup == DedupMode::Exact && !c.crawl.persist && !redis {
+    if c.frontier.dedup == DedupMode::Exact && !c.crawl.persist && !redis && !remote {
         problems.push(Problem {
             key: "frontier.dedup".into(),
             origin: origin("frontier.dedup"),

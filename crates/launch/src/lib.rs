@@ -37,6 +37,10 @@ pub enum LaunchError {
         /// What failed.
         error: redis_frontier::RedisFrontierError,
     },
+    /// The url-frontier service's address or the scope cannot make a backend
+    /// (`frontier.backend = "urlfrontier"`).
+    #[error("frontier in a url-frontier service: {0}")]
+    UrlFrontier(#[from] urlfrontier_backend::BackendError),
     /// `--fresh` with a shared frontier: the crawl lives in Redis, for every process of it.
     #[error(
         "--fresh would not start the shared crawl over: it lives in Redis for every process \
@@ -105,6 +109,25 @@ pub async fn frontier(
         let frontier = CrawlFrontier::Shared {
             frontier: redis.clone(),
             robots: redis,
+        };
+        return Ok((cfg, frontier));
+    }
+    if cfg.frontier.backend == FrontierBackend::UrlFrontier {
+        let f = &cfg.frontier;
+        let settings = urlfrontier_backend::BackendSettings {
+            url: f.urlfrontier_url.trim().to_owned(),
+            crawl_id: f.crawl_id.clone(),
+            token: (!f.urlfrontier_token.is_empty()).then(|| f.urlfrontier_token.clone()),
+            hold: std::time::Duration::from_secs(f.lease_secs.max(1)),
+        };
+        let backend = Arc::new(urlfrontier_backend::UrlFrontierBackend::connect(
+            frontier_config(&cfg, opts),
+            settings,
+            &seeds,
+        )?);
+        let frontier = CrawlFrontier::Shared {
+            frontier: backend.clone(),
+            robots: backend,
         };
         return Ok((cfg, frontier));
     }

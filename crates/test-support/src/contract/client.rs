@@ -116,6 +116,11 @@ pub async fn a_client_key_is_the_queue(h: &dyn Harness) {
     f.complete(own, Outcome::Done).await.expect("complete");
     let second = f.try_next_from("shared").await.unwrap().expect("queued");
     assert_eq!(second.entry().url, "http://k2.test/b");
+    if h.lacks(super::Lacks::QueueFront) {
+        f.complete(second, Outcome::Done).await.expect("complete");
+        f.close();
+        return;
+    }
     // Given back, it goes back to its key's queue.
     f.complete(second, Outcome::Released)
         .await

@@ -1,0 +1,684 @@
+//! [`Frontier`] over the service's RPCs ([`crate::calls`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use frontier::{
+    host_key, prepare_seeds, queue_key, Admission, BoxFuture, End, Entry, Found, Frontier,
+    FrontierError, HostControls, HostInfo, HostPage, HostQuery, Lease, Link, Next, OutOfScope,
+    Outcome, Recrawled, Stats, UrlPage, UrlQuery,
+};
+use url::Url;
+use urlfrontier_proto::v2::ack_message::Status as Ack;
+use urlfrontier_proto::v2::url_item::Item;
+use urlfrontier_proto::v2::{
+    CountUrlParams, DiscoveredUrlItem, ListUrlParams, UrlInfo, UrlItem, UrlStatusRequest,
+};
+
+use crate::calls::known;
+use crate::fields::{entry_of, info_of};
+use crate::{frontier_error, UrlFrontierBackend};
+
+/// How long a waiting `next` goes without asking the service again.
+const POLL: Duration = Duration::from_millis(25);
+
+/// Queue keys asked per ListQueues.
+const QUEUES_AT_ONCE: u32 = 10_000;
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Whole seconds of `d`, rounded up.
+fn secs_up(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+impl UrlFrontierBackend {
+    /// Offers `links` found on `parent`: refused here by the scope, or put as discovered (as
+    /// known with its date when a link has one).
+    async fn offer_links(
+        &self,
+        parent: Option<&str>,
+        links: Vec<Link>,
+    ) -> Result<Vec<Admission>, FrontierError> {
+        let mut out: Vec<Option<Admission>> = vec![None; links.len()];
+        let mut put = Vec::new();
+        {
+            let scope = self.scope.read().unwrap_or_else(|e| e.into_inner());
+            let mut refused = self.out_of_scope.lock().unwrap_or_else(|e| e.into_inner());
+            for (i, l) in links.into_iter().enumerate() {
+                let reason = match self.canon.canonicalize_url(l.url.clone()) {
+                    Err(_) => Err(OutOfScope::Invalid),
+                    Ok(_) if l.hops > self.cfg.max_redirects => Err(OutOfScope::Redirects),
+                    Ok(c) => scope.check(&c, l.depth).map(|()| c),
+                };
+                let canonical = match reason {
+                    Ok(c) => c,
+                    Err(reason) => {
+                        refused[reason.index()] += 1;
+                        out[i] = Some(Admission::OutOfScope(reason));
+                        continue;
+                    }
+                };
+                let key = queue_key(l.client.as_deref(), &canonical).to_owned();
+                let mut entry =
+                    Entry::new(canonical.to_string(), l.depth, parent.map(str::to_owned));
+                entry.hops = l.hops;
+                entry.via = l.via;
+                entry.sitemap = l.sitemap;
+                entry.lastmod = l.lastmod;
+                entry.client = l
+                    .client
+                    .and_then(|c| c.settle(canonical.as_str(), host_key(&canonical)));
+                let info = info_of(&entry, &key, &self.settings.crawl_id);
+                let item = match l.due {
+                    Some(date) => known(info, date.max(1)),
+                    None => UrlItem {
+                        item: Some(Item::Discovered(DiscoveredUrlItem { info: Some(info) })),
+                        id: String::new(),
+                        creation_date: 0,
+                    },
+                };
+                put.push((i, key, item));
+            }
+        }
+        self.offered.fetch_add(out.len() as u64, Ordering::Relaxed);
+        if !put.is_empty() {
+            let mut at = Vec::with_capacity(put.len());
+            let mut items = Vec::with_capacity(put.len());
+            for (i, key, item) in put {
+                at.push((i, key));
+                items.push(item);
+            }
+            let acks = self.put(items).await?;
+            if acks.contains(&Ack::Fail) {
+                return Err(FrontierError::Unavailable(
+                    "the url-frontier service did not take every URL in time".into(),
+                ));
+            }
+            let mut full: HashMap<String, bool> = HashMap::new();
+            for ((i, key), ack) in at.into_iter().zip(acks) {
+                if ack == Ack::Ok {
+                    self.admitted.fetch_add(1, Ordering::Relaxed);
+                    out[i] = Some(Admission::Admitted);
+                    continue;
+                }
+                // SKIPPED is a URL seen or one the service refused: with a budget per queue,
+                // a queue at it says which.
+                let at_budget = match (self.cfg.max_pages_per_host, full.get(&key)) {
+                    (None, _) => false,
+                    (Some(_), Some(f)) => *f,
+                    (Some(max), None) => {
+                        let s = self.stats_of(&key).await?;
+                        let admitted = s.size + s.counts.get("completed").copied().unwrap_or(0);
+                        let f = admitted >= max;
+                        full.insert(key.clone(), f);
+                        f
+                    }
+                };
+                out[i] = Some(if at_budget {
+                    let mut refused = self.out_of_scope.lock().unwrap_or_else(|e| e.into_inner());
+                    refused[OutOfScope::HostBudget.index()] += 1;
+                    Admission::OutOfScope(OutOfScope::HostBudget)
+                } else {
+                    self.duplicates.fetch_add(1, Ordering::Relaxed);
+                    Admission::Duplicate
+                });
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|a| a.unwrap_or(Admission::Duplicate))
+            .collect())
+    }
+
+    /// Leases left under `max_pages` (`None`: no budget): records written and leases out
+    /// count.
+    fn budget_left(&self) -> Option<u64> {
+        let used = self.pages.load(Ordering::Relaxed) + self.out().len() as u64;
+        self.cfg.max_pages.map(|max| max.saturating_sub(used))
+    }
+
+    /// Reads the service's count of completed URLs once, as the pages done so far.
+    async fn read_pages(&self) -> Result<(), FrontierError> {
+        if !self.pages_read.load(Ordering::Acquire) {
+            let s = self.stats_of("").await?;
+            let done = s.counts.get("completed").copied().unwrap_or(0);
+            if !self.pages_read.swap(true, Ordering::AcqRel) {
+                self.pages.fetch_add(done, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// One URL of queue `key` (any queue when empty) handed out now, as a lease.
+    async fn take(&self, key: &str) -> Result<Option<Lease>, FrontierError> {
+        self.read_pages().await?;
+        if self.closed.load(Ordering::Acquire) || self.budget_left() == Some(0) {
+            return Ok(None);
+        }
+        for info in self.get(key, 1).await? {
+            if let Some(lease) = self.lease_of(info) {
+                return Ok(Some(lease));
+            }
+        }
+        Ok(None)
+    }
+
+    fn lease_of(&self, info: UrlInfo) -> Option<Lease> {
+        let (key, entry) = entry_of(&self.canon, info)?;
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        self.out().insert(token, key.clone());
+        Some(Lease::new(entry, Arc::from(key.as_str()), token))
+    }
+
+    /// The back-off of `key` after a failure of the fetch of lease `token`: from the base,
+    /// doubled to the most by a fetch handed out since it last grew; the same for one
+    /// handed out before (in flight together with the failure that grew it).
+    fn back_off(&self, key: &str, token: u64) -> Duration {
+        let p = &self.cfg.politeness;
+        let mut backoff = self.backoff.lock().unwrap_or_else(|e| e.into_inner());
+        let next = match backoff.get(key) {
+            Some((b, since)) if token < *since => return *b,
+            Some((b, _)) if !b.is_zero() => (*b * 2).min(p.max_backoff),
+            _ => p.backoff_base,
+        };
+        let since = self.next_token.load(Ordering::Relaxed);
+        backoff.insert(key.to_owned(), (next, since));
+        next
+    }
+
+    /// Whether a success of lease `token` ends `key`'s back-off (it was handed out since the
+    /// back-off last grew). The round is kept: a failure of a fetch from before it is not
+    /// a new one.
+    fn ends_back_off(&self, key: &str, token: u64) -> bool {
+        let mut backoff = self.backoff.lock().unwrap_or_else(|e| e.into_inner());
+        match backoff.get_mut(key) {
+            Some((b, since)) if token >= *since && !b.is_zero() => {
+                *b = Duration::ZERO;
+                *since = self.next_token.load(Ordering::Relaxed);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    async fn info_of_queue(&self, key: &str) -> Result<Option<HostInfo>, FrontierError> {
+        let s = self.stats_of(key).await?;
+        if s.number_of_queues == 0 && s.size == 0 {
+            return Ok(None);
+        }
+        let in_flight = s.in_process;
+        Ok(Some(HostInfo {
+            host: key.to_owned(),
+            queued: s.size.saturating_sub(u64::from(in_flight)),
+            in_flight,
+            done: s.counts.get("completed").copied().unwrap_or(0),
+            max_in_flight: self.cfg.politeness.max_per_host,
+            max_pages: self.cfg.max_pages_per_host,
+            max_done: self
+                .limits
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(key)
+                .copied(),
+            backoff: self
+                .backoff
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(key)
+                .map(|(b, _)| *b)
+                .unwrap_or_default(),
+            blocked_for: self
+                .blocked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(key)
+                .and_then(|until| until.checked_sub(unix_now()))
+                .filter(|left| *left > 0)
+                .map(Duration::from_secs),
+            ready_in: self
+                .held_until
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(key)
+                .map(|until| Duration::from_secs(until.saturating_sub(unix_now())))
+                .unwrap_or_default(),
+            ..HostInfo::default()
+        }))
+    }
+}
+
+impl Frontier for UrlFrontierBackend {
+    fn offer<'a>(
+        &'a self,
+        parent: Option<&'a str>,
+        links: Vec<Link>,
+    ) -> BoxFuture<'a, Result<Vec<Admission>, FrontierError>> {
+        Box::pin(self.offer_links(parent, links))
+    }
+
+    fn seed(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<Admission>, FrontierError>> {
+        Box::pin(async move {
+            let (canonical, seeds) = prepare_seeds(&self.canon, links);
+            {
+                let mut scope = self.scope.write().unwrap_or_else(|e| e.into_inner());
+                for u in &canonical {
+                    scope.add_seed(u);
+                }
+            }
+            self.offer_links(None, seeds).await
+        })
+    }
+
+    fn next(&self) -> BoxFuture<'_, Result<Next, FrontierError>> {
+        Box::pin(async move {
+            loop {
+                if self.closed.load(Ordering::Acquire) {
+                    return Ok(Next::End(End::Closed));
+                }
+                if self.budget_left() == Some(0) && self.out().is_empty() {
+                    return Ok(Next::End(End::Budget));
+                }
+                if let Some(lease) = self.take("").await? {
+                    return Ok(Next::Lease(lease));
+                }
+                if !self.cfg.keep_open && self.out().is_empty() {
+                    let s = self.stats_of("").await?;
+                    let asleep = s.counts.get("scheduled").copied().unwrap_or(0);
+                    if s.size == 0 && asleep == 0 {
+                        return Ok(Next::End(End::Finished));
+                    }
+                }
+                tokio::time::sleep(POLL).await;
+            }
+        })
+    }
+
+    fn try_next(&self) -> BoxFuture<'_, Result<Option<Lease>, FrontierError>> {
+        Box::pin(self.take(""))
+    }
+
+    fn try_next_from<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Lease>, FrontierError>> {
+        Box::pin(self.take(host))
+    }
+
+    fn complete(&self, lease: Lease, outcome: Outcome) -> BoxFuture<'_, Result<(), FrontierError>> {
+        Box::pin(async move {
+            let Some(key) = self.out().remove(&lease.token()) else {
+                return Ok(()); // completed already
+            };
+            let now = unix_now();
+            let mut entry = lease.entry().clone();
+            let date = match &outcome {
+                Outcome::Done | Outcome::HostError { .. } | Outcome::Skipped => {
+                    lease.due_at().unwrap_or(0)
+                }
+                Outcome::Retry { after } => {
+                    entry.attempt = entry.attempt.saturating_add(1);
+                    let wait = after
+                        .unwrap_or_default()
+                        .max(self.cfg.politeness.backoff_base);
+                    now + secs_up(wait).max(1)
+                }
+                Outcome::Released => now.max(1),
+            };
+            let info = info_of(&entry, &key, &self.settings.crawl_id);
+            let acks = match self.put(vec![known(info, date)]).await {
+                Ok(acks) => acks,
+                Err(e) => {
+                    self.out().insert(lease.token(), key);
+                    return Err(e);
+                }
+            };
+            if acks.first() == Some(&Ack::Fail) {
+                self.out().insert(lease.token(), key);
+                return Err(FrontierError::Unavailable(
+                    "the url-frontier service did not take the completion in time".into(),
+                ));
+            }
+            if outcome.is_recorded() {
+                self.read_pages().await?;
+                self.pages.fetch_add(1, Ordering::Relaxed);
+            }
+            match outcome {
+                Outcome::HostError { retry_after } | Outcome::Retry { after: retry_after } => {
+                    let wait = self
+                        .back_off(&key, lease.token())
+                        .max(retry_after.unwrap_or_default());
+                    if !wait.is_zero() {
+                        let until = now + secs_up(wait);
+                        self.block(&key, until).await?;
+                        self.held_until
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(key.clone(), until);
+                    }
+                }
+                Outcome::Done => {
+                    if self.ends_back_off(&key, lease.token()) {
+                        self.block(&key, 0).await?;
+                        self.held_until
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .remove(&key);
+                    }
+                }
+                Outcome::Skipped | Outcome::Released => {}
+            }
+            Ok(())
+        })
+    }
+
+    fn hold<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<bool, FrontierError>> {
+        let held = self.out().contains_key(&lease.token());
+        Box::pin(std::future::ready(Ok(held)))
+    }
+
+    fn set_crawl_delay<'a>(
+        &'a self,
+        host: &'a str,
+        delay: Duration,
+    ) -> BoxFuture<'a, Result<(), FrontierError>> {
+        Box::pin(self.set_delay(host, delay))
+    }
+
+    fn host_contacted<'a>(&'a self, _host: &'a str) -> BoxFuture<'a, Result<(), FrontierError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn requeue(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<bool>, FrontierError>> {
+        Box::pin(async move {
+            let now = unix_now().max(1);
+            let mut put = Vec::new();
+            let mut out = vec![false; links.len()];
+            for (i, l) in links.into_iter().enumerate() {
+                let Ok(canonical) = self.canon.canonicalize_url(l.url.clone()) else {
+                    continue;
+                };
+                let key = queue_key(l.client.as_deref(), &canonical).to_owned();
+                let mut entry = Entry::new(canonical.to_string(), l.depth, None);
+                entry.client = l
+                    .client
+                    .and_then(|c| c.settle(canonical.as_str(), host_key(&canonical)));
+                let info = info_of(&entry, &key, &self.settings.crawl_id);
+                put.push((i, known(info, l.due.unwrap_or(now).max(1))));
+            }
+            let (at, items): (Vec<usize>, Vec<UrlItem>) = put.into_iter().unzip();
+            for (i, ack) in at.into_iter().zip(self.put(items).await?) {
+                out[i] = ack == Ack::Ok;
+            }
+            Ok(out)
+        })
+    }
+
+    fn recrawl(
+        &self,
+        urls: Vec<Url>,
+        at: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<Recrawled>, FrontierError>> {
+        Box::pin(async move {
+            // Only a URL asleep is moved: one queued or out keeps its turn, one never seen
+            // stays unseen (a known item with a date would admit it).
+            let date = at.unwrap_or(0).max(unix_now()).max(1);
+            let mut out = Vec::with_capacity(urls.len());
+            for u in &urls {
+                out.push(match self.find_url(u, host_key(u)).await? {
+                    Found::Asleep(entry) => {
+                        let key = queue_key(entry.client.as_deref(), u).to_owned();
+                        let info = info_of(&entry, &key, &self.settings.crawl_id);
+                        match self.put(vec![known(info, date)]).await?.first() {
+                            Some(Ack::Ok) => Recrawled::Scheduled,
+                            _ => Recrawled::Queued,
+                        }
+                    }
+                    Found::Queued(_) | Found::Seen => Recrawled::Queued,
+                    Found::Unseen => Recrawled::NeverSeen,
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    fn hosts(&self, query: HostQuery) -> BoxFuture<'_, Result<HostPage, FrontierError>> {
+        Box::pin(async move {
+            if let Some(key) = &query.host {
+                let hosts: Vec<HostInfo> = self.info_of_queue(key).await?.into_iter().collect();
+                let total = hosts.len() as u64;
+                return Ok(HostPage {
+                    hosts,
+                    next: None,
+                    total,
+                });
+            }
+            // Every queue's figures, then the page as the other frontiers cut it (sorted by
+            // any figure, from a cursor): a GetStats per queue, an operator's call.
+            let mut all = Vec::new();
+            let mut start = 0u32;
+            loop {
+                let (keys, _) = self.queues(start, QUEUES_AT_ONCE, true).await?;
+                let n = keys.len();
+                for key in keys {
+                    all.extend(self.info_of_queue(&key).await?);
+                }
+                if n < QUEUES_AT_ONCE as usize {
+                    break;
+                }
+                start = start.saturating_add(QUEUES_AT_ONCE);
+            }
+            Ok(frontier::paginate(all, &query))
+        })
+    }
+
+    fn set_host<'a>(
+        &'a self,
+        host: &'a str,
+        controls: HostControls,
+    ) -> BoxFuture<'a, Result<bool, FrontierError>> {
+        Box::pin(async move {
+            if self.info_of_queue(host).await?.is_none() {
+                return Ok(false);
+            }
+            if let Some(delay) = controls.delay {
+                self.set_delay(host, delay).await?;
+            }
+            if let Some(block) = controls.block_for {
+                let until = if block.is_zero() {
+                    0
+                } else {
+                    unix_now() + secs_up(block)
+                };
+                self.block(host, until).await?;
+                let mut blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
+                match until {
+                    0 => blocked.remove(host),
+                    until => blocked.insert(host.to_owned(), until),
+                };
+            }
+            if let Some(max) = controls.max_done {
+                self.limit(host, max).await?;
+                let mut limits = self.limits.lock().unwrap_or_else(|e| e.into_inner());
+                match max {
+                    0 => limits.remove(host),
+                    max => limits.insert(host.to_owned(), max),
+                };
+            }
+            Ok(true)
+        })
+    }
+
+    fn set_default_delay(&self, delay: Duration) -> BoxFuture<'_, Result<(), FrontierError>> {
+        Box::pin(self.set_delay("", delay))
+    }
+
+    fn delete_queue<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<u64, FrontierError>> {
+        Box::pin(self.delete(host))
+    }
+
+    fn find_url<'a>(
+        &'a self,
+        url: &'a Url,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Found, FrontierError>> {
+        Box::pin(async move {
+            let request = UrlStatusRequest {
+                url: url.to_string(),
+                key: key.to_owned(),
+                crawl_id: self.settings.crawl_id.clone(),
+            };
+            let item = match self
+                .client
+                .clone()
+                .get_url_status(self.request(request))
+                .await
+            {
+                Ok(r) => r.into_inner(),
+                Err(s) if s.code() == tonic::Code::NotFound => return Ok(Found::Unseen),
+                Err(s) => return Err(frontier_error(s)),
+            };
+            let Some(Item::Known(k)) = item.item else {
+                return Ok(Found::Seen);
+            };
+            if k.refetchable_from_date == 0 {
+                return Ok(Found::Seen);
+            }
+            let Some((_, mut entry)) = k.info.and_then(|i| entry_of(&self.canon, i)) else {
+                return Ok(Found::Seen);
+            };
+            if k.refetchable_from_date > unix_now() {
+                entry.visit = Some(Box::new(frontier::Visit {
+                    due: k.refetchable_from_date,
+                    history: Default::default(),
+                }));
+                return Ok(Found::Asleep(entry));
+            }
+            Ok(Found::Queued(entry))
+        })
+    }
+
+    fn list_urls(&self, query: UrlQuery) -> BoxFuture<'_, Result<UrlPage, FrontierError>> {
+        Box::pin(async move {
+            let key = query.key.clone().unwrap_or_default();
+            let crawl_id = self.settings.crawl_id.clone();
+            let count = CountUrlParams {
+                key: key.clone(),
+                crawl_id: crawl_id.clone(),
+                filter: query.filter.clone(),
+                ignore_case: Some(query.ignore_case),
+                local: None,
+            };
+            let matched = self
+                .client
+                .clone()
+                .count_ur_ls(self.request(count))
+                .await
+                .map_err(frontier_error)?
+                .into_inner()
+                .value;
+            let mut page = UrlPage {
+                urls: Vec::new(),
+                matched,
+            };
+            if query.limit == 0 {
+                return Ok(page);
+            }
+            let list = ListUrlParams {
+                start: u32::try_from(query.skip).unwrap_or(u32::MAX),
+                size: u32::try_from(query.limit).unwrap_or(u32::MAX),
+                key,
+                crawl_id,
+                local: false,
+                filter: query.filter.clone(),
+                ignore_case: Some(query.ignore_case),
+            };
+            let mut items = self
+                .client
+                .clone()
+                .list_ur_ls(self.request(list))
+                .await
+                .map_err(frontier_error)?
+                .into_inner();
+            let now = unix_now();
+            while let Some(item) = items.message().await.map_err(frontier_error)? {
+                let Some(Item::Known(k)) = item.item else {
+                    continue;
+                };
+                let date = k.refetchable_from_date;
+                if let Some((key, mut entry)) = k.info.and_then(|i| entry_of(&self.canon, i)) {
+                    let asleep = date > now;
+                    if asleep {
+                        entry.visit = Some(Box::new(frontier::Visit {
+                            due: date,
+                            history: Default::default(),
+                        }));
+                    }
+                    page.urls.push(frontier::ListedUrl { key, entry, asleep });
+                }
+            }
+            Ok(page)
+        })
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    fn stats(&self) -> BoxFuture<'_, Result<Stats, FrontierError>> {
+        Box::pin(async move {
+            let s = self.stats_of("").await?;
+            let refused = self
+                .out_of_scope
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            let mut stats = Stats {
+                offered: self.offered.load(Ordering::Relaxed),
+                admitted: self.admitted.load(Ordering::Relaxed),
+                duplicates: self.duplicates.load(Ordering::Relaxed),
+                out_of_scope: OutOfScope::ALL
+                    .iter()
+                    .zip(refused)
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(r, n)| (*r, n))
+                    .collect(),
+                queued: s.size.saturating_sub(u64::from(s.in_process)),
+                in_flight: u64::from(s.in_process),
+                hosts: s.number_of_queues,
+                pages: self.pages.load(Ordering::Relaxed),
+                ..Stats::default()
+            };
+            stats
+                .extra
+                .insert("scheduled", s.counts.get("scheduled").copied().unwrap_or(0));
+            Ok(stats)
+        })
+    }
+}
+
+/// robots.txt is not shared through a url-frontier service: each process fetches the
+/// verdicts it needs (the client decides robots.txt, in the protocol's terms).
+impl frontier::RobotsShare for UrlFrontierBackend {
+    fn robots_shared<'a>(
+        &'a self,
+        _origin: &'a str,
+    ) -> BoxFuture<'a, Result<frontier::SharedRobots, FrontierError>> {
+        Box::pin(std::future::ready(Ok(frontier::SharedRobots::Fetch)))
+    }
+
+    fn share_robots<'a>(
+        &'a self,
+        _origin: &'a str,
+        _record: Vec<u8>,
+        _ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), FrontierError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
