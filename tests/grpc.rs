@@ -474,7 +474,7 @@ async fn the_crawler_as_the_fetcher_of_a_url_frontier_service_crawls_to_the_grou
          [politeness]\ndelay_ms = 0\nmax_per_host = 16\n\
          [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
          backend = \"urlfrontier\"\nurlfrontier_url = \"http://{grpc}\"\n\
-         urlfrontier_token = \"{TOKEN}\"\ncrawl_id = \"DEFAULT\"\nlease_secs = 30\n"
+         urlfrontier_token = \"{TOKEN}\"\ncrawl_id = \"DEFAULT\"\nlease_secs = 60\n"
     ));
     let seed = site.site().seed_url();
     let mut crawl = fetcher.crawl(&seed);

@@ -46,6 +46,18 @@ pub(crate) fn cross_key(c: &CrawlConfig, origin: impl Fn(&str) -> Origin) -> Vec
             ),
         });
     }
+    if remote && c.frontier.lease_secs.saturating_mul(1000) < c.fetch.total_timeout_ms + 10_000 {
+        problems.push(Problem {
+            key: "frontier.lease_secs".into(),
+            origin: origin("frontier.lease_secs"),
+            message: format!(
+                "backend = \"urlfrontier\": the service's hold of a URL must outlast its fetch \
+                 (fetch.total_timeout_ms) by 10 s or more, or a slow page is not recorded; \
+                 at least {} s",
+                (c.fetch.total_timeout_ms + 10_000).div_ceil(1000)
+            ),
+        });
+    }
     if redis && c.frontier.redis_url.trim().is_empty() {
         problems.push(Problem {
             key: "frontier.redis_url".into(),

@@ -259,7 +259,7 @@ impl Fetching {
                 };
                 match self.parse.run_sized(size, job).await {
                     Ok(e) => {
-                        let depth = entry.depth + 1;
+                        let depth = entry.depth.saturating_add(1);
                         offers = e.links.into_iter().map(|u| Link::new(u, depth)).collect();
                         found = e.found;
                     }

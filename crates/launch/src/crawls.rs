@@ -49,7 +49,11 @@ impl Maker {
         if !base.frontier.spill_dir.is_empty() {
             cfg.frontier.spill_dir = under(Path::new(&base.frontier.spill_dir), id);
         }
-        cfg.frontier.crawl_id = redis_frontier::named_crawl_id(&base.frontier.crawl_id, id);
+        cfg.frontier.crawl_id = match base.frontier.backend {
+            // A crawl of the service this one fetches for: the same ID there.
+            FrontierBackend::UrlFrontier => id.to_owned(),
+            _ => redis_frontier::named_crawl_id(&base.frontier.crawl_id, id),
+        };
         cfg
     }
 

@@ -47,6 +47,12 @@ pub enum LaunchError {
          of it; give a new frontier.crawl_id instead"
     )]
     FreshShared,
+    /// `--fresh` with a url-frontier service's frontier: the crawl lives there.
+    #[error(
+        "--fresh would not start the crawl over: its frontier lives in the url-frontier \
+         service; give a new frontier.crawl_id instead (or delete the crawl there)"
+    )]
+    FreshRemote,
     /// Settings this process was given differ from the shared crawl's rules.
     #[error(
         "this process' settings differ from the shared crawl `{crawl_id}`'s, which its first \
@@ -113,6 +119,9 @@ pub async fn frontier(
         return Ok((cfg, frontier));
     }
     if cfg.frontier.backend == FrontierBackend::UrlFrontier {
+        if opts.fresh {
+            return Err(LaunchError::FreshRemote);
+        }
         let f = &cfg.frontier;
         let settings = urlfrontier_backend::BackendSettings {
             url: f.urlfrontier_url.trim().to_owned(),

@@ -16,6 +16,19 @@ const SITEMAP: &str = "crawler.sitemap";
 const LASTMOD: &str = "crawler.lastmod";
 const ATTEMPT: &str = "crawler.attempt";
 
+/// The deepest depth taken from metadata.
+const MAX_DEPTH: u32 = 1_000_000;
+
+/// Sets the failed attempts `info` carries.
+pub(crate) fn set_attempt(info: &mut UrlInfo, attempt: u8) {
+    info.metadata.insert(
+        ATTEMPT.to_owned(),
+        StringList {
+            values: vec![attempt.to_string()],
+        },
+    );
+}
+
 fn via_named(name: &str) -> Via {
     match name {
         "seed" => Via::Seed,
@@ -81,7 +94,11 @@ pub(crate) fn entry_of(canon: &Canonicalizer, mut info: UrlInfo) -> Option<(Stri
             .remove(k)
             .and_then(|l| l.values.into_iter().next())
     };
-    let depth = take(DEPTH).and_then(|d| d.parse().ok()).unwrap_or(0);
+    // Bounded: a depth from elsewhere cannot overflow the next link's.
+    let depth = take(DEPTH)
+        .and_then(|d| d.parse::<u32>().ok())
+        .unwrap_or(0)
+        .min(MAX_DEPTH);
     let parent = take(PARENT);
     let via = take(VIA).map(|v| via_named(&v));
     let hops = take(HOPS).and_then(|h| h.parse().ok()).unwrap_or(0);

@@ -18,11 +18,17 @@ use urlfrontier_proto::v2::{
 };
 
 use crate::calls::known;
-use crate::fields::{entry_of, info_of};
+use crate::fields::{entry_of, info_of, set_attempt};
 use crate::{frontier_error, UrlFrontierBackend};
 
 /// How long a waiting `next` goes without asking the service again.
 const POLL: Duration = Duration::from_millis(25);
+
+/// The longest a waiting `next` goes without asking the service again.
+const MAX_POLL: Duration = Duration::from_millis(400);
+
+/// The latest date the service takes (2100-01-01, Unix seconds).
+const LATEST_DATE: u64 = 4_102_444_800;
 
 /// Queue keys asked per ListQueues.
 const QUEUES_AT_ONCE: u32 = 10_000;
@@ -140,7 +146,9 @@ impl UrlFrontierBackend {
     /// Leases left under `max_pages` (`None`: no budget): records written and leases out
     /// count.
     fn budget_left(&self) -> Option<u64> {
-        let used = self.pages.load(Ordering::Relaxed) + self.out().len() as u64;
+        let used = self.pages.load(Ordering::Relaxed)
+            + self.out().len() as u64
+            + self.taking.load(Ordering::Acquire);
         self.cfg.max_pages.map(|max| max.saturating_sub(used))
     }
 
@@ -156,25 +164,64 @@ impl UrlFrontierBackend {
         Ok(())
     }
 
-    /// One URL of queue `key` (any queue when empty) handed out now, as a lease.
+    /// One URL of queue `key` (any queue when empty) handed out now, as a lease. Its place
+    /// under `max_pages` is taken before the service is asked (workers ask at once).
     async fn take(&self, key: &str) -> Result<Option<Lease>, FrontierError> {
         self.read_pages().await?;
-        if self.closed.load(Ordering::Acquire) || self.budget_left() == Some(0) {
+        if self.closed.load(Ordering::Acquire) {
             return Ok(None);
         }
-        for info in self.get(key, 1).await? {
-            if let Some(lease) = self.lease_of(info) {
-                return Ok(Some(lease));
+        self.taking.fetch_add(1, Ordering::AcqRel);
+        let over = self.cfg.max_pages.is_some_and(|max| {
+            let used = self.pages.load(Ordering::Relaxed)
+                + self.out().len() as u64
+                + self.taking.load(Ordering::Acquire);
+            used > max
+        });
+        let got = if over {
+            Ok(Vec::new())
+        } else {
+            self.get(key, 1).await
+        };
+        let mut lease = None;
+        let mut unusable = Vec::new();
+        for info in got.as_ref().map_or(&[][..], Vec::as_slice) {
+            match self.lease_of(info.clone()) {
+                Some(l) if lease.is_none() => lease = Some(l),
+                Some(_) => {}
+                None => unusable.push(info.clone()),
             }
         }
-        Ok(None)
+        self.taking.fetch_sub(1, Ordering::AcqRel);
+        got?;
+        if !unusable.is_empty() {
+            // Not a URL this crawl's canonicaliser takes: finished at the service, as put,
+            // or it would be handed out again after every hold.
+            self.out_of_scope.lock().unwrap_or_else(|e| e.into_inner())
+                [OutOfScope::Invalid.index()] += unusable.len() as u64;
+            self.put(unusable.into_iter().map(|i| known(i, 0)).collect())
+                .await?;
+        }
+        Ok(lease)
     }
 
     fn lease_of(&self, info: UrlInfo) -> Option<Lease> {
-        let (key, entry) = entry_of(&self.canon, info)?;
+        let (key, entry) = entry_of(&self.canon, info.clone())?;
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
-        self.out().insert(token, key.clone());
+        let handed = tokio::time::Instant::now();
+        self.out().insert(token, crate::Out { info, handed });
         Some(Lease::new(entry, Arc::from(key.as_str()), token))
+    }
+
+    /// The operator's block of `key` set here, if it still holds (Unix seconds).
+    fn operator_block(&self, key: &str) -> Option<u64> {
+        let now = unix_now();
+        self.blocked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .copied()
+            .filter(|until| *until > now)
     }
 
     /// The back-off of `key` after a failure of the fetch of lease `token`: from the base,
@@ -278,6 +325,8 @@ impl Frontier for UrlFrontierBackend {
 
     fn next(&self) -> BoxFuture<'_, Result<Next, FrontierError>> {
         Box::pin(async move {
+            // While nothing is due, ask less often: 25 ms doubling to 400 ms.
+            let mut poll = POLL;
             loop {
                 if self.closed.load(Ordering::Acquire) {
                     return Ok(Next::End(End::Closed));
@@ -295,7 +344,8 @@ impl Frontier for UrlFrontierBackend {
                         return Ok(Next::End(End::Finished));
                     }
                 }
-                tokio::time::sleep(POLL).await;
+                tokio::time::sleep(poll).await;
+                poll = (poll * 2).min(MAX_POLL);
             }
         })
     }
@@ -313,73 +363,103 @@ impl Frontier for UrlFrontierBackend {
 
     fn complete(&self, lease: Lease, outcome: Outcome) -> BoxFuture<'_, Result<(), FrontierError>> {
         Box::pin(async move {
-            let Some(key) = self.out().remove(&lease.token()) else {
+            let Some(out) = self.out().remove(&lease.token()) else {
                 return Ok(()); // completed already
             };
+            let key = lease.host().to_owned();
             let now = unix_now();
-            let mut entry = lease.entry().clone();
+            // Named as the service gave it, so that it finds it whatever this process made of
+            // it; a retry carries its attempt.
+            let mut info = out.info.clone();
+            let handed = entry_of(&self.canon, out.info.clone()).map(|(_, e)| e.client);
+            if handed.as_ref() != Some(&lease.entry().client) {
+                // Its string and metadata were replaced (a client's update, when this crawl
+                // is itself a url-frontier service): those go back.
+                let fresh = info_of(lease.entry(), &key, &self.settings.crawl_id);
+                info.url = fresh.url;
+                info.metadata = fresh.metadata;
+            }
             let date = match &outcome {
                 Outcome::Done | Outcome::HostError { .. } | Outcome::Skipped => {
                     lease.due_at().unwrap_or(0)
                 }
                 Outcome::Retry { after } => {
-                    entry.attempt = entry.attempt.saturating_add(1);
+                    set_attempt(&mut info, lease.entry().attempt.saturating_add(1));
+                    let p = &self.cfg.politeness;
                     let wait = after
                         .unwrap_or_default()
-                        .max(self.cfg.politeness.backoff_base);
-                    now + secs_up(wait).max(1)
+                        .clamp(p.backoff_base, p.max_backoff);
+                    now.saturating_add(secs_up(wait).max(1)).min(LATEST_DATE)
                 }
                 Outcome::Released => now.max(1),
             };
-            let info = info_of(&entry, &key, &self.settings.crawl_id);
             let acks = match self.put(vec![known(info, date)]).await {
                 Ok(acks) => acks,
                 Err(e) => {
-                    self.out().insert(lease.token(), key);
+                    self.out().insert(lease.token(), out);
                     return Err(e);
                 }
             };
             if acks.first() == Some(&Ack::Fail) {
-                self.out().insert(lease.token(), key);
+                self.out().insert(lease.token(), out);
                 return Err(FrontierError::Unavailable(
                     "the url-frontier service did not take the completion in time".into(),
                 ));
             }
+            // The completion is made: what follows is this process' own, and does not fail it.
             if outcome.is_recorded() {
-                self.read_pages().await?;
+                let _ = self.read_pages().await;
                 self.pages.fetch_add(1, Ordering::Relaxed);
             }
-            match outcome {
+            let backed_off = match outcome {
                 Outcome::HostError { retry_after } | Outcome::Retry { after: retry_after } => {
+                    let p = &self.cfg.politeness;
                     let wait = self
                         .back_off(&key, lease.token())
-                        .max(retry_after.unwrap_or_default());
-                    if !wait.is_zero() {
-                        let until = now + secs_up(wait);
-                        self.block(&key, until).await?;
+                        .max(retry_after.unwrap_or_default().min(p.max_backoff));
+                    if wait.is_zero() {
+                        Ok(())
+                    } else {
+                        // An operator's longer block stays.
+                        let until = now
+                            .saturating_add(secs_up(wait))
+                            .max(self.operator_block(&key).unwrap_or(0))
+                            .min(LATEST_DATE);
                         self.held_until
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
                             .insert(key.clone(), until);
+                        self.block(&key, until).await
                     }
                 }
-                Outcome::Done => {
-                    if self.ends_back_off(&key, lease.token()) {
-                        self.block(&key, 0).await?;
-                        self.held_until
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .remove(&key);
-                    }
+                Outcome::Done if self.ends_back_off(&key, lease.token()) => {
+                    self.held_until
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&key);
+                    // Lifted, but not past an operator's block.
+                    let until = self.operator_block(&key).unwrap_or(0);
+                    self.block(&key, until).await
                 }
-                Outcome::Skipped | Outcome::Released => {}
+                _ => Ok(()),
+            };
+            if let Err(e) = backed_off {
+                tracing::warn!(error = %e, queue = %key, "the url-frontier service did not take a back-off");
             }
             Ok(())
         })
     }
 
+    /// Whether the service still holds the URL for this process: handed out less than its
+    /// hold ago, less a margin for the record's write (the protocol renews no hold: past it,
+    /// the URL may be another fetcher's, and its record is not written here).
     fn hold<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<bool, FrontierError>> {
-        let held = self.out().contains_key(&lease.token());
+        let hold = self.settings.hold;
+        let margin = (hold / 4).min(Duration::from_secs(5));
+        let held = self
+            .out()
+            .get(&lease.token())
+            .is_some_and(|o| o.handed.elapsed() + margin < hold);
         Box::pin(std::future::ready(Ok(held)))
     }
 

@@ -33,7 +33,7 @@ mod fields;
 mod frontier_impl;
 
 /// Where the service is and how this process takes part.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct BackendSettings {
     /// The service's gRPC address, `http://host:port` (`frontier.urlfrontier_url`).
     pub url: String,
@@ -43,6 +43,17 @@ pub struct BackendSettings {
     pub token: Option<String>,
     /// How long the service holds a URL it handed out (GetURLs' `delay_requestable`).
     pub hold: Duration,
+}
+
+impl std::fmt::Debug for BackendSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackendSettings")
+            .field("url", &self.url)
+            .field("crawl_id", &self.crawl_id)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("hold", &self.hold)
+            .finish()
+    }
 }
 
 /// Why the backend cannot start.
@@ -56,6 +67,14 @@ pub enum BackendError {
     Scope(String),
 }
 
+/// A URL handed out: as the service gave it (its completion names it so, whatever this
+/// process made of it), and when.
+#[derive(Debug, Clone)]
+struct Out {
+    info: urlfrontier_proto::v2::UrlInfo,
+    handed: tokio::time::Instant,
+}
+
 /// The frontier of a url-frontier service.
 #[derive(Debug)]
 pub struct UrlFrontierBackend {
@@ -64,8 +83,10 @@ pub struct UrlFrontierBackend {
     cfg: FrontierConfig,
     canon: Canonicalizer,
     scope: RwLock<Scope>,
-    /// The queue key of each URL handed out and not completed, by lease token.
-    out: Mutex<HashMap<u64, String>>,
+    /// Each URL handed out and not completed, by lease token.
+    out: Mutex<HashMap<u64, Out>>,
+    /// Leases being taken (a GetURLs under way): counted against `max_pages` with those out.
+    taking: AtomicU64,
     next_token: AtomicU64,
     /// Completions with a record (what `max_pages` counts), from the service's count of
     /// completed URLs when first needed (a restarted fetcher goes on counting).
@@ -121,6 +142,7 @@ impl UrlFrontierBackend {
             canon,
             scope: RwLock::new(scope),
             out: Mutex::default(),
+            taking: AtomicU64::new(0),
             next_token: AtomicU64::new(1),
             pages: AtomicU64::new(0),
             pages_read: AtomicBool::new(false),
@@ -136,7 +158,7 @@ impl UrlFrontierBackend {
         })
     }
 
-    fn out(&self) -> std::sync::MutexGuard<'_, HashMap<u64, String>> {
+    fn out(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Out>> {
         self.out.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -150,7 +172,8 @@ fn frontier_error(status: tonic::Status) -> FrontierError {
         | Code::Unauthenticated
         | Code::PermissionDenied
         | Code::Unimplemented
-        | Code::FailedPrecondition => FrontierError::Failed(status.to_string()),
+        | Code::FailedPrecondition
+        | Code::ResourceExhausted => FrontierError::Failed(status.to_string()),
         _ => FrontierError::Unavailable(status.to_string()),
     }
 }

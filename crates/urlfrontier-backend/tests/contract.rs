@@ -143,3 +143,40 @@ async fn the_urlfrontier_backend_keeps_the_contract() {
         s.stop().await;
     }
 }
+
+/// A server's `Retry-After` far in the future (a hostile one) backs its queue off for
+/// `politeness.max_backoff` at most, and the crawl goes on (the service takes no date past
+/// 2100, and a refused back-off must not stop the crawl).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hostile_retry_after_backs_off_no_longer_than_the_most() {
+    let h = OnService {
+        service: Mutex::new(None),
+    };
+    let cfg = contract::base_config();
+    let most = cfg.politeness.max_backoff;
+    let f = h.open(cfg, &[]);
+    let link = |u: &str| frontier::Link::new(url::Url::parse(u).unwrap(), 1);
+    let admitted = f.offer(None, vec![link("http://h.test/1")]).await.unwrap();
+    assert_eq!(admitted, [frontier::Admission::Admitted]);
+    let l = f.try_next().await.unwrap().expect("queued");
+    let hostile = frontier::Outcome::HostError {
+        retry_after: Some(Duration::from_secs(10_000_000_000)),
+    };
+    f.complete(l, hostile)
+        .await
+        .expect("a completion, not a failure");
+    let one = frontier::HostQuery {
+        host: Some("h.test".into()),
+        ..frontier::HostQuery::default()
+    };
+    let host = f.hosts(one).await.unwrap().hosts.remove(0);
+    assert!(
+        host.ready_in <= most + Duration::from_secs(1),
+        "held {:?}, at most {most:?}",
+        host.ready_in
+    );
+    let last = h.service.lock().unwrap().take();
+    if let Some(s) = last {
+        s.stop().await;
+    }
+}
