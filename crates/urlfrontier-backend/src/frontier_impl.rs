@@ -7,19 +7,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use frontier::{
     host_key, prepare_seeds, queue_key, Admission, BoxFuture, End, Entry, Found, Frontier,
-    FrontierError, HostControls, HostInfo, HostPage, HostQuery, Lease, Link, Next, OutOfScope,
-    Outcome, Recrawled, Stats, UrlPage, UrlQuery,
+    FrontierError, HostControls, HostPage, HostQuery, Lease, Link, Next, OutOfScope, Outcome,
+    Recrawled, Stats, UrlPage, UrlQuery,
 };
 use url::Url;
 use urlfrontier_proto::v2::ack_message::Status as Ack;
 use urlfrontier_proto::v2::url_item::Item;
-use urlfrontier_proto::v2::{
-    CountUrlParams, DiscoveredUrlItem, ListUrlParams, UrlInfo, UrlItem, UrlStatusRequest,
-};
+use urlfrontier_proto::v2::{DiscoveredUrlItem, UrlInfo, UrlItem};
 
 use crate::calls::known;
 use crate::fields::{entry_of, info_of, set_attempt};
-use crate::{frontier_error, UrlFrontierBackend};
+use crate::UrlFrontierBackend;
 
 /// How long a waiting `next` goes without asking the service again.
 const POLL: Duration = Duration::from_millis(25);
@@ -31,9 +29,9 @@ const MAX_POLL: Duration = Duration::from_millis(400);
 const LATEST_DATE: u64 = 4_102_444_800;
 
 /// Queue keys asked per ListQueues.
-const QUEUES_AT_ONCE: u32 = 10_000;
+pub(crate) const QUEUES_AT_ONCE: u32 = 10_000;
 
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -253,51 +251,6 @@ impl UrlFrontierBackend {
             }
             _ => false,
         }
-    }
-
-    async fn info_of_queue(&self, key: &str) -> Result<Option<HostInfo>, FrontierError> {
-        let s = self.stats_of(key).await?;
-        if s.number_of_queues == 0 && s.size == 0 {
-            return Ok(None);
-        }
-        let in_flight = s.in_process;
-        Ok(Some(HostInfo {
-            host: key.to_owned(),
-            queued: s.size.saturating_sub(u64::from(in_flight)),
-            in_flight,
-            done: s.counts.get("completed").copied().unwrap_or(0),
-            max_in_flight: self.cfg.politeness.max_per_host,
-            max_pages: self.cfg.max_pages_per_host,
-            max_done: self
-                .limits
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(key)
-                .copied(),
-            backoff: self
-                .backoff
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(key)
-                .map(|(b, _)| *b)
-                .unwrap_or_default(),
-            blocked_for: self
-                .blocked
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(key)
-                .and_then(|until| until.checked_sub(unix_now()))
-                .filter(|left| *left > 0)
-                .map(Duration::from_secs),
-            ready_in: self
-                .held_until
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(key)
-                .map(|until| Duration::from_secs(until.saturating_sub(unix_now())))
-                .unwrap_or_default(),
-            ..HostInfo::default()
-        }))
     }
 }
 
@@ -529,33 +482,7 @@ impl Frontier for UrlFrontierBackend {
     }
 
     fn hosts(&self, query: HostQuery) -> BoxFuture<'_, Result<HostPage, FrontierError>> {
-        Box::pin(async move {
-            if let Some(key) = &query.host {
-                let hosts: Vec<HostInfo> = self.info_of_queue(key).await?.into_iter().collect();
-                let total = hosts.len() as u64;
-                return Ok(HostPage {
-                    hosts,
-                    next: None,
-                    total,
-                });
-            }
-            // Every queue's figures, then the page as the other frontiers cut it (sorted by
-            // any figure, from a cursor): a GetStats per queue, an operator's call.
-            let mut all = Vec::new();
-            let mut start = 0u32;
-            loop {
-                let (keys, _) = self.queues(start, QUEUES_AT_ONCE, true).await?;
-                let n = keys.len();
-                for key in keys {
-                    all.extend(self.info_of_queue(&key).await?);
-                }
-                if n < QUEUES_AT_ONCE as usize {
-                    break;
-                }
-                start = start.saturating_add(QUEUES_AT_ONCE);
-            }
-            Ok(frontier::paginate(all, &query))
-        })
+        Box::pin(self.hosts_page(query))
     }
 
     fn set_host<'a>(
@@ -608,103 +535,11 @@ impl Frontier for UrlFrontierBackend {
         url: &'a Url,
         key: &'a str,
     ) -> BoxFuture<'a, Result<Found, FrontierError>> {
-        Box::pin(async move {
-            let request = UrlStatusRequest {
-                url: url.to_string(),
-                key: key.to_owned(),
-                crawl_id: self.settings.crawl_id.clone(),
-            };
-            let item = match self
-                .client
-                .clone()
-                .get_url_status(self.request(request))
-                .await
-            {
-                Ok(r) => r.into_inner(),
-                Err(s) if s.code() == tonic::Code::NotFound => return Ok(Found::Unseen),
-                Err(s) => return Err(frontier_error(s)),
-            };
-            let Some(Item::Known(k)) = item.item else {
-                return Ok(Found::Seen);
-            };
-            if k.refetchable_from_date == 0 {
-                return Ok(Found::Seen);
-            }
-            let Some((_, mut entry)) = k.info.and_then(|i| entry_of(&self.canon, i)) else {
-                return Ok(Found::Seen);
-            };
-            if k.refetchable_from_date > unix_now() {
-                entry.visit = Some(Box::new(frontier::Visit {
-                    due: k.refetchable_from_date,
-                    history: Default::default(),
-                }));
-                return Ok(Found::Asleep(entry));
-            }
-            Ok(Found::Queued(entry))
-        })
+        Box::pin(self.find(url, key))
     }
 
     fn list_urls(&self, query: UrlQuery) -> BoxFuture<'_, Result<UrlPage, FrontierError>> {
-        Box::pin(async move {
-            let key = query.key.clone().unwrap_or_default();
-            let crawl_id = self.settings.crawl_id.clone();
-            let count = CountUrlParams {
-                key: key.clone(),
-                crawl_id: crawl_id.clone(),
-                filter: query.filter.clone(),
-                ignore_case: Some(query.ignore_case),
-                local: None,
-            };
-            let matched = self
-                .client
-                .clone()
-                .count_ur_ls(self.request(count))
-                .await
-                .map_err(frontier_error)?
-                .into_inner()
-                .value;
-            let mut page = UrlPage {
-                urls: Vec::new(),
-                matched,
-            };
-            if query.limit == 0 {
-                return Ok(page);
-            }
-            let list = ListUrlParams {
-                start: u32::try_from(query.skip).unwrap_or(u32::MAX),
-                size: u32::try_from(query.limit).unwrap_or(u32::MAX),
-                key,
-                crawl_id,
-                local: false,
-                filter: query.filter.clone(),
-                ignore_case: Some(query.ignore_case),
-            };
-            let mut items = self
-                .client
-                .clone()
-                .list_ur_ls(self.request(list))
-                .await
-                .map_err(frontier_error)?
-                .into_inner();
-            let now = unix_now();
-            while let Some(item) = items.message().await.map_err(frontier_error)? {
-                let Some(Item::Known(k)) = item.item else {
-                    continue;
-                };
-                let date = k.refetchable_from_date;
-                if let Some((key, mut entry)) = k.info.and_then(|i| entry_of(&self.canon, i)) {
-                    let asleep = date > now;
-                    if asleep {
-                        entry.visit = Some(Box::new(frontier::Visit {
-                            due: date,
-                            history: Default::default(),
-                        }));
-                    }
-                    page.urls.push(frontier::ListedUrl { key, entry, asleep });
-                }
-            }
-            Ok(page)
-        })
+        Box::pin(async move { self.list(query).await })
     }
 
     fn close(&self) {
@@ -712,53 +547,6 @@ impl Frontier for UrlFrontierBackend {
     }
 
     fn stats(&self) -> BoxFuture<'_, Result<Stats, FrontierError>> {
-        Box::pin(async move {
-            let s = self.stats_of("").await?;
-            let refused = self
-                .out_of_scope
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
-            let mut stats = Stats {
-                offered: self.offered.load(Ordering::Relaxed),
-                admitted: self.admitted.load(Ordering::Relaxed),
-                duplicates: self.duplicates.load(Ordering::Relaxed),
-                out_of_scope: OutOfScope::ALL
-                    .iter()
-                    .zip(refused)
-                    .filter(|(_, n)| *n > 0)
-                    .map(|(r, n)| (*r, n))
-                    .collect(),
-                queued: s.size.saturating_sub(u64::from(s.in_process)),
-                in_flight: u64::from(s.in_process),
-                hosts: s.number_of_queues,
-                pages: self.pages.load(Ordering::Relaxed),
-                ..Stats::default()
-            };
-            stats
-                .extra
-                .insert("scheduled", s.counts.get("scheduled").copied().unwrap_or(0));
-            Ok(stats)
-        })
-    }
-}
-
-/// robots.txt is not shared through a url-frontier service: each process fetches the
-/// verdicts it needs (the client decides robots.txt, in the protocol's terms).
-impl frontier::RobotsShare for UrlFrontierBackend {
-    fn robots_shared<'a>(
-        &'a self,
-        _origin: &'a str,
-    ) -> BoxFuture<'a, Result<frontier::SharedRobots, FrontierError>> {
-        Box::pin(std::future::ready(Ok(frontier::SharedRobots::Fetch)))
-    }
-
-    fn share_robots<'a>(
-        &'a self,
-        _origin: &'a str,
-        _record: Vec<u8>,
-        _ttl: Duration,
-    ) -> BoxFuture<'a, Result<(), FrontierError>> {
-        Box::pin(std::future::ready(Ok(())))
+        Box::pin(self.figures())
     }
 }

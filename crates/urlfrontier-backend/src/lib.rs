@@ -31,6 +31,7 @@ use urlfrontier_proto::v2::url_frontier_client::UrlFrontierClient;
 mod calls;
 mod fields;
 mod frontier_impl;
+mod reads;
 
 /// Where the service is and how this process takes part.
 #[derive(Clone, PartialEq, Eq)]
