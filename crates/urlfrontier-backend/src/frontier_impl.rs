@@ -108,6 +108,7 @@ impl UrlFrontierBackend {
             let mut full: HashMap<String, bool> = HashMap::new();
             for ((i, key), ack) in at.into_iter().zip(acks) {
                 if ack == Ack::Ok {
+                    self.over.store(false, Ordering::Release);
                     self.admitted.fetch_add(1, Ordering::Relaxed);
                     out[i] = Some(Admission::Admitted);
                     continue;
@@ -291,10 +292,16 @@ impl Frontier for UrlFrontierBackend {
                     return Ok(Next::Lease(lease));
                 }
                 if !self.cfg.keep_open && self.out().is_empty() {
-                    let s = self.stats_of("").await?;
-                    let asleep = s.counts.get("scheduled").copied().unwrap_or(0);
-                    if s.size == 0 && asleep == 0 {
+                    if self.over.load(Ordering::Acquire) {
                         return Ok(Next::End(End::Finished));
+                    }
+                    if let Ok(_asking) = self.asking.try_lock() {
+                        let s = self.stats_of("").await?;
+                        let asleep = s.counts.get("scheduled").copied().unwrap_or(0);
+                        if s.size == 0 && asleep == 0 {
+                            self.over.store(true, Ordering::Release);
+                            return Ok(Next::End(End::Finished));
+                        }
                     }
                 }
                 tokio::time::sleep(poll).await;
@@ -449,6 +456,9 @@ impl Frontier for UrlFrontierBackend {
             for (i, ack) in at.into_iter().zip(self.put(items).await?) {
                 out[i] = ack == Ack::Ok;
             }
+            if out.contains(&true) {
+                self.over.store(false, Ordering::Release);
+            }
             Ok(out)
         })
     }
@@ -469,7 +479,10 @@ impl Frontier for UrlFrontierBackend {
                         let key = queue_key(entry.client.as_deref(), u).to_owned();
                         let info = info_of(&entry, &key, &self.settings.crawl_id);
                         match self.put(vec![known(info, date)]).await?.first() {
-                            Some(Ack::Ok) => Recrawled::Scheduled,
+                            Some(Ack::Ok) => {
+                                self.over.store(false, Ordering::Release);
+                                Recrawled::Scheduled
+                            }
                             _ => Recrawled::Queued,
                         }
                     }

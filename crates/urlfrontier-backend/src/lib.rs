@@ -109,6 +109,11 @@ pub struct UrlFrontierBackend {
     /// URLs refused by the scope, by [`frontier::OutOfScope::index`].
     out_of_scope: Mutex<Vec<u64>>,
     closed: AtomicBool,
+    /// Held by the one waiting worker that asks the service whether the crawl is over (a
+    /// GetStats of the whole crawl reads every queue there): the others only poll GetURLs.
+    asking: tokio::sync::Mutex<()>,
+    /// The crawl was seen over: nothing queued, held or asleep at the service, nothing here.
+    over: AtomicBool,
 }
 
 impl UrlFrontierBackend {
@@ -156,6 +161,8 @@ impl UrlFrontierBackend {
             duplicates: AtomicU64::new(0),
             out_of_scope: Mutex::new(vec![0; frontier::OutOfScope::ALL.len()]),
             closed: AtomicBool::new(false),
+            asking: tokio::sync::Mutex::new(()),
+            over: AtomicBool::new(false),
         })
     }
 
