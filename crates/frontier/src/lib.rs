@@ -38,6 +38,7 @@ mod listing;
 mod local;
 mod reschedule;
 mod resume;
+mod robots_share;
 mod scheduler;
 mod scope;
 mod spill;
@@ -45,7 +46,7 @@ mod visit;
 
 pub use api::{
     prepare_seeds, Admission, BoxFuture, End, Fenced, Frontier, FrontierError, Lease, Link, Next,
-    Outcome, Recrawled, RobotsShare, SharedRobots, Stats,
+    Outcome, Recrawled, Stats,
 };
 pub use canon::{CanonConfig, Canonicalizer, Invalid, DEFAULT_MAX_URL_LEN};
 pub use client_info::{ClientInfo, MAX_CLIENT_BYTES, MAX_KEY_BYTES};
@@ -58,6 +59,7 @@ pub use local::{
 };
 pub use reschedule::reschedule;
 pub use resume::{Journal, Resumable};
+pub use robots_share::{RobotsShare, SharedRobots};
 pub use scheduler::{HostBackoff, Order, Politeness, DEFAULT_DELAY, DEFAULT_MAX_PER_HOST};
 pub use scope::{
     registrable_domain, HostScope, OutOfScope, PatternError, Scope, ScopeConfig,

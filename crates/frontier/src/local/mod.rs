@@ -25,6 +25,7 @@ use crate::scheduler::{Order, Politeness, Scheduler, Wait};
 use crate::scope::{OutOfScope, PatternError, Scope, ScopeConfig};
 use crate::spill::Spill;
 
+mod keys;
 mod resume;
 mod service;
 mod sleeping;
@@ -32,6 +33,7 @@ mod stats;
 mod urls;
 
 use crate::reschedule::reschedule;
+pub use keys::{host_key, queue_key};
 use sleeping::{unix_now, Sleeping};
 
 /// Default number of URLs the visited-set filter is sized for before it grows.
@@ -559,19 +561,6 @@ impl LocalFrontier {
     pub fn canonicalizer(&self) -> &Canonicalizer {
         &self.canon
     }
-}
-
-/// The politeness key of a canonical URL: its authority without user info — `host`, or
-/// `host:port` when the port is not the scheme's default (canonical URLs omit it).
-pub fn host_key(url: &Url) -> &str {
-    &url[url::Position::BeforeHost..url::Position::AfterPort]
-}
-
-/// The queue a canonical URL goes to: the key its client gave, or its [`host_key`].
-pub fn queue_key<'a>(client: Option<&'a crate::ClientInfo>, url: &'a Url) -> &'a str {
-    client
-        .and_then(crate::ClientInfo::key)
-        .unwrap_or_else(|| host_key(url))
 }
 
 /// How an offered URL was found: what its entry carries besides the URL and parent.

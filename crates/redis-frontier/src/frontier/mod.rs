@@ -267,49 +267,6 @@ impl Shared {
         (bucket, ((fp >> 64) as u64).to_be_bytes())
     }
 
-    /// An operator's recrawl (see [`Frontier::recrawl`]): sleeping URLs are moved in Redis;
-    /// the others are told apart by the visited set (queued or in flight, or never seen).
-    async fn recrawl(
-        &self,
-        urls: Vec<Url>,
-        at: Option<u64>,
-    ) -> Result<Vec<Recrawled>, FrontierError> {
-        // Without a schedule only URLs a client gave a date sleep; they move all the same.
-        let mut call = self.invoke(&self.scripts.recrawl);
-        call.arg(at.unwrap_or(0));
-        for u in &urls {
-            let (bucket, field) = self.due_index(frontier::fingerprint(u.as_str()));
-            call.arg(bucket).arg(field.as_slice()).arg(u.as_str());
-        }
-        let moved: Vec<i64> = call
-            .invoke_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.failed(e))?;
-        let mut pipe = redis::pipe();
-        for u in &urls {
-            let mut cmd = redis::cmd("BITFIELD_RO");
-            cmd.arg(self.visited.bits_key());
-            for i in self.visited.indices(u.as_str()) {
-                cmd.arg("GET").arg("u1").arg(i);
-            }
-            pipe.add_command(cmd);
-        }
-        let bits: Vec<Vec<i64>> = pipe
-            .query_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.failed(e))?;
-        self.wake.notify_waiters();
-        Ok(moved
-            .iter()
-            .zip(&bits)
-            .map(|(m, b)| match (m, b.iter().all(|x| *x == 1)) {
-                (1, _) => Recrawled::Scheduled,
-                (_, true) => Recrawled::Queued,
-                _ => Recrawled::NeverSeen,
-            })
-            .collect())
-    }
-
     /// A call of `script` with the arguments every script takes.
     fn invoke<'s>(&self, script: &'s redis::Script) -> redis::ScriptInvocation<'s> {
         let p = &self.cfg.politeness;

@@ -1,9 +1,10 @@
-//! The shared frontier's answers about single URLs ([`frontier::Found`], [`UrlPage`]): read
+//! The shared frontier's work on single URLs — an operator's recrawl, a deleted queue's
+//! asleep URLs — and its answers about them ([`frontier::Found`], [`UrlPage`]): read
 //! from the queue lists (`q:KEY`) and the due lists (`due:SECOND`, elements `KEY\nENTRY`) a
 //! page of [`READ_AT_ONCE`] elements per call, nothing moved. Without a filter a listing
 //! reads the lists' lengths first and passes over whole lists before its page.
 
-use frontier::{Entry, Found, FrontierError, Pager, UrlPage, UrlQuery};
+use frontier::{Entry, Found, FrontierError, Pager, Recrawled, UrlPage, UrlQuery};
 use url::Url;
 
 use super::Shared;
@@ -65,6 +66,49 @@ impl Shared {
             out.extend(lens);
         }
         Ok(out)
+    }
+
+    /// An operator's recrawl (see [`Frontier::recrawl`]): sleeping URLs are moved in Redis;
+    /// the others are told apart by the visited set (queued or in flight, or never seen).
+    pub(super) async fn recrawl(
+        &self,
+        urls: Vec<Url>,
+        at: Option<u64>,
+    ) -> Result<Vec<Recrawled>, FrontierError> {
+        // Without a schedule only URLs a client gave a date sleep; they move all the same.
+        let mut call = self.invoke(&self.scripts.recrawl);
+        call.arg(at.unwrap_or(0));
+        for u in &urls {
+            let (bucket, field) = self.due_index(frontier::fingerprint(u.as_str()));
+            call.arg(bucket).arg(field.as_slice()).arg(u.as_str());
+        }
+        let moved: Vec<i64> = call
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.failed(e))?;
+        let mut pipe = redis::pipe();
+        for u in &urls {
+            let mut cmd = redis::cmd("BITFIELD_RO");
+            cmd.arg(self.visited.bits_key());
+            for i in self.visited.indices(u.as_str()) {
+                cmd.arg("GET").arg("u1").arg(i);
+            }
+            pipe.add_command(cmd);
+        }
+        let bits: Vec<Vec<i64>> = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.failed(e))?;
+        self.wake.notify_waiters();
+        Ok(moved
+            .iter()
+            .zip(&bits)
+            .map(|(m, b)| match (m, b.iter().all(|x| *x == 1)) {
+                (1, _) => Recrawled::Scheduled,
+                (_, true) => Recrawled::Queued,
+                _ => Recrawled::NeverSeen,
+            })
+            .collect())
     }
 
     /// Drops every URL of the queue `key` asleep until a date, one due list per call: how
