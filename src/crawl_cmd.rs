@@ -244,6 +244,23 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
                         }
                     ));
                 }
+                if !summary.crawl_delay_skipped.is_empty() {
+                    let hosts: Vec<String> = summary
+                        .crawl_delay_skipped
+                        .iter()
+                        .take(3)
+                        .map(|(origin, secs)| format!("{origin} ({secs} s)"))
+                        .collect();
+                    line.push_str(&format!(
+                        "; not crawled for a robots.txt Crawl-delay above \
+                         politeness.max_backoff_secs: {}{}",
+                        hosts.join(", "),
+                        match summary.crawl_delay_skipped.len().saturating_sub(3) {
+                            0 => String::new(),
+                            more => format!(" and {more} more"),
+                        }
+                    ));
+                }
                 if interactive {
                     eprintln!("{line}");
                 } else {

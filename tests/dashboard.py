@@ -10,6 +10,7 @@ fetch(): the API refuses both, seen from its status. Writes a screenshot.
     tests/dashboard.py DASHBOARD_URL SEED_URL HOST SCREENSHOT
 """
 
+import re
 import http.server
 import json
 import shutil
@@ -104,6 +105,10 @@ def main():
         # Pause the host from its row: the row says so once the API has taken it.
         row = lambda: next(r for r in driver.find_elements(By.CSS_SELECTOR, "#hoststable tbody tr")
                            if host in r.text)
+        # Its delay says why (the term that sets it).
+        wait_for(f"{host}'s delay and its reason",
+                 lambda: re.search(r"\d+ \((configured|operator|crawl-delay|latency|backoff)\)",
+                                   row().text))
         row().find_element(By.TAG_NAME, "button").click()
         wait_for(f"{host} paused", lambda: "unpause host" in row().text)
         # The crawl's own pause and resume, as the dashboard sends them.

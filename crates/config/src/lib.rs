@@ -235,8 +235,14 @@ pub struct PolitenessSection {
     /// started since (fetches failing together count once). A backing-off host gets one fetch
     /// per back-off; the first that succeeds ends it, and the host is back to its pace at once.
     pub backoff_base_ms: u64,
-    /// Longest back-off after errors, and longest `Retry-After` honoured.
+    /// Longest back-off after errors, and longest `Retry-After` honoured; a robots.txt
+    /// `Crawl-delay` above it skips the host (each URL gets a record saying so).
     pub max_backoff_secs: u64,
+    /// Latency-adaptive pace: a host's next fetch starts at least this many times its last
+    /// fetch's duration after the last one started (0 = off).
+    pub delay_factor: f64,
+    /// The latency term's bound (`Crawl-delay` is not bounded by it).
+    pub max_delay_ms: u64,
 }
 
 /// `[frontier]`: the visited set, the queue and the scope.

@@ -15,6 +15,17 @@ pub(crate) fn cross_key(c: &CrawlConfig, origin: impl Fn(&str) -> Origin) -> Vec
             message: "must not exceed fetch.total_timeout_ms".into(),
         });
     }
+    if c.politeness.delay_factor > 0.0 && c.politeness.max_delay_ms < c.politeness.delay_ms {
+        problems.push(Problem {
+            key: "politeness.max_delay_ms".into(),
+            origin: origin("politeness.max_delay_ms"),
+            message: format!(
+                "bounds the latency term from above and politeness.delay_ms ({} ms) from \
+                 below: must not be less than it",
+                c.politeness.delay_ms
+            ),
+        });
+    }
     let redis = c.frontier.backend == FrontierBackend::Redis;
     let url = c.frontier.redis_url.trim();
     if redis

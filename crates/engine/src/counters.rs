@@ -16,6 +16,9 @@ pub(crate) struct Counters {
     pub(crate) by_status: Mutex<BTreeMap<String, u64>>,
     /// Origins whose robots.txt could not be had, and why (at most [`MAX_LISTED`]).
     pub(crate) robots_unreachable: Mutex<BTreeMap<String, String>>,
+    /// Origins not crawled for a robots.txt `Crawl-delay` (seconds) above
+    /// `politeness.max_backoff_secs` (at most [`MAX_LISTED`]).
+    pub(crate) crawl_delay_skipped: Mutex<BTreeMap<String, f64>>,
     /// Seeds (depth 0, no parent) that got a response.
     pub(crate) seeds_fetched: AtomicU64,
     /// Why seeds got none (at most [`MAX_LISTED`]).

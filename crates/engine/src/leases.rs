@@ -203,7 +203,7 @@ impl ExternalLeases {
     /// (transient failure with retries left) or its links are offered, its record written and
     /// its lease completed.
     pub(crate) async fn complete(&self, c: Completion) -> Completed {
-        let Some(lease) = self.table.take(c.id) else {
+        let Some(mut lease) = self.table.take(c.id) else {
             return Completed::UnknownLease;
         };
         let entry = lease.entry().clone();
@@ -274,6 +274,10 @@ impl ExternalLeases {
             .finish(&lease, response, offers, found)
             .await;
         let recorded = outcome.is_recorded();
+        // The fetcher's duration paces the host as a worker's does (`delay_factor`).
+        if c.status.is_some() && fetch_ms > 0 {
+            lease.set_elapsed(Duration::from_millis(fetch_ms));
+        }
         self.give_back(lease, outcome).await;
         if recorded {
             Completed::Recorded

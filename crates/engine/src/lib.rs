@@ -156,6 +156,8 @@ pub fn frontier_config(cfg: &CrawlConfig) -> FrontierConfig {
             max_per_host: cfg.politeness.max_per_host,
             backoff_base: Duration::from_millis(cfg.politeness.backoff_base_ms.max(1)),
             max_backoff: Duration::from_secs(cfg.politeness.max_backoff_secs),
+            delay_factor: cfg.politeness.delay_factor,
+            max_delay: Duration::from_millis(cfg.politeness.max_delay_ms),
         },
     }
 }

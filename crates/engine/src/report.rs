@@ -54,6 +54,9 @@ pub struct Summary {
     /// Origins whose robots.txt could not be had (unreachable, 5xx), and why: each of their
     /// URLs has a record with that reason (at most 100 origins listed).
     pub robots_unreachable: BTreeMap<String, String>,
+    /// Origins not crawled because their robots.txt `Crawl-delay` (seconds) is above
+    /// `politeness.max_backoff_secs`: each of their URLs has a record saying so (at most 100).
+    pub crawl_delay_skipped: BTreeMap<String, f64>,
     /// Seeds that got a response (0 with no earlier pages: the crawl exits 69).
     pub seeds_fetched: u64,
     /// Seeds that got none, and why (at most 100).
@@ -317,6 +320,11 @@ pub(crate) fn summarize(report: &Report, s: &frontier::Stats, started: Instant) 
         robots_disallowed: c.robots_disallowed.load(Ordering::Relaxed),
         robots_unreachable: c
             .robots_unreachable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
+        crawl_delay_skipped: c
+            .crawl_delay_skipped
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone(),

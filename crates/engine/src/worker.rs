@@ -13,6 +13,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use frontier::{End, Lease, Link, Next, Outcome};
 use url::Url;
@@ -206,6 +207,8 @@ impl Fetching {
             )
             .await;
         self.tail.counters().latency.observe(fetched.elapsed);
+        // A fetch that reached the host paces it by its duration (`politeness.delay_factor`).
+        let took = fetched.status.map(|_| fetched.elapsed);
         if let Some(retry) = self
             .tail
             .retry(entry, fetched.is_transient(), fetched.retry_after)
@@ -281,6 +284,9 @@ impl Fetching {
             }
             lease.set_visited(o.visited);
         }
+        if let Some(took) = took {
+            lease.set_elapsed(took);
+        }
         outcome
     }
 
@@ -297,7 +303,11 @@ impl Fetching {
         }
         let verdict = self.robots.check(&self.fetcher, url).await;
         let host = lease.host();
-        if let Some(delay) = verdict.crawl_delay {
+        // A `Crawl-delay` longer than the crawl waits for a host is not shortened (the host
+        // would be fetched faster than it asked): the host is not crawled (below).
+        let max_wait = Duration::from_secs(self.tail.rules.max_backoff_secs);
+        let too_slow = verdict.crawl_delay.filter(|d| *d > max_wait);
+        if let Some(delay) = verdict.crawl_delay.filter(|_| too_slow.is_none()) {
             self.tail
                 .frontier()
                 .with_frontier("set_crawl_delay", |f| f.set_crawl_delay(host, delay))
@@ -339,6 +349,22 @@ impl Fetching {
                 .fetch_add(1, Ordering::Relaxed);
             tracing::debug!(url = %frontier::credentials::mask(url.as_str()), "disallowed by robots.txt");
             return Some(Outcome::Skipped);
+        }
+        if let Some(delay) = too_slow {
+            let secs = delay.as_secs_f64();
+            {
+                let origin = url.origin().ascii_serialization();
+                let mut hosts = lock(&self.tail.counters().crawl_delay_skipped);
+                if hosts.len() < MAX_LISTED || hosts.contains_key(&origin) {
+                    hosts.insert(origin, secs);
+                }
+            }
+            let why = format!(
+                "robots.txt Crawl-delay {secs} s is above politeness.max_backoff_secs ({} s): \
+                 the host is not crawled",
+                max_wait.as_secs()
+            );
+            return Some(self.tail.recorder.unfetched(lease, why).await);
         }
         None
     }

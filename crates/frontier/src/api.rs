@@ -184,6 +184,8 @@ pub struct Lease {
     visited: Option<Box<Visited>>,
     /// When the URL is due again (Unix seconds), instead of when the schedule says.
     due_at: Option<u64>,
+    /// How long the fetch took, request to last byte (see [`Lease::set_elapsed`]).
+    elapsed: Option<Duration>,
 }
 
 impl Lease {
@@ -197,7 +199,20 @@ impl Lease {
             last_of_host: false,
             visited: None,
             due_at: None,
+            elapsed: None,
         }
+    }
+
+    /// Says how long the fetch took, request to last byte: with `politeness.delay_factor`
+    /// the frontier paces the host by it at `complete` (a fetch that reached the host and
+    /// went through; others ignore it).
+    pub fn set_elapsed(&mut self, elapsed: Duration) {
+        self.elapsed = Some(elapsed);
+    }
+
+    /// The fetch's duration, if the fetcher said ([`set_elapsed`](Self::set_elapsed)).
+    pub fn elapsed(&self) -> Option<Duration> {
+        self.elapsed
     }
 
     /// The URL is due again at `unix_secs`, whatever the crawl's recrawl schedule says (with

@@ -78,9 +78,14 @@ pub struct HostInfo {
     pub errors: u64,
     /// URLs admitted for this host (what `max_pages` counts).
     pub admitted: u64,
-    /// The gap between two fetch starts now in force: the larger of the delay, the robots.txt
-    /// `Crawl-delay` and the back-off.
+    /// The gap between two fetch starts now in force: the largest of the delay, the
+    /// robots.txt `Crawl-delay`, the latency term and the back-off.
     pub delay: Duration,
+    /// The term that sets `delay`.
+    pub delay_reason: crate::DelayReason,
+    /// The latency term: `politeness.delay_factor ×` the last fetch's duration, at most
+    /// `politeness.max_delay_ms` (zero: off, or nothing measured yet).
+    pub latency_delay: Duration,
     /// The robots.txt `Crawl-delay` (zero: none).
     pub crawl_delay: Duration,
     /// The back-off after errors (zero: healthy).

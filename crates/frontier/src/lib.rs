@@ -36,6 +36,7 @@ mod entry;
 mod hosts;
 mod listing;
 mod local;
+mod pace;
 mod reschedule;
 mod resume;
 mod robots_share;
@@ -57,6 +58,7 @@ pub use local::{
     fingerprint, host_key, queue_key, BuildError, Dedup, FrontierConfig, LocalFrontier,
     DEFAULT_EXPECTED_URLS, DEFAULT_FPP, DEFAULT_MAX_REDIRECTS, DEFAULT_MEMORY_CAPACITY,
 };
+pub use pace::{latency_term, DelayReason, PaceTerms};
 pub use reschedule::reschedule;
 pub use resume::{Journal, Resumable};
 pub use robots_share::{RobotsShare, SharedRobots};

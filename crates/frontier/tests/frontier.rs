@@ -271,6 +271,7 @@ async fn retry_after_crawl_delay_and_retries() {
             max_per_host: 1,
             backoff_base: Duration::from_secs(2),
             max_backoff: Duration::from_secs(60),
+            ..Politeness::default()
         },
         ..config(64, Order::BreadthFirst)
     };

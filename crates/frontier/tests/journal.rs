@@ -168,6 +168,7 @@ async fn host_backoff_is_journaled_and_restored() {
             max_per_host: 1,
             backoff_base: Duration::from_secs(2),
             max_backoff: Duration::from_secs(60),
+            ..Politeness::default()
         },
         ..config(64, Order::BreadthFirst)
     };

@@ -34,6 +34,8 @@ pub const SHARED_RULES: &[&str] = &[
     "politeness.max_per_host",
     "politeness.backoff_base_ms",
     "politeness.max_backoff_secs",
+    "politeness.delay_factor",
+    "politeness.max_delay_ms",
     "frontier.expected_urls",
     "frontier.fpp",
     "frontier.dedup",

@@ -10,7 +10,7 @@ use redis::aio::ConnectionManager;
 use crate::errors::frontier_error;
 
 /// The fields of a host's hash this reads, in order.
-const FIELDS: [&str; 13] = [
+const FIELDS: [&str; 14] = [
     "queued",
     "inflight",
     "done",
@@ -24,6 +24,7 @@ const FIELDS: [&str; 13] = [
     "max_inflight",
     "budget",
     "max_done",
+    "lat",
 ];
 
 /// One page of the crawl's hosts.
@@ -120,9 +121,17 @@ fn info(
     let count = |i: usize| u64::try_from(field(i).unwrap_or(0)).unwrap_or(0);
     let millis = |v: u64| Duration::from_millis(v);
     let set = |i: usize| field(i).and_then(|v| u64::try_from(v).ok());
-    let delay = set(5).map_or(default_delay, millis);
     let crawl_delay = millis(count(6));
     let backoff = millis(count(7));
+    let latency_delay = millis(count(13));
+    let (delay, delay_reason) = frontier::PaceTerms {
+        base: set(5).map_or(default_delay, millis),
+        operator: set(5).is_some(),
+        crawl_delay,
+        latency: latency_delay,
+        backoff,
+    }
+    .delay();
     let blocked_until = count(9);
     HostInfo {
         host,
@@ -131,7 +140,9 @@ fn info(
         done: count(2),
         errors: count(3),
         admitted: count(4),
-        delay: delay.max(crawl_delay).max(backoff),
+        delay,
+        delay_reason,
+        latency_delay,
         crawl_delay,
         backoff,
         ready_in: millis(count(8).max(blocked_until).saturating_sub(now)),

@@ -191,6 +191,13 @@ pub struct HostBody {
     pub admitted: u64,
     /// The gap between fetch starts now in force, in milliseconds.
     pub delay_ms: u64,
+    /// What sets `delay_ms`: `configured` (`politeness.delay_ms`), `operator` (this host's
+    /// `PUT`), `crawl_delay` (its robots.txt), `latency` (`politeness.delay_factor ×` its
+    /// last fetch's duration) or `backoff` (errors).
+    pub delay_reason: String,
+    /// The latency term, in milliseconds: `politeness.delay_factor ×` the last fetch's
+    /// duration, at most `politeness.max_delay_ms` (0: off, or nothing measured yet).
+    pub latency_delay_ms: u64,
     /// robots.txt `Crawl-delay`, in milliseconds (0: none).
     pub crawl_delay_ms: u64,
     /// Back-off after errors, in milliseconds (0: healthy).

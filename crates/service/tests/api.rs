@@ -251,6 +251,24 @@ async fn seeds_over_the_api_crawl_the_site_and_controls_hold() {
         .unwrap_or_else(|| panic!("no h2.test in {all}"));
     assert_eq!(h2["robots"], "unreachable", "{h2}");
     assert!(h2["errors"].as_u64().unwrap() >= 1, "{h2}");
+    // Each host's delay says what sets it: h0's is the operator's 40 ms (unless its last
+    // errors left a longer back-off).
+    let h0_row = all["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["host"] == h0.as_str())
+        .unwrap_or_else(|| panic!("no {h0} in {all}"));
+    let expected = match h0_row["backoff_ms"].as_u64().unwrap() {
+        b if b > 40 => (json!(b), json!("backoff")),
+        _ => (json!(40), json!("operator")),
+    };
+    assert_eq!(
+        (&h0_row["delay_ms"], &h0_row["delay_reason"]),
+        (&expected.0, &expected.1),
+        "{h0_row}"
+    );
+    assert_eq!(h0_row["latency_delay_ms"], 0, "{h0_row}");
     let (code, _) = api
         .call(
             "PUT",

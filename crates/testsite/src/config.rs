@@ -230,6 +230,10 @@ pub struct SiteConfig {
     /// Milliseconds every HTML page waits before it is answered: a site far away (latency,
     /// not CPU — the server does nothing meanwhile), for measuring crawls bound by waiting.
     pub latency_ms: u64,
+    /// Per host, milliseconds every answer of the host waits (robots.txt, redirects, errors
+    /// and pages alike: a slow server), in place of `latency_ms`: host `i` takes entry `i`
+    /// modulo the length (empty: `latency_ms`). For latency-adaptive politeness.
+    pub host_latency_ms: Vec<u64>,
     /// Pages that change over time (`None`: a page is the same for ever).
     pub changing: Option<Changing>,
 }
@@ -251,6 +255,7 @@ impl Default for SiteConfig {
             plain_links: false,
             big_pages: 0,
             latency_ms: 0,
+            host_latency_ms: Vec::new(),
             changing: None,
         }
     }

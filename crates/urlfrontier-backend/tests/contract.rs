@@ -125,8 +125,9 @@ impl Harness for OnService {
 
     /// What url-frontier v2 cannot say: a URL given back goes to the back of its queue (a
     /// known item with a date), there are no per-host in-flight limits or admission budgets
-    /// to set, a fetch's observation does not reach a schedule kept there, and GetStats of
-    /// a queue whose URLs all sleep says there is none.
+    /// to set, a fetch's observation does not reach a schedule kept there, GetStats of a
+    /// queue whose URLs all sleep says there is none, and a fetch's duration does not pace
+    /// its queue there (the service paces by its own delays).
     fn lacks(&self, _what: Lacks) -> bool {
         true
     }

@@ -32,6 +32,7 @@ impl Scheduler {
 
     fn host_info_of(&self, id: u32, now: Instant) -> HostInfo {
         let q = &self.hosts[id as usize];
+        let (delay, delay_reason) = self.terms_of(id).delay();
         HostInfo {
             host: q.name.to_string(),
             queued: q.len(),
@@ -39,7 +40,9 @@ impl Scheduler {
             done: q.done,
             errors: q.errors,
             admitted: 0,
-            delay: self.delay_of(id),
+            delay,
+            delay_reason,
+            latency_delay: q.latency_delay,
             crawl_delay: q.crawl_delay,
             backoff: q.backoff,
             ready_in: q.ready_at().saturating_duration_since(now),

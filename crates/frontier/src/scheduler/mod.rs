@@ -55,12 +55,26 @@ pub struct Politeness {
     pub backoff_base: Duration,
     /// Longest back-off (and longest `Retry-After` honoured).
     pub max_backoff: Duration,
+    /// The latency term's factor: a host's pace is at least this many times its last
+    /// fetch's duration (0: off). See [`crate::PaceTerms`].
+    pub delay_factor: f64,
+    /// The latency term's bound.
+    pub max_delay: Duration,
+}
+
+impl Politeness {
+    /// The latency term of a fetch that took `elapsed` (`None`: the factor is off).
+    pub fn latency_term(&self, elapsed: Duration) -> Option<Duration> {
+        crate::latency_term(self.delay_factor, self.max_delay, elapsed)
+    }
 }
 
 /// Default delay between fetches to one host.
 pub const DEFAULT_DELAY: Duration = Duration::from_millis(250);
 /// Default fetches in flight per host.
 pub const DEFAULT_MAX_PER_HOST: u32 = 2;
+/// Default bound of the latency term (Heritrix's `maxDelayMs`).
+pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(30);
 
 impl Default for Politeness {
     fn default() -> Self {
@@ -69,6 +83,8 @@ impl Default for Politeness {
             max_per_host: DEFAULT_MAX_PER_HOST,
             backoff_base: Duration::from_secs(1),
             max_backoff: Duration::from_secs(300),
+            delay_factor: 0.0,
+            max_delay: DEFAULT_MAX_DELAY,
         }
     }
 }
@@ -379,13 +395,22 @@ impl Scheduler {
         false
     }
 
-    /// The gap between two fetch starts of host `id` when it is healthy: the delay (or an
-    /// operator's) and its robots.txt `Crawl-delay`.
-    fn pace_of(&self, id: u32) -> Duration {
+    /// The terms of host `id`'s delay (see [`crate::PaceTerms`]).
+    fn terms_of(&self, id: u32) -> crate::PaceTerms {
         let q = &self.hosts[id as usize];
-        q.delay_override
-            .unwrap_or(self.politeness.delay)
-            .max(q.crawl_delay)
+        crate::PaceTerms {
+            base: q.delay_override.unwrap_or(self.politeness.delay),
+            operator: q.delay_override.is_some(),
+            crawl_delay: q.crawl_delay,
+            latency: q.latency_delay,
+            backoff: q.backoff,
+        }
+    }
+
+    /// The gap between two fetch starts of host `id` when it is healthy: the delay (or an
+    /// operator's), its robots.txt `Crawl-delay` and its latency term.
+    fn pace_of(&self, id: u32) -> Duration {
+        self.terms_of(id).pace()
     }
 
     /// The gap now in force: the pace, or the back-off while the host backs off.
@@ -402,6 +427,7 @@ impl Scheduler {
         now: Instant,
     ) -> (bool, Option<HostBackoff>) {
         let (id, round) = lease_parts(lease.token());
+        let elapsed = lease.elapsed();
         if self.hosts.get(id as usize).is_none_or(|q| q.in_flight == 0) {
             return (false, None);
         }
@@ -430,7 +456,8 @@ impl Scheduler {
         // since that went through ends the back-off; a skip (robots.txt) did not reach the
         // host, says nothing of it and leaves the back-off, but gives its turn back.
         let probe = current && !q.backoff.is_zero();
-        let recovered = probe && matches!(outcome, Outcome::Done);
+        let went_through = matches!(outcome, Outcome::Done);
+        let recovered = probe && went_through;
         let skipped = probe && matches!(outcome, Outcome::Skipped);
         let requeue = match outcome {
             Outcome::Done | Outcome::Skipped => {
@@ -491,6 +518,19 @@ impl Scheduler {
                 backoff: q.backoff,
                 wait: q.next_allowed.saturating_duration_since(now),
             });
+        // A fetch that went through paces the host by its duration from now on, the next
+        // start counted from the last (not persisted: a restart starts from the delay).
+        let term = elapsed
+            .filter(|_| went_through)
+            .and_then(|d| self.politeness.latency_term(d));
+        if let Some(term) = term {
+            self.hosts[id as usize].latency_delay = term;
+            let q = &self.hosts[id as usize];
+            let at = q.last_start.unwrap_or(now) + self.pace_of(id);
+            if at > q.next_allowed {
+                self.hosts[id as usize].next_allowed = at;
+            }
+        }
         let scheduled = self.schedule(id);
         (
             scheduled || woken || (self.queued == 0 && self.in_flight == 0),

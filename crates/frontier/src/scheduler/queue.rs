@@ -27,6 +27,8 @@ pub(super) struct HostQueue {
     /// When the last fetch to this host was handed out.
     pub(super) last_start: Option<Instant>,
     pub(super) crawl_delay: Duration,
+    /// The latency term of its last fetch that went through (zero: off or none yet).
+    pub(super) latency_delay: Duration,
     pub(super) backoff: Duration,
     /// Raised each time an error backs the host off further. A lease carries the round it
     /// was handed out in, and only a fetch handed out in the current round says how the host
@@ -67,6 +69,7 @@ impl HostQueue {
             held_until: Instant::now(),
             last_start: None,
             crawl_delay: Duration::ZERO,
+            latency_delay: Duration::ZERO,
             backoff: Duration::ZERO,
             round: 0,
             in_heap: false,

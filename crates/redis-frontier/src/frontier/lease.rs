@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use frontier::{reschedule, End, Entry, FrontierError, Lease, Next, Outcome};
+use frontier::{reschedule, End, Entry, FrontierError, Lease, Next, Outcome, Politeness};
 use redis::Value;
 
 use super::{ms, Shared, IDLE, POLL};
@@ -79,7 +79,8 @@ pub(super) async fn heartbeat(shared: std::sync::Weak<Shared>) {
     }
 }
 
-/// A completion as the scripts take it: lease id, kind, the server's wait hint, the entry
+/// A completion as the scripts take it: lease id, kind, the server's wait hint (for `done`,
+/// the fetch's latency term: see [`frontier::PaceTerms`]), the entry
 /// to queue for a retry (encoded; empty for none) and, under a recrawl schedule, the entry
 /// with its next visit and the seconds until it is due (empty and 0 for none).
 pub(super) struct Completion {
@@ -94,14 +95,18 @@ pub(super) struct Completion {
 }
 
 impl Completion {
-    fn of(lease: Lease, outcome: Outcome, again: Option<Again>) -> Self {
+    fn of(lease: Lease, outcome: Outcome, again: Option<Again>, p: &Politeness) -> Self {
         let id = lease.token();
         let (again, again_secs, index) = match again {
             Some(a) => (a.entry, a.secs, (a.bucket.to_string(), a.field.to_vec())),
             None => Default::default(),
         };
         let (kind, hint, retry) = match outcome {
-            Outcome::Done => ("done", None, None),
+            Outcome::Done => (
+                "done",
+                lease.elapsed().and_then(|d| p.latency_term(d)),
+                None,
+            ),
             Outcome::Skipped => ("skip", None, None),
             Outcome::HostError { retry_after } => ("error", retry_after, None),
             Outcome::Retry { after } => {
@@ -124,6 +129,16 @@ impl Completion {
             again_secs,
             index,
         }
+    }
+}
+
+/// The scripts' `hint` argument (ms): the server's wait for an error or retry (0: none); for
+/// `done` the fetch's latency term, -1 when the fetcher said no duration (the term stays).
+fn hint_ms(kind: &str, hint: Option<Duration>) -> i64 {
+    match hint {
+        Some(d) => i64::try_from(ms(d)).unwrap_or(i64::MAX),
+        None if kind == "done" => -1,
+        None => 0,
     }
 }
 
@@ -158,7 +173,7 @@ impl Shared {
         if let Some(c) = completion {
             call.arg(c.id)
                 .arg(c.kind)
-                .arg(c.hint.map_or(0, ms))
+                .arg(hint_ms(c.kind, c.hint))
                 .arg(c.retry.as_slice())
                 .arg(c.again.as_slice())
                 .arg(c.again_secs)
@@ -256,7 +271,7 @@ impl Shared {
         let mut call = self.invoke(&self.scripts.complete);
         call.arg(id)
             .arg(kind)
-            .arg(hint.map_or(0, ms))
+            .arg(hint_ms(kind, hint))
             .arg(retry)
             .arg(self.holder.as_str())
             .arg(again.0)
@@ -323,7 +338,7 @@ impl Shared {
         outcome: Outcome,
     ) -> Result<Next, FrontierError> {
         let again = self.next_visit(&lease, &outcome);
-        let completion = Completion::of(lease, outcome, again);
+        let completion = Completion::of(lease, outcome, again, &self.cfg.politeness);
         let was_held = self.unhold(completion.id);
         self.next_after(Some(&completion))
             .await
@@ -482,7 +497,7 @@ impl Shared {
         outcome: Outcome,
     ) -> Result<(), FrontierError> {
         let again = self.next_visit(&lease, &outcome);
-        let c = Completion::of(lease, outcome, again);
+        let c = Completion::of(lease, outcome, again, &self.cfg.politeness);
         let was_held = self.unhold(c.id);
         // A completion that comes back after the lease expired changes nothing (`false`):
         // the URL was handed to another process, which completes it.

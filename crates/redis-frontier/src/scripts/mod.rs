@@ -21,7 +21,8 @@
 //! Keys (all under the crawl's prefix `crawl:{ID}:`, one hash slot):
 //! - `visited` — the Bloom bitmap; `exact` — binary fingerprints (`dedup = "exact"`);
 //! - `q:HOST` — a host's queue of encoded entries; `h:HOST` — a hash of its state (`queued`,
-//!   `inflight`, `next_at`, `last_start`, `delay`, `crawl_delay`, `backoff`, `backoff_lease`
+//!   `inflight`, `next_at`, `last_start`, `delay`, `crawl_delay`, `lat` (the latency term,
+//!   ms), `backoff`, `backoff_lease`
 //!   (the newest lease id when the back-off last grew), `held_at` (what errors hold the host
 //!   to: its back-off wait, a `Retry-After`), `blocked_until`,
 //!   `max_inflight`, `budget`, `admitted`, `done`, `errors`); `hosts` — every host;
@@ -93,11 +94,13 @@ local function hnum(hk, f, d)
   if v then return tonumber(v) end
   return d
 end
--- The gap between two fetch starts of a healthy host: its delay and `Crawl-delay`.
+-- The gap between two fetch starts of a healthy host: its delay, `Crawl-delay` and latency
+-- term (`lat`: set by a completion, see `frontier::PaceTerms`).
 local function eff_pace(hk)
-  local d = hnum(hk, 'delay', -1)
+  local v = redis.call('HMGET', hk, 'delay', 'crawl_delay', 'lat')
+  local d = tonumber(v[1] or -1)
   if d < 0 then d = default_delay() end
-  return math.max(d, hnum(hk, 'crawl_delay', 0))
+  return math.max(d, tonumber(v[2] or 0), tonumber(v[3] or 0))
 end
 -- The gap now in force: the pace, or the back-off while the host backs off.
 local function eff_delay(hk)
@@ -178,7 +181,16 @@ local function finish(id, kind, hint, retry_entry, now, holder, again, again_s, 
       end
     end
     redis.call('HINCRBY', hk, 'done', 1)
-    if kind == 'done' then redis.call('HINCRBY', P .. 'stats', 'pages', 1) end
+    if kind == 'done' then
+      redis.call('HINCRBY', P .. 'stats', 'pages', 1)
+      -- The fetch's latency term (`hint`; -1: no duration said) paces the host from its
+      -- last start on.
+      if hint > 0 or (hint == 0 and hnum(hk, 'lat', 0) > 0) then
+        redis.call('HSET', hk, 'lat', I(hint))
+        local at = hnum(hk, 'last_start', now) + eff_pace(hk)
+        if at > hnum(hk, 'next_at', 0) then redis.call('HSET', hk, 'next_at', I(at)) end
+      end
+    end
   elseif kind == 'error' then
     back_off(hk, now, hint, current)
     redis.call('HINCRBY', hk, 'done', 1)

@@ -291,6 +291,8 @@ pub(crate) async fn hosts(
                 errors: h.errors,
                 admitted: h.admitted,
                 delay_ms: h.delay.as_millis() as u64,
+                delay_reason: h.delay_reason.as_str().to_owned(),
+                latency_delay_ms: h.latency_delay.as_millis() as u64,
                 crawl_delay_ms: h.crawl_delay.as_millis() as u64,
                 backoff_ms: h.backoff.as_millis() as u64,
                 ready_at_unix_ms: unix_ms_in(h.ready_in),

@@ -5,7 +5,7 @@ use super::*;
 use frontier::HostInfo;
 
 /// `host` as the host listing shows it.
-async fn host_of(f: &dyn Frontier, host: &str) -> HostInfo {
+pub(super) async fn host_of(f: &dyn Frontier, host: &str) -> HostInfo {
     let query = HostQuery {
         limit: 1000,
         ..HostQuery::default()

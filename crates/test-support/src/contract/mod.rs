@@ -25,6 +25,7 @@ mod backoff;
 mod client;
 mod hosts;
 mod keyed;
+mod pace;
 mod recrawl;
 mod seeds;
 mod urls;
@@ -39,6 +40,7 @@ pub use hosts::{
     host_listing_and_controls,
 };
 pub use keyed::{a_lease_of_one_host, released_leases_and_leases_without_waiting};
+pub use pace::a_fetch_duration_paces_its_host;
 pub use recrawl::{
     a_dated_link_sleeps_until_its_date, a_fetched_url_is_due_again, an_operator_moves_a_schedule,
     scheduled_config, skipped_urls_back_off_and_one_shot_crawls_end,
@@ -77,6 +79,8 @@ pub enum Lacks {
     Schedules,
     /// A queue whose URLs all sleep until a date is listed and controlled.
     AsleepQueues,
+    /// A fetch's duration paces its host (`politeness.delay_factor`).
+    LatencyPace,
 }
 
 /// Longest any single wait of the suite may take before it counts as a hang.
@@ -96,6 +100,7 @@ pub fn base_config() -> FrontierConfig {
             max_per_host: 1000,
             backoff_base: Duration::from_millis(20),
             max_backoff: Duration::from_secs(2),
+            ..Politeness::default()
         },
         ..FrontierConfig::default()
     }
@@ -151,6 +156,7 @@ pub async fn run_all(h: &dyn Harness) {
     a_deleted_queue_drops_its_urls(h).await;
     a_default_delay_paces_hosts_without_their_own(h).await;
     a_host_delay_counts_from_its_last_fetch(h).await;
+    a_fetch_duration_paces_its_host(h).await;
     a_kept_open_frontier_waits_for_seeds(h).await;
     a_requeued_url_is_served_again(h).await;
     entries_carry_how_they_were_found(h).await;

@@ -53,6 +53,10 @@ struct Args {
     /// not CPU).
     #[arg(long, default_value_t = 0)]
     latency_ms: u64,
+    /// Per host, milliseconds its HTML pages wait instead: `10,100,400` (host i takes entry
+    /// i modulo the list).
+    #[arg(long, value_delimiter = ',', value_name = "MS,...")]
+    host_latency_ms: Vec<u64>,
     /// Pages change over time: `DAY_SECS,MIN_PER_DAY,MAX_PER_DAY` — each numeric page gets new
     /// versions at its own rate (log-uniform between the bounds, per simulated day of
     /// DAY_SECS seconds), with ETag and Last-Modified that follow and 304s to conditional
@@ -143,6 +147,7 @@ fn main() -> ExitCode {
         big_pages: args.big_pages,
         plain_links: args.plain_links,
         latency_ms: args.latency_ms,
+        host_latency_ms: args.host_latency_ms,
         changing,
     };
     if let Err(e) = cfg.validate() {

@@ -264,6 +264,14 @@ impl Site {
         &self.cfg
     }
 
+    /// Milliseconds host `h`'s answers wait (see `SiteConfig::host_latency_ms`).
+    pub fn latency_of(&self, h: HostId) -> u64 {
+        match self.cfg.host_latency_ms.as_slice() {
+            [] => self.cfg.latency_ms,
+            each => each[h as usize % each.len()],
+        }
+    }
+
     /// The port in every URL.
     pub fn port(&self) -> u16 {
         self.port

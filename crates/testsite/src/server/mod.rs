@@ -325,19 +325,31 @@ async fn respond(
 ) -> Response<ResponseBody> {
     let site = &shared.site;
     let accepts = asked.accepts;
-    if let Some(p) = site.changing_page(h, path) {
-        let latency = site.config().latency_ms;
+    // `host_latency_ms` slows every answer of the host (a slow server); `latency_ms` its
+    // HTML pages (a far-away site).
+    let (latency, every) = (
+        site.latency_of(h),
+        !site.config().host_latency_ms.is_empty(),
+    );
+    let wait = || async move {
         if latency > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(latency)).await;
+        }
+    };
+    if every {
+        wait().await;
+    }
+    if let Some(p) = site.changing_page(h, path) {
+        if !every {
+            wait().await;
         }
         return conditional::respond(site, h, path, p, asked, shared.observer.start_wall);
     }
     let resource = site.resolve(h, path);
     match resource {
         Resource::Html(html) | Resource::Trap(html) => {
-            let latency = site.config().latency_ms;
-            if latency > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(latency)).await;
+            if !every {
+                wait().await;
             }
             html_response(site, h, path, &html, accepts)
         }

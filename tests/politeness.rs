@@ -1,0 +1,153 @@
+//! Politeness seen from the server: hosts paced by their own latency
+//! (`politeness.delay_factor`), a robots.txt `Crawl-delay` above `max_delay_ms` honoured, and
+//! one above `max_backoff_secs` skipping its host with a record for each URL.
+
+use testsite::{SiteConfig, TestSite};
+
+use crate::crawl::{crawl_site, read_pages};
+use crate::util::{crawler, stderr};
+
+/// The start-to-start gaps between the page requests (not robots.txt) `host` received.
+fn page_gaps(site: &TestSite, host: &str) -> Vec<f64> {
+    let starts: Vec<f64> = site
+        .observer()
+        .log()
+        .iter()
+        .filter(|r| r.host == host && r.path != "/robots.txt")
+        .map(|r| r.at_ms)
+        .collect();
+    starts.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Hosts answering after 100, 10 and 60 ms, `delay_factor = 2`, `delay_ms = 30`,
+/// `max_delay_ms = 150`, one fetch at a time per host: each host's pace is twice its latency
+/// within those bounds — h1 every 30 ms (the delay: twice 10 ms is less), h4 every 120 ms —
+/// and h0's robots.txt `Crawl-delay: 0.25`, above `max_delay_ms`, is honoured (250 ms, not
+/// the 150 its latency would give). The server sees arrivals, each a little after its
+/// start, so single gaps carry jitter; the span of a host's page requests does not add it
+/// up (as in `politeness_seen_from_the_server`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_host_is_paced_by_its_own_latency() {
+    let site = TestSite::start(SiteConfig {
+        pages: 20,
+        hosts: 5,
+        extra_links: 1,
+        depth: 1,
+        crawl_delay: Some(0.25),
+        // h2's robots.txt answers 5xx (not crawled), h3 has no latency.
+        host_latency_ms: vec![100, 10, 0, 0, 60],
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let (_dir, out) = crawl_site(
+        &site,
+        "[crawl]\nconcurrency = 8\nsitemaps = false\n\
+         [politeness]\ndelay_ms = 30\nmax_per_host = 1\ndelay_factor = 2\nmax_delay_ms = 150\n",
+    )
+    .await;
+    assert!(!read_pages(&out).is_empty());
+    let mut medians = Vec::new();
+    for (host, pace) in [("h0.test", 250.0), ("h1.test", 30.0), ("h4.test", 120.0)] {
+        let gaps = page_gaps(&site, host);
+        assert!(gaps.len() >= 4, "{host}: {} gaps", gaps.len());
+        let span: f64 = gaps.iter().sum();
+        // The first page's own pace comes from its duration, measured when it completes: the
+        // gaps after it are paced, the first within one pace of it.
+        let floor = (gaps.len() - 1) as f64 * pace;
+        assert!(
+            span >= floor,
+            "{host}: {} gaps in {span:.0} ms, at least {floor:.0} expected ({gaps:?})",
+            gaps.len()
+        );
+        medians.push(median(gaps));
+    }
+    // The fast host is not held to the slow hosts' pace.
+    assert!(
+        medians[1] < medians[0] / 2.0 && medians[1] < medians[2],
+        "median gaps h0, h1, h4: {medians:?}"
+    );
+    site.stop().await;
+}
+
+/// A robots.txt `Crawl-delay` longer than `politeness.max_backoff_secs` (the longest the
+/// crawl waits for a host) is not shortened: its host is not crawled — nothing but its
+/// robots.txt is requested — and each of its URLs gets a record saying why; the other hosts
+/// are crawled, the crawl ends at once, `stats.json` and the summary name the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_delay_above_the_longest_wait_skips_its_host_with_records() {
+    let site = TestSite::start(SiteConfig {
+        pages: 20,
+        hosts: 2,
+        extra_links: 3,
+        depth: 2,
+        crawl_delay: Some(400.0),
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let h0 = site.site().origin(0);
+    let h1 = site.site().origin(1);
+    let file = dir.path().join("crawler.toml");
+    std::fs::write(
+        &file,
+        "[politeness]\ndelay_ms = 0\nmax_backoff_secs = 300\n\
+         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n",
+    )
+    .unwrap();
+    let mut cmd = crawler();
+    cmd.args(["crawl", "--config", file.to_str().unwrap()])
+        .args(["--seed", &format!("{h0}/"), "--seed", &format!("{h1}/")])
+        .args([
+            "--out",
+            out.to_str().unwrap(),
+            "--resolve",
+            "*.test=127.0.0.1",
+        ])
+        .env("RUST_LOG", "info");
+    let output = crate::util::output(cmd).await;
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    let requested: Vec<String> = site
+        .observer()
+        .log()
+        .iter()
+        .filter(|r| r.host == "h0.test")
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(requested, ["/robots.txt"], "h0 got only its robots.txt");
+    let pages = read_pages(&out);
+    let skipped: Vec<&serde_json::Value> = pages
+        .iter()
+        .filter(|p| p["url"].as_str().unwrap().starts_with(&h0))
+        .collect();
+    assert!(!skipped.is_empty());
+    for p in &skipped {
+        assert!(p["status"].is_null(), "{p}");
+        assert_eq!(
+            p["error"],
+            "robots.txt Crawl-delay 400 s is above politeness.max_backoff_secs (300 s): \
+             the host is not crawled",
+        );
+    }
+    let h1_pages = pages
+        .iter()
+        .filter(|p| p["url"].as_str().unwrap().starts_with(&h1) && p["status"] == 200)
+        .count();
+    assert!(h1_pages >= 5, "h1 is crawled: {h1_pages} pages");
+    let stats: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("stats.json")).unwrap()).unwrap();
+    assert_eq!(stats["crawl_delay_skipped"][h0.as_str()], 400.0, "{stats}");
+    assert!(
+        err.contains("not crawled for a robots.txt Crawl-delay above"),
+        "{err}"
+    );
+    site.stop().await;
+}
