@@ -1,11 +1,12 @@
-//! Politeness seen from the server: hosts paced by their own latency
+//! Politeness seen from the server: host names on one address paced together
+//! (`politeness.ip_delay_ms`, `max_per_ip`), hosts paced by their own latency
 //! (`politeness.delay_factor`), a robots.txt `Crawl-delay` above `max_delay_ms` honoured, and
 //! one above `max_backoff_secs` skipping its host with a record for each URL.
 
 use testsite::{SiteConfig, TestSite};
 
 use crate::crawl::{crawl_site, read_pages};
-use crate::util::{crawler, stderr};
+use crate::util::{crawler, recorded, stderr};
 
 /// The start-to-start gaps between the page requests (not robots.txt) `host` received.
 fn page_gaps(site: &TestSite, host: &str) -> Vec<f64> {
@@ -148,6 +149,51 @@ async fn a_crawl_delay_above_the_longest_wait_skips_its_host_with_records() {
     assert!(
         err.contains("not crawled for a robots.txt Crawl-delay above"),
         "{err}"
+    );
+    site.stop().await;
+}
+
+/// Twenty host names on one address (`--resolve *.test=127.0.0.1`), each allowed 4 fetches
+/// at once and no delay of its own, under `ip_delay_ms = 5` and `max_per_ip = 2`: the server
+/// behind them never has more than 2 requests in flight, robots.txt fetches included, their
+/// starts are at least 5 ms apart (the span of all arrivals, as above), and the crawl still
+/// reaches the site's ground truth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_names_on_one_address_share_its_budget() {
+    let site = TestSite::start(SiteConfig {
+        pages: 120,
+        hosts: 20,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let (_dir, out) = crawl_site(
+        &site,
+        "[crawl]\nconcurrency = 16\n[fetch]\nretry_base_ms = 20\n\
+         [politeness]\nbackoff_base_ms = 20\ndelay_ms = 0\nmax_per_host = 4\n\
+         ip_delay_ms = 5\nmax_per_ip = 2\n",
+    )
+    .await;
+    let pages = read_pages(&out);
+    if let Err(e) = site.site().ground_truth().check(pages.iter().map(recorded)) {
+        panic!("{e}");
+    }
+    let observer = site.observer();
+    assert!(
+        observer.max_concurrent_all() <= 2,
+        "{} requests in flight at once to the one address",
+        observer.max_concurrent_all()
+    );
+    let mut starts: Vec<f64> = observer.log().iter().map(|r| r.at_ms).collect();
+    starts.sort_by(f64::total_cmp);
+    let hosts = observer.host_stats().len();
+    assert!(hosts >= 15, "{hosts} hosts requested");
+    let span = starts[starts.len() - 1] - starts[0];
+    let floor = (starts.len() - 2) as f64 * 5.0;
+    assert!(
+        span >= floor,
+        "{} requests in {span:.0} ms, at least {floor:.0} expected",
+        starts.len()
     );
     site.stop().await;
 }

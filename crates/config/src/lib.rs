@@ -243,6 +243,10 @@ pub struct PolitenessSection {
     pub delay_factor: f64,
     /// The latency term's bound (`Crawl-delay` is not bounded by it).
     pub max_delay_ms: u64,
+    /// Gap between any two fetch starts to one address (0 = none).
+    pub ip_delay_ms: u64,
+    /// Most fetches in flight to one address (0 = no limit).
+    pub max_per_ip: u32,
 }
 
 /// `[frontier]`: the visited set, the queue and the scope.

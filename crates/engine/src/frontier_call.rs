@@ -92,6 +92,11 @@ impl FrontierClient {
         self.frontier.calls_can_fail()
     }
 
+    /// Whether the frontier paces hosts by address (politeness per address).
+    pub(crate) fn groups_by_address(&self) -> bool {
+        self.frontier.groups_by_address()
+    }
+
     /// How the frontier has been answering.
     pub(crate) fn health(&self) -> &FrontierHealth {
         &self.health

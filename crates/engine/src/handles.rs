@@ -97,6 +97,7 @@ pub(crate) fn wire(
         robots: Arc::new(robots),
         parse,
         rules: FetchRules::of(cfg),
+        placements: crate::placements::Placements::new(cfg, &client),
     });
     let fetch_slots = Arc::new(tokio::sync::Semaphore::new(
         cfg.crawl.concurrency.max(1) as usize

@@ -41,6 +41,7 @@ mod lease_table;
 mod leases;
 mod metrics;
 mod pause;
+mod placements;
 mod recent;
 mod record;
 mod report;
@@ -158,6 +159,8 @@ pub fn frontier_config(cfg: &CrawlConfig) -> FrontierConfig {
             max_backoff: Duration::from_secs(cfg.politeness.max_backoff_secs),
             delay_factor: cfg.politeness.delay_factor,
             max_delay: Duration::from_millis(cfg.politeness.max_delay_ms),
+            ip_delay: Duration::from_millis(cfg.politeness.ip_delay_ms),
+            max_per_ip: cfg.politeness.max_per_ip,
         },
     }
 }

@@ -64,6 +64,8 @@ pub(crate) struct Fetching {
     pub(crate) parse: Arc<ParsePool>,
     pub(crate) sitemaps: SitemapReader,
     pub(crate) rules: FetchRules,
+    /// Hosts placed in address groups (politeness per address).
+    pub(crate) placements: crate::placements::Placements,
 }
 
 /// What a worker's loop holds.
@@ -298,6 +300,15 @@ impl Fetching {
         if let Err(why) = self.fetcher.guard().check_url(url) {
             return Some(self.tail.recorder.unfetched(lease, why).await);
         }
+        let placements = &self.placements;
+        if !placements
+            .place(&self.fetcher, self.tail.frontier(), lease, url)
+            .await
+        {
+            // Its address group is full or its gap has not passed: the host's turn comes
+            // again when the group has room.
+            return Some(Outcome::Released);
+        }
         if !self.rules.respect_robots {
             return None;
         }
@@ -322,7 +333,7 @@ impl Fetching {
                 .await;
             // A host whose robots.txt could not be had is not crawled for now: its sitemaps
             // would only add records saying so.
-            if self.rules.sitemaps && verdict.unreachable.is_none() {
+            if self.rules.sitemaps && verdict.unreachable.is_none() && too_slow.is_none() {
                 crate::sitemap::discover(&self.sitemaps, url, &verdict.sitemaps).await;
             }
         }
@@ -365,6 +376,11 @@ impl Fetching {
                 max_wait.as_secs()
             );
             return Some(self.tail.recorder.unfetched(lease, why).await);
+        }
+        if verdict.fetched && placements.on() {
+            // The robots.txt request was this lease's turn at the address: the page waits
+            // for the next one.
+            return Some(Outcome::Released);
         }
         None
     }

@@ -12,6 +12,7 @@
 //! that an unchanged page is known by a 304 or by its digest. A one-shot crawl asks for
 //! neither and pays for neither.
 
+pub mod addresses;
 mod capture;
 mod client;
 pub mod decode;
@@ -127,6 +128,8 @@ pub struct Fetcher {
     guard: Arc<Guard>,
     /// The resolver the client connects with (the seeds' names are resolved through it).
     names: Arc<client::Overrides>,
+    /// Hosts' addresses for politeness per address ([`Fetcher::address`]).
+    addresses: Arc<addresses::Addresses>,
     user_agent: HeaderValue,
     /// Archiving: where large payloads spool.
     spool: Option<Arc<std::path::Path>>,
@@ -164,6 +167,7 @@ impl Fetcher {
             cfg: Arc::new(cfg.clone()),
             guard,
             names,
+            addresses: Arc::default(),
             user_agent,
             spool: None,
         })
@@ -193,6 +197,28 @@ impl Fetcher {
     pub fn archiving(mut self, spool_dir: &std::path::Path) -> Self {
         self.spool = Some(spool_dir.into());
         self
+    }
+
+    /// The address `url`'s host is fetched at, as far as politeness per address goes: an IP
+    /// literal as it is; a name resolved as the client resolves it (a `fetch.resolve` rule or
+    /// the system's resolver, through the SSRF guard), the smallest address of the answer,
+    /// kept for [`addresses::TTL`]. `None`: no host, or the name does not resolve (to an
+    /// allowed address).
+    pub async fn address(&self, url: &url::Url) -> Option<std::net::IpAddr> {
+        let name = match url.host()? {
+            url::Host::Ipv4(ip) => return Some(ip.into()),
+            url::Host::Ipv6(ip) => return Some(ip.into()),
+            url::Host::Domain(name) => name.to_ascii_lowercase(),
+        };
+        let port = crate::guard::port_of(url);
+        let now = std::time::Instant::now();
+        if let Some(ip) = self.addresses.get(&name, port, now) {
+            return Some(ip);
+        }
+        let found = self.names.resolve(name.clone(), port).await.ok()?;
+        let ip = addresses::smallest(found.iter().map(|a| a.ip()))?;
+        self.addresses.put(&name, port, ip, now);
+        Some(ip)
     }
 
     /// The SSRF guard.

@@ -101,6 +101,13 @@ pub struct HostInfo {
     /// Most URLs of the host finished, leases out counted (`None`: no limit): reached, the
     /// host hands out nothing more and its URLs stay queued (url-frontier's crawl limit).
     pub max_done: Option<u64>,
+    /// Its address group ([`crate::AddressKey`]), with politeness per address on and once a
+    /// fetcher resolved it.
+    pub address: Option<String>,
+    /// Hosts in that group.
+    pub address_hosts: u32,
+    /// Fetches in flight to that group.
+    pub address_in_flight: u32,
 }
 
 /// A page of [`HostInfo`].

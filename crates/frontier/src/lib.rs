@@ -28,12 +28,14 @@
 
 #![forbid(unsafe_code)]
 
+mod address;
 mod api;
 mod canon;
 mod client_info;
 pub mod credentials;
 mod entry;
 mod hosts;
+mod lease;
 mod listing;
 mod local;
 mod pace;
@@ -45,6 +47,7 @@ mod scope;
 mod spill;
 mod visit;
 
+pub use address::AddressKey;
 pub use api::{
     prepare_seeds, Admission, BoxFuture, End, Fenced, Frontier, FrontierError, Lease, Link, Next,
     Outcome, Recrawled, Stats,

@@ -25,6 +25,8 @@ pub enum DelayReason {
     Latency,
     /// The back-off after errors (or a `Retry-After`).
     Backoff,
+    /// Its address group's gap or in-flight limit holds it (politeness per address).
+    IpGroup,
 }
 
 impl DelayReason {
@@ -36,6 +38,7 @@ impl DelayReason {
             DelayReason::CrawlDelay => "crawl_delay",
             DelayReason::Latency => "latency",
             DelayReason::Backoff => "backoff",
+            DelayReason::IpGroup => "ip_group",
         }
     }
 }

@@ -36,6 +36,8 @@ pub const SHARED_RULES: &[&str] = &[
     "politeness.max_backoff_secs",
     "politeness.delay_factor",
     "politeness.max_delay_ms",
+    "politeness.ip_delay_ms",
+    "politeness.max_per_ip",
     "frontier.expected_urls",
     "frontier.fpp",
     "frontier.dedup",

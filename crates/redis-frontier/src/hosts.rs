@@ -152,5 +152,6 @@ fn info(
             .unwrap_or(cfg.politeness.max_per_host),
         max_pages: set(11).or(cfg.max_pages_per_host),
         max_done: set(12),
+        ..HostInfo::default()
     }
 }

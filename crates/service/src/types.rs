@@ -193,7 +193,8 @@ pub struct HostBody {
     pub delay_ms: u64,
     /// What sets `delay_ms`: `configured` (`politeness.delay_ms`), `operator` (this host's
     /// `PUT`), `crawl_delay` (its robots.txt), `latency` (`politeness.delay_factor ×` its
-    /// last fetch's duration) or `backoff` (errors).
+    /// last fetch's duration), `backoff` (errors) or `ip_group` (its address group's gap or
+    /// in-flight limit holds it).
     pub delay_reason: String,
     /// The latency term, in milliseconds: `politeness.delay_factor ×` the last fetch's
     /// duration, at most `politeness.max_delay_ms` (0: off, or nothing measured yet).
@@ -214,6 +215,13 @@ pub struct HostBody {
     pub max_done: Option<u64>,
     /// robots.txt: `unknown`, `fetching`, `allow_all`, `rules` or `unreachable`.
     pub robots: String,
+    /// The address group its requests count in (an IPv4 address or an IPv6 `/64`), with
+    /// politeness per address on (`politeness.ip_delay_ms`, `max_per_ip`) and once resolved.
+    pub address: Option<String>,
+    /// Hosts in that group.
+    pub address_hosts: u32,
+    /// Fetches in flight to that group.
+    pub address_in_flight: u32,
 }
 
 /// `GET /api/v1/hosts`'s answer.

@@ -3,7 +3,7 @@
 //! once, the shortest gap between two request starts.
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -92,6 +92,10 @@ pub struct Observer {
     pub(crate) sink: Option<Mutex<std::sync::mpsc::Sender<RequestRecord>>>,
     /// How often each (host, path) was requested: transient failures answer the first time.
     pub(crate) hits: DashMap<(HostId, String), AtomicU32>,
+    /// Requests in flight now, every host together (one server's view).
+    in_flight_all: AtomicUsize,
+    /// The most of them at once.
+    max_in_flight_all: AtomicUsize,
 }
 
 impl Observer {
@@ -104,6 +108,8 @@ impl Observer {
             log: keep_log.then(|| Mutex::new(Vec::new())),
             sink: None,
             hits: DashMap::new(),
+            in_flight_all: AtomicUsize::new(0),
+            max_in_flight_all: AtomicUsize::new(0),
         }
     }
 
@@ -128,6 +134,8 @@ impl Observer {
 
     pub(crate) fn arrive(&self, host: &str) -> usize {
         let now = Instant::now();
+        let all = self.in_flight_all.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight_all.fetch_max(all, Ordering::SeqCst);
         let mut s = self.hosts.entry(host.to_owned()).or_default();
         s.requests += 1;
         s.in_flight += 1;
@@ -141,6 +149,7 @@ impl Observer {
     }
 
     pub(crate) fn depart(&self, host: &str) {
+        self.in_flight_all.fetch_sub(1, Ordering::SeqCst);
         if let Some(mut s) = self.hosts.get_mut(host) {
             s.in_flight = s.in_flight.saturating_sub(1);
         }
@@ -175,6 +184,12 @@ impl Observer {
     /// The wall-clock time the site started: changing pages' versions count from it.
     pub fn started_at(&self) -> std::time::SystemTime {
         self.start_wall
+    }
+
+    /// The most requests in flight at once, every host together: what one server behind
+    /// all the site's names saw.
+    pub fn max_concurrent_all(&self) -> usize {
+        self.max_in_flight_all.load(Ordering::SeqCst)
     }
 
     /// Total requests received.

@@ -172,6 +172,18 @@ impl LocalFrontier {
         true
     }
 
+    /// Politeness per address: `lease`'s host is fetched at address group `key` (see
+    /// [`Frontier::place_host`](crate::Frontier::place_host)).
+    pub fn place_host(&self, lease: &Lease, key: crate::AddressKey) -> bool {
+        let (go, woke) =
+            self.sched()
+                .place(lease.host(), key, lease.handed_in_group(), Instant::now());
+        if woke {
+            self.notify.notify_waiters();
+        }
+        go
+    }
+
     /// Drops every URL queued for `host` or asleep in its queue (an operator's delete of its
     /// queue): each is done, unfetched, for a resumed crawl too, and stays in the visited
     /// set. Returns how many were dropped (0 for an unknown host); leases out are not
@@ -301,6 +313,19 @@ impl Frontier for LocalFrontier {
     fn host_contacted<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<(), FrontierError>> {
         LocalFrontier::host_contacted(self, host);
         Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn place_host<'a>(
+        &'a self,
+        lease: &'a Lease,
+        key: crate::AddressKey,
+    ) -> BoxFuture<'a, Result<bool, FrontierError>> {
+        let go = LocalFrontier::place_host(self, lease, key);
+        Box::pin(std::future::ready(Ok(go)))
+    }
+
+    fn groups_by_address(&self) -> bool {
+        true
     }
 
     fn calls_can_fail(&self) -> bool {

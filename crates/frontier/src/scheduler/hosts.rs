@@ -32,7 +32,13 @@ impl Scheduler {
 
     fn host_info_of(&self, id: u32, now: Instant) -> HostInfo {
         let q = &self.hosts[id as usize];
-        let (delay, delay_reason) = self.terms_of(id).delay();
+        let (delay, mut delay_reason) = self.terms_of(id).delay();
+        if q.parked {
+            delay_reason = crate::DelayReason::IpGroup;
+        }
+        let (address, address_hosts, address_in_flight) = self
+            .group_of(id)
+            .map_or((None, 0, 0), |(k, n, f)| (Some(k), n, f));
         HostInfo {
             host: q.name.to_string(),
             queued: q.len(),
@@ -53,6 +59,9 @@ impl Scheduler {
             max_in_flight: q.limit(&self.politeness),
             max_pages: None,
             max_done: q.max_done,
+            address,
+            address_hosts,
+            address_in_flight,
         }
     }
 
@@ -82,10 +91,13 @@ impl Scheduler {
             q.max_done = (max > 0).then_some(max);
         }
         // The host's place in the ready heap may be earlier now: put it in again (its older
-        // entry becomes stale and is dropped).
+        // entry becomes stale and is dropped). A block keeps it from its group's turn.
         let q = &self.hosts[id as usize];
         if q.len() > 0 && q.in_flight < q.limit(&self.politeness) {
             self.push_ready(id);
+        }
+        if c.block_for.is_some() {
+            self.release_rep(id);
         }
         true
     }
@@ -94,6 +106,45 @@ impl Scheduler {
     /// from each host's next hand-out: a host already waiting keeps its time.
     pub(crate) fn set_default_delay(&mut self, delay: Duration) {
         self.politeness.delay = delay.min(MAX_CONTROL);
+    }
+
+    /// Resuming: a host was backing off when the last run stopped; it waits `wait` from now
+    /// before its next fetch, and its next error backs off from `backoff`.
+    pub(crate) fn restore_backoff(
+        &mut self,
+        host: &str,
+        backoff: Duration,
+        wait: Duration,
+        now: Instant,
+    ) {
+        let max = self.politeness.max_backoff;
+        let id = self.host_id(host);
+        let q = &mut self.hosts[id as usize];
+        q.backoff = backoff.min(max);
+        q.held_until = q.held_until.max(now + wait.min(max));
+        q.next_allowed = q.next_allowed.max(q.held_until);
+    }
+
+    /// Sets a host's `Crawl-delay` (from its robots.txt).
+    /// The delay also applies to the fetch already handed out: the next one waits for it
+    /// from that fetch's start, not just from now on.
+    pub(crate) fn set_crawl_delay(&mut self, host: &str, delay: Duration) {
+        let id = self.host_id(host);
+        let q = &mut self.hosts[id as usize];
+        q.crawl_delay = delay.min(self.politeness.max_backoff);
+        if let Some(last) = q.last_start {
+            q.next_allowed = q.next_allowed.max(last + q.crawl_delay);
+        }
+    }
+
+    /// `host` was contacted at `now` within a lease (see `LocalFrontier::host_contacted`).
+    pub(crate) fn host_contacted(&mut self, host: &str, now: Instant) {
+        let id = self.host_id(host);
+        let delay = self.delay_of(id);
+        let q = &mut self.hosts[id as usize];
+        q.last_start = Some(now);
+        q.next_allowed = q.next_allowed.max(now + delay);
+        self.group_contacted(id, now);
     }
 
     /// Takes every URL queued for `host` out of the crawl (an operator's delete of its
@@ -132,7 +183,9 @@ impl Scheduler {
             }
         }
         self.queued -= dropped;
-        // Its heap entry, if any, now finds an idle host and is dropped when reached.
+        // Its heap entry, if any, now finds an idle host and is dropped when reached; its
+        // group's turn goes to the next waiting host.
+        self.release_rep(id);
         Some((dropped, ids))
     }
 }

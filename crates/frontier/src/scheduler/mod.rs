@@ -25,6 +25,7 @@ use crate::api::{Lease, Outcome};
 use crate::entry::Entry;
 use crate::spill::Spill;
 
+mod groups;
 mod hosts;
 mod memory;
 mod queue;
@@ -60,6 +61,11 @@ pub struct Politeness {
     pub delay_factor: f64,
     /// The latency term's bound.
     pub max_delay: Duration,
+    /// The gap between any two fetch starts to one address (see [`crate::AddressKey`]),
+    /// whatever hosts they are of (zero: none).
+    pub ip_delay: Duration,
+    /// Most fetches in flight to one address (0: no limit).
+    pub max_per_ip: u32,
 }
 
 impl Politeness {
@@ -85,6 +91,8 @@ impl Default for Politeness {
             max_backoff: Duration::from_secs(300),
             delay_factor: 0.0,
             max_delay: DEFAULT_MAX_DELAY,
+            ip_delay: Duration::ZERO,
+            max_per_ip: 0,
         }
     }
 }
@@ -157,6 +165,7 @@ pub(crate) struct Scheduler {
     spill_errors: u64,
     order: Order,
     politeness: Politeness,
+    groups: groups::Groups,
 }
 
 impl Scheduler {
@@ -184,6 +193,7 @@ impl Scheduler {
                 max_per_host: politeness.max_per_host.max(1),
                 ..politeness
             },
+            groups: groups::Groups::default(),
         }
     }
 
@@ -231,7 +241,7 @@ impl Scheduler {
     /// was added.
     fn schedule(&mut self, id: u32) -> bool {
         let q = &self.hosts[id as usize];
-        if q.in_heap || q.len() == 0 || q.in_flight >= q.limit(&self.politeness) {
+        if q.in_heap || q.parked || q.len() == 0 || q.in_flight >= q.limit(&self.politeness) {
             return false;
         }
         self.push_ready(id);
@@ -241,10 +251,20 @@ impl Scheduler {
     /// Puts host `id` on the ready heap at its current time, as its live entry (an earlier
     /// one of it becomes stale).
     pub(super) fn push_ready(&mut self, id: u32) {
+        let at = self.hosts[id as usize].ready_at();
+        self.push_ready_at(id, at);
+    }
+
+    /// [`push_ready`](Self::push_ready) at `at`; a host waiting in its address group is
+    /// left there (the group puts it on the heap).
+    pub(super) fn push_ready_at(&mut self, id: u32, at: Instant) {
         let q = &mut self.hosts[id as usize];
+        if q.parked {
+            return;
+        }
         q.in_heap = true;
-        q.heap_at = q.ready_at();
-        self.ready.push(Reverse((q.heap_at, id)));
+        q.heap_at = at;
+        self.ready.push(Reverse((at, id)));
     }
 
     /// Takes the next entry of host `id` in the configured order.
@@ -322,14 +342,22 @@ impl Scheduler {
             self.ready.pop();
             self.hosts[id as usize].in_heap = false;
             if idle {
+                self.release_rep(id);
                 continue;
             }
             let q = &self.hosts[id as usize];
             if q.ready_at() > now {
+                // Its own time moved later (an operator's block): it waits for it, and its
+                // group does not wait with it.
+                self.release_rep(id);
                 self.schedule(id);
                 continue;
             }
+            if self.held_by_group(id, now) {
+                continue;
+            }
             let Some(lease) = self.hand_out(id, now) else {
+                self.release_rep(id);
                 continue;
             };
             return Ok(lease);
@@ -348,16 +376,18 @@ impl Scheduler {
     pub(crate) fn next_of(&mut self, host: &str, now: Instant) -> Option<Lease> {
         let &id = self.ids.get(host)?;
         let q = &self.hosts[id as usize];
-        if q.is_idle(&self.politeness) || q.ready_at() > now {
+        if q.is_idle(&self.politeness) || q.ready_at() > now || !self.group_allows(id, now) {
             return None;
         }
         // Its entry on the heap, if any, goes stale: `hand_out` schedules it afresh (and,
         // should its queue be unreadable after all, it goes back on the heap as it was).
         self.hosts[id as usize].in_heap = false;
-        self.hand_out(id, now).or_else(|| {
+        let lease = self.hand_out(id, now).or_else(|| {
             self.schedule(id);
             None
-        })
+        });
+        self.release_rep(id);
+        lease
     }
 
     /// Hands out host `id`'s next URL at `now` (its time has come) and puts the host back on
@@ -376,8 +406,14 @@ impl Scheduler {
         // need not stay open. (With other fetches of it in flight, their pages may bring
         // more: closing then cost a reconnect a page on a one-host crawl.)
         let last = q.len() == 0 && q.in_flight == 1;
+        let grouped = q.group.is_some();
+        self.group_started(id, now);
         self.schedule(id);
-        Some(Lease::new(entry, host, token).with_last_of_host(last))
+        Some(
+            Lease::new(entry, host, token)
+                .with_last_of_host(last)
+                .with_handed_in_group(grouped),
+        )
     }
 
     /// Host `id`'s next fetch may start at `at` (not before what errors hold it to), sooner
@@ -432,6 +468,7 @@ impl Scheduler {
             return (false, None);
         }
         self.in_flight -= 1;
+        let group_freed = self.group_done(id);
         let max_backoff = self.politeness.max_backoff;
         let base = self.politeness.backoff_base;
         let q = &mut self.hosts[id as usize];
@@ -533,47 +570,9 @@ impl Scheduler {
         }
         let scheduled = self.schedule(id);
         (
-            scheduled || woken || (self.queued == 0 && self.in_flight == 0),
+            scheduled || woken || group_freed || (self.queued == 0 && self.in_flight == 0),
             changed,
         )
-    }
-
-    /// Resuming: a host was backing off when the last run stopped; it waits `wait` from now
-    /// before its next fetch, and its next error backs off from `backoff`.
-    pub(crate) fn restore_backoff(
-        &mut self,
-        host: &str,
-        backoff: Duration,
-        wait: Duration,
-        now: Instant,
-    ) {
-        let max = self.politeness.max_backoff;
-        let id = self.host_id(host);
-        let q = &mut self.hosts[id as usize];
-        q.backoff = backoff.min(max);
-        q.held_until = q.held_until.max(now + wait.min(max));
-        q.next_allowed = q.next_allowed.max(q.held_until);
-    }
-
-    /// Sets a host's `Crawl-delay` (from its robots.txt).
-    /// The delay also applies to the fetch already handed out: the next one waits for it
-    /// from that fetch's start, not just from now on.
-    pub(crate) fn set_crawl_delay(&mut self, host: &str, delay: Duration) {
-        let id = self.host_id(host);
-        let q = &mut self.hosts[id as usize];
-        q.crawl_delay = delay.min(self.politeness.max_backoff);
-        if let Some(last) = q.last_start {
-            q.next_allowed = q.next_allowed.max(last + q.crawl_delay);
-        }
-    }
-
-    /// `host` was contacted at `now` within a lease (see `LocalFrontier::host_contacted`).
-    pub(crate) fn host_contacted(&mut self, host: &str, now: Instant) {
-        let id = self.host_id(host);
-        let delay = self.delay_of(id);
-        let q = &mut self.hosts[id as usize];
-        q.last_start = Some(now);
-        q.next_allowed = q.next_allowed.max(now + delay);
     }
 
     pub(crate) fn counts(&self) -> QueueCounts {

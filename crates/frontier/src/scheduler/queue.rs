@@ -37,6 +37,10 @@ pub(super) struct HostQueue {
     /// flight to a host that went down would otherwise back it off for `2^63 ×` the base).
     pub(super) round: u32,
     pub(super) in_heap: bool,
+    /// Its address group (see `groups.rs`), once a fetcher placed it.
+    pub(super) group: Option<u32>,
+    /// Its turn came while its group held it: it waits in the group, off the heap.
+    pub(super) parked: bool,
     /// The time of the host's live entry in the ready heap (while `in_heap`): any other entry
     /// of it there is stale, left behind when its time moved earlier, and is dropped.
     pub(super) heap_at: Instant,
@@ -73,6 +77,8 @@ impl HostQueue {
             backoff: Duration::ZERO,
             round: 0,
             in_heap: false,
+            group: None,
+            parked: false,
             heap_at: Instant::now(),
             done: 0,
             errors: 0,

@@ -440,8 +440,9 @@ if #soonest > 0 then wake = math.max(0, tonumber(soonest[2]) * 1000 - (SERVER_MS
 return {'wait', due, queued, leases, now, sleeping, wake}
 ";
 
-/// Gives a lease back. ARGV: id, kind (done, error, skip, retry, release), the server's
-/// wait hint (ms, 0: none), the entry to queue for a retry, the holder, and under a recrawl
+/// Gives a lease back. ARGV: id, kind (done, error, skip, retry, release), the hint (ms: for
+/// error and retry the server's wait, 0: none; for done the fetch's latency term, -1: no
+/// duration said), the entry to queue for a retry, the holder, and under a recrawl
 /// schedule the entry with its next visit, its delay (s), and its index bucket and field.
 /// Returns 1, or 0 when the lease was not out or not the holder's (a late or repeated
 /// completion: nothing changes).

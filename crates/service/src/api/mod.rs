@@ -301,6 +301,9 @@ pub(crate) async fn hosts(
                 max_pages: h.max_pages,
                 max_done: h.max_done,
                 robots: v.robots.to_owned(),
+                address: h.address,
+                address_hosts: h.address_hosts,
+                address_in_flight: h.address_in_flight,
             }
         })
         .collect();

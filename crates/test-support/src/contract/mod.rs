@@ -40,7 +40,7 @@ pub use hosts::{
     host_listing_and_controls,
 };
 pub use keyed::{a_lease_of_one_host, released_leases_and_leases_without_waiting};
-pub use pace::a_fetch_duration_paces_its_host;
+pub use pace::{a_fetch_duration_paces_its_host, hosts_on_one_address_share_its_limits};
 pub use recrawl::{
     a_dated_link_sleeps_until_its_date, a_fetched_url_is_due_again, an_operator_moves_a_schedule,
     scheduled_config, skipped_urls_back_off_and_one_shot_crawls_end,
@@ -81,6 +81,8 @@ pub enum Lacks {
     AsleepQueues,
     /// A fetch's duration paces its host (`politeness.delay_factor`).
     LatencyPace,
+    /// Hosts placed on one address share its limits (`max_per_ip`, `ip_delay`).
+    AddressGroups,
 }
 
 /// Longest any single wait of the suite may take before it counts as a hang.
@@ -157,6 +159,7 @@ pub async fn run_all(h: &dyn Harness) {
     a_default_delay_paces_hosts_without_their_own(h).await;
     a_host_delay_counts_from_its_last_fetch(h).await;
     a_fetch_duration_paces_its_host(h).await;
+    hosts_on_one_address_share_its_limits(h).await;
     a_kept_open_frontier_waits_for_seeds(h).await;
     a_requeued_url_is_served_again(h).await;
     entries_carry_how_they_were_found(h).await;

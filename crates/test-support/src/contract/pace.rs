@@ -1,9 +1,10 @@
-//! The contract's checks of the latency term: a fetch's duration paces its host
-//! (`politeness.delay_factor`), within `max_delay`, and the host listing says why.
+//! The contract's checks of pacing beyond a host's own delay: a fetch's duration paces its
+//! host (`politeness.delay_factor`), within `max_delay`, and the host listing says why; hosts
+//! placed on one address share its in-flight limit and gap (`max_per_ip`, `ip_delay`).
 
 use super::backoff::host_of;
 use super::*;
-use frontier::DelayReason;
+use frontier::{AddressKey, DelayReason};
 
 /// With a delay factor, a fetch that went through paces its host: the next fetch waits the
 /// factor times its duration (at most `max_delay`) from the last start, the listing gives
@@ -84,4 +85,82 @@ async fn lease_of(f: &dyn Frontier, host: &str) -> Lease {
     let l = lease(f).await;
     assert_eq!(l.host(), host, "{}", l.entry().url);
     l
+}
+
+/// Hosts placed in one address group share its in-flight limit: a host placed where the
+/// group is full is told to give its lease back, and waits while the group is full; a
+/// completion lets the group's next fetch go. The group's gap holds every host of it, and
+/// the listing shows each host's address and its group's size.
+pub async fn hosts_on_one_address_share_its_limits(h: &dyn Harness) {
+    if h.lacks(Lacks::AddressGroups) {
+        return;
+    }
+    let key = AddressKey::of("192.0.2.1".parse().expect("an address"));
+    let mut cfg = base_config();
+    cfg.politeness.max_per_ip = 1;
+    let f = h.open(cfg, &[]);
+    for host in ["ga.test", "gb.test"] {
+        let urls: Vec<String> = (1..=2).map(|i| format!("http://{host}/{i}")).collect();
+        offer(&*f, None, &urls).await;
+    }
+    // Not placed yet, hosts take fetches as their own limits allow; placed, the second
+    // finds the group full.
+    let (a, b) = (lease(&*f).await, lease(&*f).await);
+    assert_ne!(a.host(), b.host());
+    assert!(f.place_host(&a, key).await.expect("place"));
+    assert!(
+        !f.place_host(&b, key).await.expect("place"),
+        "the group is full: give the lease back"
+    );
+    complete(&*f, b, Outcome::Released).await;
+    assert!(
+        f.try_next().await.expect("try_next").is_none(),
+        "the group's one fetch is out"
+    );
+    let info = super::backoff::host_of(&*f, "gb.test").await;
+    assert_eq!(
+        (
+            info.address.as_deref(),
+            info.address_hosts,
+            info.address_in_flight
+        ),
+        (Some("192.0.2.1"), 2, 1),
+        "{info:?}"
+    );
+    complete(&*f, a, Outcome::Done).await;
+    let c = lease(&*f).await;
+    assert!(
+        f.try_next().await.expect("try_next").is_none(),
+        "one at a time"
+    );
+    complete(&*f, c, Outcome::Done).await;
+    let d = lease(&*f).await;
+    complete(&*f, d, Outcome::Done).await;
+    let e = lease(&*f).await;
+    complete(&*f, e, Outcome::Done).await;
+    assert!(matches!(next(&*f).await, Next::End(End::Finished)));
+
+    // A gap of an hour: once one host of the group fetched, neither is served.
+    let mut cfg = base_config();
+    cfg.politeness.ip_delay = Duration::from_secs(3600);
+    let f = h.open(cfg, &[]);
+    for host in ["gc.test", "gd.test"] {
+        offer(
+            &*f,
+            None,
+            &[format!("http://{host}/1"), format!("http://{host}/2")],
+        )
+        .await;
+    }
+    let (a, b) = (lease(&*f).await, lease(&*f).await);
+    assert!(f.place_host(&a, key).await.expect("place"));
+    assert!(!f.place_host(&b, key).await.expect("place"), "the gap");
+    complete(&*f, b, Outcome::Released).await;
+    complete(&*f, a, Outcome::Done).await;
+    assert!(
+        f.try_next().await.expect("try_next").is_none(),
+        "an hour before the address's next fetch"
+    );
+    let info = super::backoff::host_of(&*f, "gd.test").await;
+    assert!(info.ready_in.is_zero() || info.delay_reason == DelayReason::IpGroup);
 }
