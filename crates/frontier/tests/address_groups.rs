@@ -101,3 +101,19 @@ async fn a_blocked_host_does_not_hold_its_group() {
     f.complete(a, Outcome::Done);
     assert_eq!(take(&f).await.expect("b.test is served").host(), "b.test");
 }
+
+#[tokio::test]
+async fn the_groups_are_counted_for_metrics() {
+    let (f, _a) = one_out_two_waiting().await;
+    let s = f.stats();
+    let figures: Vec<u64> = [
+        "address_groups",
+        "address_groups_shared",
+        "address_group_hosts_max",
+        "address_waiting_hosts",
+    ]
+    .iter()
+    .map(|k| s.extra(k))
+    .collect();
+    assert_eq!(figures, [1, 1, 3, 2]);
+}

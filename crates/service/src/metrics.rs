@@ -204,6 +204,26 @@ pub fn encode(m: MetricsSnapshot, crawls: &[CrawlFigures]) -> String {
         counter(m.not_modified_bytes_saved),
     );
     r.register(
+        "ip_groups",
+        "Address groups of hosts (politeness per address: politeness.ip_delay_ms, max_per_ip)",
+        gauge(s.extra("address_groups")),
+    );
+    r.register(
+        "ip_groups_shared",
+        "Address groups holding more than one host name",
+        gauge(s.extra("address_groups_shared")),
+    );
+    r.register(
+        "ip_group_hosts_max",
+        "Most host names in one address group",
+        gauge(s.extra("address_group_hosts_max")),
+    );
+    r.register(
+        "ip_group_waiting_hosts",
+        "Hosts whose turn came while their address group was full or its gap not passed",
+        gauge(s.extra("address_waiting_hosts")),
+    );
+    r.register(
         "scheduled",
         "URLs fetched and waiting to be due again (recrawl)",
         gauge(s.extra("scheduled")),

@@ -17,7 +17,7 @@ impl LocalFrontier {
     /// be due again), `next_due` (the earliest due time, Unix seconds; 0 with none) and
     /// `due_next_hour` (to the minute).
     pub fn stats(&self) -> Stats {
-        let (q, capacity, sleeping, next_due, due_next_hour) = {
+        let (q, capacity, sleeping, next_due, due_next_hour, groups) = {
             let s = self.sched();
             let sleeping = self.sleeping();
             let hour = sleeping.due_by(unix_now() + 3_600);
@@ -27,8 +27,10 @@ impl LocalFrontier {
                 sleeping.len(),
                 sleeping.next_due(),
                 hour,
+                s.group_counts(),
             )
         };
+        let [address_groups, shared, most, waiting] = groups;
         let out_of_scope = OutOfScope::ALL
             .iter()
             .map(|r| (*r, self.counters.out_of_scope[r.index()].sum()))
@@ -66,6 +68,10 @@ impl LocalFrontier {
                 ("scheduled", sleeping as u64),
                 ("next_due", next_due.unwrap_or(0)),
                 ("due_next_hour", due_next_hour),
+                ("address_groups", address_groups),
+                ("address_groups_shared", shared),
+                ("address_group_hosts_max", most),
+                ("address_waiting_hosts", waiting),
             ]
             .into_iter()
             .collect(),

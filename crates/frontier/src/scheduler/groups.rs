@@ -239,4 +239,19 @@ impl Scheduler {
         let grp = &self.groups.all[g as usize];
         Some((grp.key.to_string(), grp.members, grp.in_flight))
     }
+
+    /// The groups as metrics show them: how many, how many hold more than one host, the
+    /// most hosts in one, and the hosts waiting for their group's turn.
+    pub(crate) fn group_counts(&self) -> [u64; 4] {
+        let all = &self.groups.all;
+        let shared = all.iter().filter(|g| g.members > 1).count();
+        let most = all.iter().map(|g| g.members).max().unwrap_or(0);
+        let waiting: usize = all.iter().map(|g| g.waiting.len()).sum();
+        [
+            all.len() as u64,
+            shared as u64,
+            u64::from(most),
+            waiting as u64,
+        ]
+    }
 }
