@@ -182,6 +182,59 @@ async fn external_fetchers_alone_crawl_to_the_ground_truth_and_a_killed_one_lose
     }
 }
 
+/// External fetchers over leases count against an address like built-in workers: eight
+/// host names on 127.0.0.1 under `max_per_ip = 2` and `ip_delay_ms = 5`, crawled by a fetcher
+/// with eight threads and no built-in workers — the server never sees more than two
+/// requests at once (the crawler's own robots.txt fetches included), and the crawl reaches
+/// the ground truth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn external_fetchers_keep_an_address_budget() {
+    let site = TestSite::start(SiteConfig {
+        pages: 40,
+        hosts: 8,
+        // Every answer takes 20 ms, so that fetches overlap unless something stops them.
+        host_latency_ms: vec![20],
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = CrawlDir::new(
+        "[politeness]\ndelay_ms = 0\nmax_per_host = 8\nip_delay_ms = 5\nmax_per_ip = 2\n\
+         [fetch]\nretry_base_ms = 20\n\
+         [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
+         [service]\nallow_private_seeds = true\n",
+    );
+    let out = dir.out.clone();
+    let (serve, api) = start_serve(&dir, 0);
+    let seed = site.site().seed_url();
+    let done = tokio::task::spawn_blocking(move || {
+        fetcher(
+            &api,
+            &["--seed", &seed, "--exit-when-idle", "--threads", "8"],
+        )
+        .output()
+        .unwrap()
+    })
+    .await
+    .unwrap();
+    terminate(serve);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let pages: Vec<serde_json::Value> = std::fs::read_to_string(out.join("pages.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    if let Err(e) = site.site().ground_truth().check(pages.iter().map(recorded)) {
+        panic!("{e}");
+    }
+    let most = site.observer().max_concurrent_all();
+    assert!(most <= 2, "{most} requests at once to the one address");
+}
+
 #[test]
 fn a_public_address_without_a_token_is_refused() {
     let dir = tempfile::tempdir().unwrap();
