@@ -223,11 +223,7 @@ async fn external_fetchers_keep_an_address_budget() {
         "{}",
         String::from_utf8_lossy(&done.stderr)
     );
-    let pages: Vec<serde_json::Value> = std::fs::read_to_string(out.join("pages.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let pages = crate::crawl::read_pages(&out);
     if let Err(e) = site.site().ground_truth().check(pages.iter().map(recorded)) {
         panic!("{e}");
     }
