@@ -117,3 +117,47 @@ async fn the_groups_are_counted_for_metrics() {
     .collect();
     assert_eq!(figures, [1, 1, 3, 2]);
 }
+
+#[tokio::test]
+async fn a_longer_delay_for_the_host_on_the_heap_passes_the_groups_turn_on() {
+    let (f, a) = one_out_two_waiting().await;
+    f.complete(a, Outcome::Done);
+    // One waiting host is on the heap for the group now; an hour's delay for each in turn
+    // leaves the other to be served.
+    let hour = HostControls {
+        delay: Some(Duration::from_secs(3600)),
+        ..HostControls::default()
+    };
+    assert!(Frontier::set_host(&f, "b.test", hour.clone())
+        .await
+        .unwrap());
+    let served = take(&f).await.expect("c.test takes the turn");
+    assert_eq!(served.host(), "c.test");
+    f.complete(served, Outcome::Done);
+
+    let (f, a) = one_out_two_waiting().await;
+    f.complete(a, Outcome::Done);
+    assert!(Frontier::set_host(&f, "c.test", hour).await.unwrap());
+    assert_eq!(take(&f).await.expect("b.test").host(), "b.test");
+}
+
+#[tokio::test]
+async fn a_waiting_host_asked_for_by_name_is_served_when_its_group_has_room() {
+    let (f, a) = one_out_two_waiting().await;
+    assert!(
+        Frontier::try_next_from(&f, "c.test")
+            .await
+            .unwrap()
+            .is_none(),
+        "the group is full"
+    );
+    f.complete(a, Outcome::Done);
+    for host in ["c.test", "b.test"] {
+        let l = Frontier::try_next_from(&f, host)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{host}: the group has room"));
+        f.complete(l, Outcome::Done);
+    }
+    assert!(take(&f).await.is_none(), "nothing left");
+}

@@ -169,10 +169,19 @@ impl Scheduler {
     }
 
     /// Whether host `id` may be handed out at `now` as far as its group goes (for a lease of
-    /// one host, which does not pass through the heap).
-    pub(super) fn group_allows(&self, id: u32, now: Instant) -> bool {
-        let q = &self.hosts[id as usize];
-        !q.parked && q.group.is_none_or(|g| !self.group_holds(g, now))
+    /// one host, which does not pass through the heap). A host waiting in its group that
+    /// may go leaves the group's line: it is about to be handed out.
+    pub(super) fn group_allows(&mut self, id: u32, now: Instant) -> bool {
+        let Some(g) = self.hosts[id as usize].group else {
+            return true;
+        };
+        if self.group_holds(g, now) {
+            return false;
+        }
+        if std::mem::take(&mut self.hosts[id as usize].parked) {
+            self.groups.all[g as usize].waiting.retain(|&h| h != id);
+        }
+        true
     }
 
     /// A fetch of host `id` was handed out at `now`: it counts in its group.

@@ -91,14 +91,14 @@ impl Scheduler {
             q.max_done = (max > 0).then_some(max);
         }
         // The host's place in the ready heap may be earlier now: put it in again (its older
-        // entry becomes stale and is dropped). A block keeps it from its group's turn.
+        // entry becomes stale and is dropped).
         let q = &self.hosts[id as usize];
         if q.len() > 0 && q.in_flight < q.limit(&self.politeness) {
             self.push_ready(id);
         }
-        if c.block_for.is_some() {
-            self.release_rep(id);
-        }
+        // Its time may have moved later (a block, a longer delay): it keeps it, and does not
+        // hold its group's turn meanwhile.
+        self.release_rep(id);
         true
     }
 
