@@ -226,39 +226,27 @@ pub fn crawl(args: CrawlArgs) -> Result<(), Failure> {
                     ));
                 }
                 if !summary.robots_unreachable.is_empty() {
-                    let hosts: Vec<String> = summary
-                        .robots_unreachable
-                        .iter()
-                        .take(3)
-                        .map(|(origin, why)| format!("{origin} ({why})"))
-                        .collect();
-                    let more = summary.robots_unreachable.len().saturating_sub(3);
                     line.push_str(&format!(
-                        "; robots.txt unreachable on {} host(s): {}{}",
+                        "; robots.txt unreachable on {} host(s): {}",
                         summary.robots_unreachable.len(),
-                        hosts.join(", "),
-                        if more > 0 {
-                            format!(" and {more} more")
-                        } else {
-                            String::new()
-                        }
+                        first_three(
+                            summary
+                                .robots_unreachable
+                                .iter()
+                                .map(|(origin, why)| format!("{origin} ({why})"))
+                        )
                     ));
                 }
                 if !summary.crawl_delay_skipped.is_empty() {
-                    let hosts: Vec<String> = summary
-                        .crawl_delay_skipped
-                        .iter()
-                        .take(3)
-                        .map(|(origin, secs)| format!("{origin} ({secs} s)"))
-                        .collect();
                     line.push_str(&format!(
                         "; not crawled for a robots.txt Crawl-delay above \
-                         politeness.max_backoff_secs: {}{}",
-                        hosts.join(", "),
-                        match summary.crawl_delay_skipped.len().saturating_sub(3) {
-                            0 => String::new(),
-                            more => format!(" and {more} more"),
-                        }
+                         politeness.max_backoff_secs: {}",
+                        first_three(
+                            summary
+                                .crawl_delay_skipped
+                                .iter()
+                                .map(|(origin, secs)| format!("{origin} ({secs} s)"))
+                        )
                     ));
                 }
                 if interactive {
@@ -508,6 +496,16 @@ pub(crate) async fn watch_signals(shutdown: CancellationToken) {
     tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
     eprintln!("crawler: second signal, exiting now");
     std::process::exit(130);
+}
+
+/// The first three of `items`, comma-separated, and how many more there are.
+fn first_three(items: impl ExactSizeIterator<Item = String>) -> String {
+    let more = items.len().saturating_sub(3);
+    let shown: Vec<String> = items.take(3).collect();
+    match more {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
 }
 
 #[cfg(test)]

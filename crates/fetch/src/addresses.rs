@@ -50,6 +50,30 @@ pub(crate) fn smallest(found: impl IntoIterator<Item = IpAddr>) -> Option<IpAddr
     found.into_iter().min()
 }
 
+impl crate::Fetcher {
+    /// The address `url`'s host is fetched at, as far as politeness per address goes: an IP
+    /// literal as it is; a name resolved as the client resolves it (a `fetch.resolve` rule or
+    /// the system's resolver, through the SSRF guard), the smallest address of the answer,
+    /// kept for [`TTL`]. `None`: no host, or the name does not resolve (to an
+    /// allowed address).
+    pub async fn address(&self, url: &url::Url) -> Option<std::net::IpAddr> {
+        let name = match url.host()? {
+            url::Host::Ipv4(ip) => return Some(ip.into()),
+            url::Host::Ipv6(ip) => return Some(ip.into()),
+            url::Host::Domain(name) => name.to_ascii_lowercase(),
+        };
+        let port = crate::guard::port_of(url);
+        let now = std::time::Instant::now();
+        if let Some(ip) = self.addresses.get(&name, port, now) {
+            return Some(ip);
+        }
+        let found = self.names.resolve(name.clone(), port).await.ok()?;
+        let ip = smallest(found.iter().map(|a| a.ip()))?;
+        self.addresses.put(&name, port, ip, now);
+        Some(ip)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
