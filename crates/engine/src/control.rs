@@ -446,15 +446,15 @@ impl Control {
             .is_some()
     }
 
-    /// Drops every URL queued for `host` or asleep in its queue ([`Frontier::delete_queue`]):
-    /// how many, 0 for an
-    /// unknown host; `None` when the frontier did not answer.
+    /// Drops every URL queued for `host` or asleep in its queue — with `days` > 0 those
+    /// admitted more than `days` days ago only ([`Frontier::delete_queue`]): how many, 0 for
+    /// an unknown host; `None` when the frontier did not answer.
     ///
     /// [`Frontier::delete_queue`]: frontier::Frontier::delete_queue
-    pub async fn delete_queue(&self, host: &str) -> Option<u64> {
+    pub async fn delete_queue(&self, host: &str, days: u32) -> Option<u64> {
         self.report
             .frontier
-            .with_frontier("delete_queue", |f| f.delete_queue(host))
+            .with_frontier("delete_queue", |f| f.delete_queue(host, days))
             .await
     }
 

@@ -436,11 +436,17 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
     fn set_default_delay(&self, delay: Duration) -> BoxFuture<'_, Result<(), FrontierError>>;
 
     /// Drops every URL queued for `host` or asleep in its queue (an operator's delete of
-    /// its queue): each is done unfetched — for a resumed crawl too — and stays in the
-    /// visited set, so offering it again admits nothing. Leases out are not touched, and the
-    /// host keeps its controls and figures. Returns how many URLs were dropped (0: none, or
-    /// no such host).
-    fn delete_queue<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<u64, FrontierError>>;
+    /// its queue; url-frontier's DeleteQueue and PurgeURLs) — with `days` > 0 only those
+    /// admitted more than `days` days ago ([`Entry::created`](crate::Entry::created); one
+    /// of unknown admission time, written by an older version, stays): each is done
+    /// unfetched — for a resumed crawl too — and stays in the visited set, so offering it
+    /// again admits nothing. Leases out are not touched, and the host keeps its controls and
+    /// figures. Returns how many URLs were dropped (0: none, or no such host).
+    fn delete_queue<'a>(
+        &'a self,
+        host: &'a str,
+        days: u32,
+    ) -> BoxFuture<'a, Result<u64, FrontierError>>;
 
     /// Where the canonical `url` is: asleep (in any queue), queued in the queue `key`, or
     /// only in the visited set ([`crate::listing`]).

@@ -68,13 +68,13 @@ async fn a_deleted_queue_passes_the_groups_turn_on() {
     f.complete(a, Outcome::Done);
     let counts: Vec<u64> = ["b.test", "c.test"]
         .iter()
-        .map(|h| f.delete_queue(h))
+        .map(|h| f.delete_queue(h, 0))
         .collect();
     assert_eq!(counts, [1, 1]);
     assert!(take(&f).await.is_none());
     let (f, a) = one_out_two_waiting().await;
     f.complete(a, Outcome::Done);
-    assert_eq!(f.delete_queue("b.test"), 1);
+    assert_eq!(f.delete_queue("b.test", 0), 1);
     assert_eq!(
         take(&f)
             .await

@@ -61,7 +61,7 @@ pub(crate) async fn check_room<C: ConnectionLike + Send>(
 /// to join a crawl whose entries it would drop as undecodable. A build that writes a newer
 /// format raises it; processes already running are not told, so a crawl's processes are
 /// upgraded together (stop them all, then start the new build).
-pub(crate) const ENTRY_FORMAT: u64 = 5;
+pub(crate) const ENTRY_FORMAT: u64 = 6;
 
 /// The crawl's entry format before this call (0: none recorded), raised to ARGV[1] unless
 /// it is higher already.

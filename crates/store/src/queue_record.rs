@@ -5,8 +5,10 @@
 
 use frontier::Entry;
 
-/// The format byte of rows written now (entry format 5: with a client's queue key).
-pub(crate) const FORMAT: u8 = 5;
+/// The format byte of rows written now (entry format 6: with the admission time).
+pub(crate) const FORMAT: u8 = 6;
+/// Rows of entry format 5 (with a client's queue key): format-6 bytes without a time.
+const FORMAT_5: u8 = 5;
 /// Rows of entry format 4 (with a client's string and metadata): format-5 bytes without a
 /// queue key.
 const FORMAT_4: u8 = 4;
@@ -31,7 +33,7 @@ pub(crate) fn encode(entry: &Entry) -> Vec<u8> {
 /// The entry a row holds; `None` if the row is not a whole entry of a known format.
 pub(crate) fn decode(bytes: &[u8]) -> Option<Entry> {
     match bytes.split_first()? {
-        (&FORMAT | &FORMAT_4 | &FORMAT_3, rest) => Entry::decode_all(rest, 1)?.pop(),
+        (&FORMAT | &FORMAT_5 | &FORMAT_4 | &FORMAT_3, rest) => Entry::decode_all(rest, 1)?.pop(),
         (&FORMAT_2, rest) => Entry::decode_all_v2(rest, 1)?.pop(),
         (&FORMAT_1, rest) => decode_legacy(rest),
         _ => None,

@@ -9,7 +9,7 @@ use urlfrontier_proto::v2::ack_message::Status as Ack;
 use urlfrontier_proto::v2::url_item::Item;
 use urlfrontier_proto::v2::{
     get_params, BlockQueueParams, CrawlLimitParams, GetParams, KnownUrlItem, Pagination,
-    QueueDelayParams, QueueWithinCrawlParams, Stats, UrlInfo, UrlItem,
+    PurgeUrlParams, QueueDelayParams, QueueWithinCrawlParams, Stats, UrlInfo, UrlItem,
 };
 
 use crate::{frontier_error, UrlFrontierBackend};
@@ -185,8 +185,24 @@ impl UrlFrontierBackend {
         }
     }
 
-    /// DeleteQueue of `key`: how many URLs it dropped.
-    pub(crate) async fn delete(&self, key: &str) -> Result<u64, FrontierError> {
+    /// DeleteQueue of `key` — PurgeURLs of it with `days` > 0 (the URLs created more than
+    /// `days` days ago): how many URLs it dropped.
+    pub(crate) async fn delete(&self, key: &str, days: u32) -> Result<u64, FrontierError> {
+        if days > 0 {
+            let params = PurgeUrlParams {
+                key: key.to_owned(),
+                crawl_id: self.settings.crawl_id.clone(),
+                days,
+            };
+            return Ok(self
+                .client
+                .clone()
+                .purge_ur_ls(self.request(params))
+                .await
+                .map_err(frontier_error)?
+                .into_inner()
+                .value);
+        }
         let params = QueueWithinCrawlParams {
             key: key.to_owned(),
             crawl_id: self.settings.crawl_id.clone(),

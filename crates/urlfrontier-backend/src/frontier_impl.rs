@@ -539,8 +539,12 @@ impl Frontier for UrlFrontierBackend {
         Box::pin(self.set_delay("", delay))
     }
 
-    fn delete_queue<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<u64, FrontierError>> {
-        Box::pin(self.delete(host))
+    fn delete_queue<'a>(
+        &'a self,
+        host: &'a str,
+        days: u32,
+    ) -> BoxFuture<'a, Result<u64, FrontierError>> {
+        Box::pin(self.delete(host, days))
     }
 
     fn find_url<'a>(

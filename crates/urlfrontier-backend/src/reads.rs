@@ -118,6 +118,7 @@ impl UrlFrontierBackend {
         let Some((_, mut entry)) = k.info.and_then(|i| entry_of(&self.canon, i)) else {
             return Ok(Found::Seen);
         };
+        entry.created = u32::try_from(item.creation_date).unwrap_or(0);
         if k.refetchable_from_date > unix_now() {
             entry.visit = Some(Box::new(frontier::Visit {
                 due: k.refetchable_from_date,
@@ -177,6 +178,7 @@ impl UrlFrontierBackend {
             };
             let date = k.refetchable_from_date;
             if let Some((key, mut entry)) = k.info.and_then(|i| entry_of(&self.canon, i)) {
+                entry.created = u32::try_from(item.creation_date).unwrap_or(0);
                 let asleep = date > now;
                 if asleep {
                     entry.visit = Some(Box::new(frontier::Visit {

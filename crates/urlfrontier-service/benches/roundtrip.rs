@@ -8,8 +8,9 @@
 //!   frontier keeps its size) with the frontier holding N URLs on H hosts;
 //! - **per-URL reads** with the frontier holding what is left (N less the latency samples):
 //!   a GetURLStatus (median; some of the URLs asked are done by then), CountURLs
-//!   without a filter (lengths only) and with one (a pass over every URL), and a ListURLs
-//!   page of 100 from the middle.
+//!   without a filter (lengths only) and with one (a pass over every URL), a ListURLs
+//!   page of 100 from the middle, and a PurgeURLs by age that drops none (a pass over every
+//!   URL that queues each again).
 //!
 //! `cargo bench -p urlfrontier-service --bench roundtrip -- [--n N] [--hosts H] [--batch B]
 //! [--samples S]`
@@ -21,8 +22,8 @@ use tonic::transport::{Channel, Endpoint};
 use urlfrontier_proto::v2::url_frontier_client::UrlFrontierClient;
 use urlfrontier_proto::v2::url_item::Item;
 use urlfrontier_proto::v2::{
-    CountUrlParams, DiscoveredBatch, GetParams, KnownUrlItem, ListUrlParams, UrlInfo, UrlItem,
-    UrlStatusRequest,
+    CountUrlParams, DiscoveredBatch, GetParams, KnownUrlItem, ListUrlParams, PurgeUrlParams,
+    UrlInfo, UrlItem, UrlStatusRequest,
 };
 
 struct Args {
@@ -167,13 +168,24 @@ async fn per_url_reads(c: &mut UrlFrontierClient<Channel>, a: &Args) {
         listed += 1;
     }
     let list = started.elapsed();
+    // Every URL is younger than a day: the purge drops none but reads (and keeps in order)
+    // every one — its worst case.
+    let purge = PurgeUrlParams {
+        days: 1,
+        ..PurgeUrlParams::default()
+    };
+    let started = Instant::now();
+    let purged = c.purge_ur_ls(purge).await.unwrap().into_inner().value;
+    let by_age = started.elapsed();
     println!(
         "reads  with {all} queued: GetURLStatus median {:.2} ms; CountURLs in {:.2} ms, \
-         filtered ({some}) {:.1} ms; ListURLs {listed} from the middle {:.1} ms",
+         filtered ({some}) {:.1} ms; ListURLs {listed} from the middle {:.1} ms; \
+         PurgeURLs days = 1 ({purged} dropped) {:.1} ms",
         ms(took[took.len() / 2]),
         ms(plain),
         ms(filtered),
-        ms(list)
+        ms(list),
+        ms(by_age)
     );
 }
 

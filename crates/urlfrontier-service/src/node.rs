@@ -79,12 +79,12 @@ impl Node {
 
     /// Empties the queue `key` of the crawl `crawl_id`, or every queue of it (a page of
     /// hosts at a time): how many URLs were dropped.
-    async fn empty(&self, crawl_id: &str, key: Option<String>) -> Result<u64, Status> {
+    async fn empty(&self, crawl_id: &str, key: Option<String>, days: u32) -> Result<u64, Status> {
         let Some(urls) = self.crawls.read(crawl_id)? else {
             return Ok(0);
         };
         if let Some(key) = key {
-            return urls.delete_queue(key).await;
+            return urls.delete_queue(key, days).await;
         }
         let (mut dropped, mut skip) = (0, 0);
         loop {
@@ -97,7 +97,7 @@ impl Node {
             let page = Self::hosts(urls.control(), query).await?;
             let listed = page.hosts.len();
             for host in page.hosts {
-                dropped += urls.delete_queue(host.host).await?;
+                dropped += urls.delete_queue(host.host, days).await?;
             }
             if listed < MAX_QUEUES_LISTED as usize {
                 return Ok(dropped);
@@ -183,7 +183,7 @@ impl UrlFrontier for Node {
     ) -> Result<Response<Long>, Status> {
         let id = request.into_inner().value;
         let value = if id.is_empty() || id == DEFAULT_CRAWL {
-            self.empty(DEFAULT_CRAWL, None).await?
+            self.empty(DEFAULT_CRAWL, None, 0).await?
         } else {
             self.crawls.delete(&id).await?
         };
@@ -326,7 +326,7 @@ impl UrlFrontier for Node {
             return Err(Status::invalid_argument("DeleteQueue needs a key"));
         }
         let value = match self.crawls.read(&params.crawl_id)? {
-            Some(urls) => urls.delete_queue(params.key).await?,
+            Some(urls) => urls.delete_queue(params.key, 0).await?,
             None => 0,
         };
         Ok(Response::new(Long { value }))
@@ -539,21 +539,16 @@ impl UrlFrontier for Node {
         Ok(Response::new(Long { value }))
     }
 
-    /// Drops the queue's URLs, or every queue's, with `days` = 0 (everything created so
-    /// far); `FAILED_PRECONDITION` with `days` > 0: no creation dates are kept.
+    /// Drops the URLs queued or asleep in the queue, or in every queue, created (admitted)
+    /// more than `days` days ago — every one with `days` = 0. A URL admitted by a version
+    /// that kept no creation date stays ([`frontier::Entry::purged_by`]); held URLs stay.
     async fn purge_ur_ls(
         &self,
         request: Request<PurgeUrlParams>,
     ) -> Result<Response<Long>, Status> {
         let r = request.into_inner();
-        if r.days > 0 {
-            return Err(Status::failed_precondition(
-                "this frontier keeps no creation dates: PurgeURLs takes days = 0 (every URL \
-                 queued or asleep) only",
-            ));
-        }
         let key = (!r.key.is_empty()).then_some(r.key);
-        let value = self.empty(&r.crawl_id, key).await?;
+        let value = self.empty(&r.crawl_id, key, r.days).await?;
         Ok(Response::new(Long { value }))
     }
 }

@@ -9,14 +9,15 @@
 //!   answer), an asleep one at its date, a finished one 0 — what a known URL with that date
 //!   would mean if put. A finished URL is known only to the visited set: GetURLStatus
 //!   answers it (with the URL as asked, no metadata), ListURLs and CountURLs do not list it.
-//!   `creation_date` is 0: no creation time is kept.
+//!   `creation_date` is when the frontier admitted the URL ([`Entry::created`]; 0 for a
+//!   finished URL, or one admitted by a version that kept no time).
 //! - **One read at a time, off the runtime's threads** ([`read`]): a listing with a filter
 //!   reads every URL (spilled ones from disk), so reads take turns on a blocking thread;
 //!   past `service.request_timeout_secs` the caller gets `UNAVAILABLE` and the read
 //!   finishes alone, holding the turn.
-//! - **PurgeURLs** drops every URL queued or asleep in the queue (every queue, without a
-//!   key) with `days` = 0 — everything created so far; with `days` > 0 it is refused: this
-//!   frontier keeps no creation dates to tell older URLs by.
+//! - **PurgeURLs** drops the URLs queued or asleep in the queue (every queue, without a
+//!   key) created more than `days` days ago — every one with `days` = 0 — as DeleteQueue
+//!   does (`Frontier::delete_queue`): done unfetched, still in the visited set.
 
 use engine::{Control, UrlPlace};
 use frontier::{Entry, Found, UrlQuery};
@@ -51,15 +52,15 @@ async fn read<T: Send + 'static>(
     })
 }
 
-/// A known item of `info`, refetchable from `date`.
-fn known(info: UrlInfo, date: u64) -> UrlItem {
+/// A known item of `info`, refetchable from `date`, created at `created`.
+fn known(info: UrlInfo, date: u64, created: u32) -> UrlItem {
     UrlItem {
         item: Some(Item::Known(KnownUrlItem {
             info: Some(info),
             refetchable_from_date: date,
         })),
         id: String::new(),
-        creation_date: 0,
+        creation_date: u64::from(created),
     }
 }
 
@@ -69,7 +70,12 @@ fn item_of(key: String, entry: Entry, asleep: bool, crawl_id: &str) -> UrlItem {
         (true, Some(v)) => v.due,
         _ => unix_now(),
     };
-    known(url_info(key, entry.url, entry.client, crawl_id), date)
+    let created = entry.created;
+    known(
+        url_info(key, entry.url, entry.client, crawl_id),
+        date,
+        created,
+    )
 }
 
 /// The listing `query` of the crawl, bounded in time as every call on the frontier is.
@@ -121,7 +127,7 @@ pub(crate) async fn status(
                 crawl_id: crawl_id.to_owned(),
                 ..UrlInfo::default()
             };
-            known(info, 0)
+            known(info, 0, 0)
         }
         UrlPlace::Frontier(Found::Unseen) => {
             return Err(Status::not_found(format!(

@@ -267,20 +267,23 @@ impl Urls {
         offer_due(&self.control, urls, infos, None, self.limits).await
     }
 
-    /// Drops every URL queued for `key` (DeleteQueue): how many; `UNAVAILABLE` when the
-    /// frontier does not answer within `service.request_timeout_secs` (the delete may still
-    /// happen: a resend answers 0).
-    pub(crate) async fn delete_queue(&self, key: String) -> Result<u64, Status> {
+    /// Drops every URL queued for `key` (DeleteQueue) — with `days` > 0 those created more
+    /// than `days` days ago (PurgeURLs): how many; `UNAVAILABLE` when the frontier does not
+    /// answer within `service.request_timeout_secs` (the delete may still happen: a resend
+    /// answers 0).
+    pub(crate) async fn delete_queue(&self, key: String, days: u32) -> Result<u64, Status> {
         let control = self.control.clone();
-        bounded(self.limits, async move { control.delete_queue(&key).await })
-            .await
-            .flatten()
-            .ok_or_else(|| {
-                Status::unavailable(
-                    "the frontier did not answer within service.request_timeout_secs; \
+        bounded(self.limits, async move {
+            control.delete_queue(&key, days).await
+        })
+        .await
+        .flatten()
+        .ok_or_else(|| {
+            Status::unavailable(
+                "the frontier did not answer within service.request_timeout_secs; \
                      the queue may be deleted all the same",
-                )
-            })
+            )
+        })
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {

@@ -385,6 +385,7 @@ impl LocalFrontier {
         entry.sitemap = sitemap;
         entry.lastmod = lastmod;
         entry.client = client;
+        entry.created = Entry::now_secs();
         if let Some(due) = due {
             // Asleep from the start, as a fetched URL waits for its next visit (journaled
             // with it, so a resumed crawl keeps the date).

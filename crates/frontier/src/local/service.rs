@@ -12,6 +12,7 @@ use super::LocalFrontier;
 use crate::api::{
     Admission, BoxFuture, Frontier, FrontierError, Lease, Link, Next, Outcome, Recrawled, Stats,
 };
+use crate::entry::Entry;
 use crate::hosts::{paginate, HostControls, HostPage, HostQuery};
 
 impl LocalFrontier {
@@ -185,17 +186,21 @@ impl LocalFrontier {
     }
 
     /// Drops every URL queued for `host` or asleep in its queue (an operator's delete of its
-    /// queue): each is done, unfetched, for a resumed crawl too, and stays in the visited
-    /// set. Returns how many were dropped (0 for an unknown host); leases out are not
-    /// touched.
-    pub fn delete_queue(&self, host: &str) -> u64 {
+    /// queue) — with `days` > 0 those admitted more than `days` days ago only — : each is
+    /// done, unfetched, for a resumed crawl too, and stays in the visited set. Returns how
+    /// many were dropped (0 for an unknown host); leases out are not touched.
+    pub fn delete_queue(&self, host: &str, days: u32) -> u64 {
+        let before = Entry::purge_cutoff(days);
         let dropped = {
             let mut sched = self.sched();
-            let Some((mut dropped, mut ids)) = sched.drain_host(host, self.journal.is_some())
-            else {
+            let drained = match before {
+                None => sched.drain_host(host, self.journal.is_some()),
+                Some(t) => sched.drain_created_before(host, t),
+            };
+            let Some((mut dropped, mut ids)) = drained else {
                 return 0;
             };
-            let asleep = self.sleeping().drain_key(host);
+            let asleep = self.sleeping().drain_key(host, |e| e.purged_by(before));
             dropped += asleep.len() as u64;
             ids.extend(asleep.iter().map(|e| e.id));
             // Under the scheduler lock, as a completion's done mark, so that a resumed crawl
@@ -271,9 +276,13 @@ impl Frontier for LocalFrontier {
         Box::pin(std::future::ready(Ok(())))
     }
 
-    fn delete_queue<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<u64, FrontierError>> {
+    fn delete_queue<'a>(
+        &'a self,
+        host: &'a str,
+        days: u32,
+    ) -> BoxFuture<'a, Result<u64, FrontierError>> {
         Box::pin(std::future::ready(Ok(LocalFrontier::delete_queue(
-            self, host,
+            self, host, days,
         ))))
     }
 

@@ -161,16 +161,17 @@ impl Sleeping {
         self.by_due.get(key).and_then(|(packed, _)| unpack(packed))
     }
 
-    /// Takes out every URL sleeping in the queue `key`.
-    pub(super) fn drain_key(&mut self, key: &str) -> Vec<Entry> {
+    /// Takes out every URL sleeping in the queue `key` that `drop` picks (every one: `|_|
+    /// true`).
+    pub(super) fn drain_key(&mut self, key: &str, drop: impl Fn(&Entry) -> bool) -> Vec<Entry> {
         if !self.per_key.contains_key(key) {
             return Vec::new();
         }
-        self.per_key.remove(key);
         let taken: Vec<(u64, u64)> = self
             .by_due
             .iter()
             .filter(|(_, (packed, _))| packed_host(packed) == Some(key.as_bytes()))
+            .filter(|(_, (packed, _))| unpack(packed).is_none_or(|(_, e)| drop(&e)))
             .map(|(k, _)| *k)
             .collect();
         let mut out = Vec::with_capacity(taken.len());
@@ -180,6 +181,7 @@ impl Sleeping {
                     self.by_fp.remove(&fp);
                 }
                 self.uncount(k.0);
+                self.unkey(key);
                 out.extend(unpack(&packed).map(|(_, e)| e));
             }
         }
@@ -272,8 +274,8 @@ mod tests {
         assert_eq!((s.len(), s.next_due(), s.due_by(200)), (1, Some(90), 1));
         // Counted per queue as they come and go: a queue with none is not scanned.
         assert_eq!((s.len_of(Some("a.test")), s.len_of(Some("b.test"))), (1, 0));
-        assert!(s.drain_key("b.test").is_empty());
-        assert_eq!(s.drain_key("a.test").len(), 1);
+        assert!(s.drain_key("b.test", |_| true).is_empty());
+        assert_eq!(s.drain_key("a.test", |_| true).len(), 1);
         assert_eq!((s.len_of(Some("a.test")), s.len()), (0, 0));
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Scheduler;
+use crate::entry::Entry;
 use crate::hosts::{HostControls, HostInfo};
 
 /// The longest an operator may block a host or set its delay: a year (an `Instant` far in
@@ -187,5 +188,94 @@ impl Scheduler {
         // group's turn goes to the next waiting host.
         self.release_rep(id);
         Some((dropped, ids))
+    }
+
+    /// As [`drain_host`](Self::drain_host), for the URLs admitted before `before` (Unix
+    /// seconds) only: a purge by age. The rest stay queued in their order — taken out and
+    /// queued again, a chunk at a time, so memory holds a chunk, not the host's backlog.
+    /// A URL of unknown admission time (`created` 0: written before format 6) stays.
+    pub(crate) fn drain_created_before(
+        &mut self,
+        host: &str,
+        before: u32,
+    ) -> Option<(u64, Vec<u64>)> {
+        let &id = self.ids.get(host)?;
+        let q = &mut self.hosts[id as usize];
+        let head = std::mem::take(&mut q.head);
+        let tail = std::mem::take(&mut q.tail);
+        let chunks = std::mem::take(&mut q.chunks);
+        self.heads -= head.len();
+        self.tails -= tail.len();
+        self.queued -= (head.len() + tail.len()) as u64;
+        let (mut dropped, mut ids) = (0u64, Vec::new());
+        let mut sift = |sched: &mut Self, entries: Vec<Entry>| {
+            for entry in entries {
+                if entry.purged_by(Some(before)) {
+                    dropped += 1;
+                    ids.push(entry.id);
+                } else {
+                    sched.push(host, entry);
+                }
+            }
+        };
+        sift(self, head.into());
+        for chunk in chunks {
+            // An unreadable chunk is lost already (and uncounted by `load_chunk`).
+            if let Some(entries) = self.load_chunk(id, chunk) {
+                self.queued -= entries.len() as u64;
+                sift(self, entries);
+            }
+        }
+        sift(self, tail);
+        if self.hosts[id as usize].len() == 0 {
+            self.release_rep(id);
+        }
+        Some((dropped, ids))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::{Order, Politeness};
+    use crate::spill::Spill;
+
+    #[test]
+    fn a_purge_by_age_drops_old_urls_in_memory_and_on_disk_and_keeps_the_rest_in_order() {
+        let spill = Spill::new(None).unwrap();
+        let mut s = Scheduler::new(16, spill, Order::BreadthFirst, Politeness::default());
+        let created = |i: u32| match i % 3 {
+            0 => 1_000,
+            1 => 5_000,
+            _ => 0,
+        };
+        for i in 0..200u32 {
+            let mut e = Entry::new(format!("http://a.test/{i}"), 0, None);
+            e.id = u64::from(i);
+            e.created = created(i);
+            s.push("a.test", e);
+        }
+        let mut other = Entry::new("http://b.test/".into(), 0, None);
+        other.created = 1_000;
+        s.push("b.test", other);
+        assert!(s.spilled > 100, "most of the host's URLs are on disk");
+        assert_eq!(s.drain_created_before("nowhere.test", 2_000), None);
+
+        let (dropped, mut ids) = s.drain_created_before("a.test", 2_000).unwrap();
+        ids.sort_unstable();
+        let old: Vec<u64> = (0..200).filter(|i| i % 3 == 0).collect();
+        assert_eq!((dropped, ids), (old.len() as u64, old));
+        assert_eq!(s.queued, 200 - 67 + 1);
+
+        // The rest — younger, or of unknown age — come out in their order; the other host
+        // keeps its old URL.
+        let id = s.ids["a.test"];
+        let mut left = Vec::new();
+        while let Some(e) = s.pop(id) {
+            left.push(e.id);
+        }
+        let kept: Vec<u64> = (0..200).filter(|i| i % 3 != 0).collect();
+        assert_eq!(left, kept);
+        assert_eq!((s.queued, s.spilled, s.heads + s.tails), (1, 0, 1));
     }
 }

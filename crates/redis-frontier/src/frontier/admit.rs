@@ -64,6 +64,7 @@ impl Shared {
         let mut out: Vec<Option<Admission>> = vec![None; links.len()];
         let mut refused = [0u64; OutOfScope::ALL.len()];
         let mut batch: Vec<Admitting> = Vec::new();
+        let created = Entry::now_secs();
         {
             let scope = self.scope.read().unwrap_or_else(|e| e.into_inner());
             for (i, l) in links.into_iter().enumerate() {
@@ -110,6 +111,7 @@ impl Shared {
                 };
                 entry.id = 0;
                 entry.client = client;
+                entry.created = created;
                 if let Some(due) = due {
                     // Asleep from the start, as a fetched URL waits for its next visit.
                     entry.visit = Some(Box::new(frontier::Visit {

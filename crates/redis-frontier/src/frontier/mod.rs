@@ -512,14 +512,19 @@ impl Frontier for RedisFrontier {
         })
     }
 
-    fn delete_queue<'a>(&'a self, host: &'a str) -> BoxFuture<'a, Result<u64, FrontierError>> {
+    fn delete_queue<'a>(
+        &'a self,
+        host: &'a str,
+        days: u32,
+    ) -> BoxFuture<'a, Result<u64, FrontierError>> {
         Box::pin(async move {
             let s = &self.shared;
+            let cutoff = frontier::Entry::purge_cutoff(days);
             // The sleeping URLs first: one due meanwhile is promoted into the queue, which
             // the script then drops (the other order would leave it queued).
-            let asleep = s.drop_asleep(host).await?;
+            let asleep = s.drop_asleep(host, cutoff).await?;
             let mut call = s.invoke(&s.scripts.delete_queue);
-            call.arg(host);
+            call.arg(host).arg(cutoff.unwrap_or(0));
             let n: u64 = call
                 .invoke_async(&mut s.conn.clone())
                 .await

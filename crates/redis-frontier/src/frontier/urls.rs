@@ -111,9 +111,14 @@ impl Shared {
             .collect())
     }
 
-    /// Drops every URL of the queue `key` asleep until a date, one due list per call: how
+    /// Drops every URL of the queue `key` asleep until a date — admitted before `cutoff`
+    /// only, when given ([`frontier::Entry::purge_cutoff`]) — one due list per call: how
     /// many.
-    pub(super) async fn drop_asleep(&self, key: &str) -> Result<u64, FrontierError> {
+    pub(super) async fn drop_asleep(
+        &self,
+        key: &str,
+        cutoff: Option<u32>,
+    ) -> Result<u64, FrontierError> {
         let seconds: Vec<String> = redis::cmd("ZRANGE")
             .arg(format!("{}duez", self.visited.prefix()))
             .arg(0)
@@ -124,7 +129,7 @@ impl Shared {
         let mut dropped = 0;
         for second in seconds {
             let mut call = self.invoke(&self.scripts.drop_asleep);
-            call.arg(key).arg(second);
+            call.arg(key).arg(second).arg(cutoff.unwrap_or(0));
             let n: u64 = call
                 .invoke_async(&mut self.conn.clone())
                 .await

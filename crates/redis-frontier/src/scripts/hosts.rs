@@ -69,21 +69,67 @@ redis.call('HSET', P .. 'politeness', 'delay', ARGV[6])
 return 1
 ";
 
-/// Drops every URL queued for a host (ARGV: host): its queue goes, its state and leases stay.
-/// Returns how many were dropped (0: none, or no such host). The crawl clock's write comes
-/// first, so a full Redis refuses the call whole.
+/// The admission time (Unix s, `Entry::created`) of the entry starting at byte `at` of `el`:
+/// the format-2 fields are skipped by their lengths to the flags byte, whose bit 3 says the
+/// entry's last 4 bytes are the time. 0 when it has none (written before format 6).
+pub(super) const CREATED_OF: &str = r"
+local function created_of(el, at)
+  local n = #el
+  if n < at + 21 then return 0 end
+  local p = at + 18 + struct.unpack('<I4', el, at + 14)
+  if p + 3 > n then return 0 end
+  local len = struct.unpack('<I4', el, p)
+  p = p + 4
+  if len ~= 4294967295 then p = p + len end
+  p = p + 2
+  if p + 3 > n then return 0 end
+  len = struct.unpack('<I4', el, p)
+  p = p + 4
+  if len ~= 4294967295 then p = p + len end
+  if p > n or bit.band(string.byte(el, p), 8) == 0 then return 0 end
+  return struct.unpack('<I4', el, n - 3)
+end
+-- Whether a purge with `cutoff` (0: every URL) drops a URL admitted at `t`.
+local function purged(t, cutoff)
+  return cutoff == 0 or (t ~= 0 and t < cutoff)
+end
+";
+
+/// Drops the URLs queued for a host (ARGV: host, cutoff): every one with cutoff 0, else
+/// those admitted before it (Unix s; see `CREATED_OF`, which the script is given). Its state
+/// and leases stay. Returns how many were dropped (0: none, or no such host). The crawl
+/// clock's write comes first, so a full Redis refuses the call whole. A purge by age reads
+/// the whole list in the script (an operator's call, as `DROP_ASLEEP`); every URL goes
+/// without a read.
 pub(super) const DELETE_QUEUE: &str = r"
 local host = ARGV[6]
 if redis.call('SISMEMBER', P .. 'hosts', host) == 0 then return 0 end
 now_ms()
 local hk = hkey(host)
 local q = P .. 'q:' .. host
-local n = redis.call('LLEN', q)
--- Freed in the background: a long queue does not hold up every process.
-redis.call('UNLINK', q)
+local cutoff = tonumber(ARGV[7] or 0)
+local n
+if cutoff == 0 then
+  n = redis.call('LLEN', q)
+  -- Freed in the background: a long queue does not hold up every process.
+  redis.call('UNLINK', q)
+else
+  local kept = {}
+  n = 0
+  for _, el in ipairs(redis.call('LRANGE', q, 0, -1)) do
+    if purged(created_of(el, 1), cutoff) then n = n + 1 else kept[#kept + 1] = el end
+  end
+  if n == 0 then return 0 end
+  redis.call('DEL', q)
+  for i = 1, #kept, 1000 do
+    redis.call('RPUSH', q, unpack(kept, i, math.min(i + 999, #kept)))
+  end
+end
 local counted = hnum(hk, 'queued', 0)
-redis.call('HSET', hk, 'queued', 0)
-if counted ~= 0 then redis.call('HINCRBY', P .. 'stats', 'queued', -counted) end
+local gone = counted
+if cutoff ~= 0 then gone = math.min(n, counted) end
+redis.call('HSET', hk, 'queued', counted - gone)
+if gone ~= 0 then redis.call('HINCRBY', P .. 'stats', 'queued', -gone) end
 reschedule(host)
 return n
 ";

@@ -77,16 +77,21 @@ return out
 ";
 
 /// A deleted queue's sleeping URLs, one due list at a time (so no call holds Redis for all
-/// of them): drops the elements of queue ARGV[6] from the list of second ARGV[7] and
-/// returns how many. The `dueat` index keeps their fields (a recrawl that follows one finds
+/// of them): drops the elements of queue ARGV[6] from the list of second ARGV[7] — those
+/// admitted before ARGV[8] only, unless it is 0 (`hosts::CREATED_OF`) — and returns how
+/// many. The `dueat` index keeps their fields (a recrawl that follows one finds
 /// nothing and says so).
 pub(super) const DROP_ASLEEP: &str = r"
-local host, sec = ARGV[6], ARGV[7]
+local host, sec, cutoff = ARGV[6], ARGV[7], tonumber(ARGV[8] or 0)
 local dk = P .. 'due:' .. sec
 local prefix = host .. '\n'
 local kept, n = {}, 0
 for _, el in ipairs(redis.call('LRANGE', dk, 0, -1)) do
-  if string.sub(el, 1, #prefix) == prefix then n = n + 1 else kept[#kept + 1] = el end
+  if string.sub(el, 1, #prefix) == prefix and purged(created_of(el, #prefix + 1), cutoff) then
+    n = n + 1
+  else
+    kept[#kept + 1] = el
+  end
 end
 if n == 0 then return 0 end
 redis.call('DEL', dk)

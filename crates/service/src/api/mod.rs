@@ -396,7 +396,7 @@ pub(crate) async fn delete_host_queue(
     body: axum::body::Bytes,
 ) -> ApiResult<DeletedResponse> {
     no_fields(&body)?;
-    match state.control.delete_queue(&host).await {
+    match state.control.delete_queue(&host, 0).await {
         Some(deleted) => Ok(Json(DeletedResponse { deleted })),
         None => Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
