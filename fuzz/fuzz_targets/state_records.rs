@@ -1,6 +1,6 @@
 //! The crawl state's stored queue entries (and the frontier's disk spill, the same
-//! encoding, format 5 with a client's string, queue key and metadata): any bytes decode to entries or
-//! `None`, never a panic, and what decodes, encoded again, decodes to the same entries.
+//! encoding, format 6 with a client's string, queue key, metadata and admission time): any
+//! bytes decode to entries or `None`, never a panic, and what decodes, encoded again, decodes to the same entries.
 #![no_main]
 
 use frontier::Entry;

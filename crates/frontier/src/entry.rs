@@ -139,9 +139,14 @@ impl Entry {
 
     /// What a purge of the URLs admitted more than `days` days ago compares
     /// [`created`](Self::created) with: `None` for 0 (every URL goes), else the time `days`
-    /// days before now.
+    /// days before now — at least 1, so that an age past the epoch drops nothing (a Redis
+    /// script reads a cutoff of 0 as "every URL").
     pub fn purge_cutoff(days: u32) -> Option<u32> {
-        (days > 0).then(|| Self::now_secs().saturating_sub(days.saturating_mul(86_400)))
+        (days > 0).then(|| {
+            Self::now_secs()
+                .saturating_sub(days.saturating_mul(86_400))
+                .max(1)
+        })
     }
 
     /// Whether a purge with `cutoff` ([`purge_cutoff`](Self::purge_cutoff)) drops this URL:

@@ -193,6 +193,39 @@ async fn per_host_order_survives_the_spill() {
     }
 }
 
+/// Every URL carries the time it was admitted — through the spill, and when an operator
+/// queues a finished URL again — and a purge by an age past the epoch drops none of them.
+#[tokio::test]
+async fn urls_keep_their_admission_time() {
+    let f = LocalFrontier::new(config(4, Order::BreadthFirst), &[]).unwrap();
+    let before = frontier::Entry::now_secs();
+    for i in 0..50 {
+        f.offer(&format!("http://t.test/{i}"), 1, None);
+    }
+    assert!(f.stats().extra("queued_disk") > 0);
+    assert_eq!(
+        f.delete_queue("t.test", u32::MAX),
+        0,
+        "older than the epoch"
+    );
+    assert_eq!(f.delete_queue("t.test", 1), 0, "younger than a day");
+    let mut finished = Vec::new();
+    while let Some(l) = f.next().await {
+        let created = l.entry().created;
+        assert!(
+            (before..=frontier::Entry::now_secs()).contains(&created),
+            "{created}"
+        );
+        finished.push(l.entry().url.clone());
+        f.complete(l, Outcome::Done);
+    }
+    assert_eq!(finished.len(), 50);
+    let again = frontier::Link::new(url::Url::parse("http://t.test/7").unwrap(), 2);
+    assert_eq!(f.requeue_links(vec![again]), [true]);
+    let l = f.next().await.expect("requeued");
+    assert!(l.entry().created >= before, "{:?}", l.entry());
+}
+
 #[tokio::test(start_paused = true)]
 async fn politeness_and_fairness_in_virtual_time() {
     let cfg = polite(Duration::from_secs(1), 1);

@@ -117,6 +117,9 @@ async fn a_purge_by_age_drops_what_was_admitted_before_it() {
         0,
         "none so old"
     );
+    // An age past the epoch drops nothing (its cutoff is not "every URL").
+    assert_eq!(f.delete_queue("old.test", u32::MAX).await.unwrap(), 0);
+    assert_eq!(f.delete_queue("old.test", 30_000).await.unwrap(), 0);
     assert_eq!(f.delete_queue("old.test", 2).await.unwrap(), 3 + 1);
     assert_eq!(f.delete_queue("old.test", 2).await.unwrap(), 0, "again");
     let stats = f.stats().await.unwrap();

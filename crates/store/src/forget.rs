@@ -105,6 +105,7 @@ impl Store {
                     Some(depth) => {
                         let mut entry = Entry::new(url.clone(), depth, None);
                         entry.id = next;
+                        entry.created = Entry::now_secs();
                         next = next.saturating_add(1);
                         let bytes = queue_record::encode(&entry);
                         queue.insert(entry.id, bytes.as_slice()).or_db(&path)?;

@@ -46,6 +46,7 @@ impl LocalFrontier {
                     .and_then(|c| c.settle(canonical.as_str(), super::host_key(&canonical)));
                 let mut entry = crate::Entry::new(canonical.into(), l.depth, None);
                 entry.client = client;
+                entry.created = crate::Entry::now_secs();
                 if let Some(due) = l.due {
                     entry.visit = Some(Box::new(crate::visit::Visit {
                         due,
