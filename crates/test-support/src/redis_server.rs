@@ -71,6 +71,16 @@ impl RedisServer {
         self.start_again()
     }
 
+    /// Kills the server (SIGKILL) and leaves it down: a machine lost for good.
+    pub fn kill(&mut self) -> io::Result<()> {
+        self.stop(true)
+    }
+
+    /// Whether its process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     fn stop(&mut self, kill: bool) -> io::Result<()> {
         if kill {
             self.child.kill()?;
