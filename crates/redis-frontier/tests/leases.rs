@@ -13,14 +13,7 @@ use url::Url;
 use common::redis;
 
 fn cfg() -> FrontierConfig {
-    FrontierConfig {
-        politeness: frontier::Politeness {
-            delay: Duration::ZERO,
-            ..frontier::Politeness::default()
-        },
-        keep_open: true,
-        ..test_support::contract::base_config()
-    }
+    common::unpaced()
 }
 
 fn settings(

@@ -4,22 +4,13 @@
 
 mod common;
 
-use std::time::Duration;
-
 use frontier::{Entry, Frontier, FrontierConfig, Link, Next, Outcome};
 use url::Url;
 
 const DAY: u32 = 86_400;
 
 fn cfg() -> FrontierConfig {
-    FrontierConfig {
-        politeness: frontier::Politeness {
-            delay: Duration::ZERO,
-            ..frontier::Politeness::default()
-        },
-        keep_open: true,
-        ..test_support::contract::base_config()
-    }
+    common::unpaced()
 }
 
 /// Ages the entry `el` (`prefix` before its bytes) by three days if `old` says so; checks

@@ -2,6 +2,7 @@
 //! one host. Listing walks every host once (no index to keep up to date on the hot path);
 //! the frontier sorts and pages the result.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -9,6 +10,7 @@ use tokio::time::Instant;
 use super::Scheduler;
 use crate::entry::Entry;
 use crate::hosts::{HostControls, HostInfo};
+use crate::spill::ChunkRef;
 
 /// The longest an operator may block a host or set its delay: a year (an `Instant` far in
 /// the future may overflow).
@@ -148,6 +150,18 @@ impl Scheduler {
         self.group_contacted(id, now);
     }
 
+    /// Takes host `id`'s memory part (head, tail) and its chunk list out of its queue,
+    /// counting the memory part out of `heads`/`tails` (not out of `queued`).
+    fn take_queue(&mut self, id: u32) -> (VecDeque<Entry>, Vec<Entry>, VecDeque<ChunkRef>) {
+        let q = &mut self.hosts[id as usize];
+        let head = std::mem::take(&mut q.head);
+        let tail = std::mem::take(&mut q.tail);
+        let chunks = std::mem::take(&mut q.chunks);
+        self.heads -= head.len();
+        self.tails -= tail.len();
+        (head, tail, chunks)
+    }
+
     /// Takes every URL queued for `host` out of the crawl (an operator's delete of its
     /// queue): how many, and — `with_ids`, for a journal — their journal ids;
     /// `None` if the host is unknown. Leases out are not touched, and the host keeps its
@@ -157,14 +171,8 @@ impl Scheduler {
     pub(crate) fn drain_host(&mut self, host: &str, with_ids: bool) -> Option<(u64, Vec<u64>)> {
         let &id = self.ids.get(host)?;
         let mut ids = Vec::new();
-        let mut dropped = 0u64;
-        let q = &mut self.hosts[id as usize];
-        let head = std::mem::take(&mut q.head);
-        let tail = std::mem::take(&mut q.tail);
-        let chunks = std::mem::take(&mut q.chunks);
-        self.heads -= head.len();
-        self.tails -= tail.len();
-        dropped += (head.len() + tail.len()) as u64;
+        let (head, tail, chunks) = self.take_queue(id);
+        let mut dropped = (head.len() + tail.len()) as u64;
         if with_ids {
             ids.extend(head.iter().chain(&tail).map(|e| e.id));
         }
@@ -200,12 +208,7 @@ impl Scheduler {
         before: u32,
     ) -> Option<(u64, Vec<u64>)> {
         let &id = self.ids.get(host)?;
-        let q = &mut self.hosts[id as usize];
-        let head = std::mem::take(&mut q.head);
-        let tail = std::mem::take(&mut q.tail);
-        let chunks = std::mem::take(&mut q.chunks);
-        self.heads -= head.len();
-        self.tails -= tail.len();
+        let (head, tail, chunks) = self.take_queue(id);
         self.queued -= (head.len() + tail.len()) as u64;
         let (mut dropped, mut ids) = (0u64, Vec::new());
         let mut sift = |sched: &mut Self, entries: Vec<Entry>| {

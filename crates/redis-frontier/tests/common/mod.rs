@@ -24,6 +24,18 @@ pub fn settings(server: &RedisServer, crawl_id: &str, lease: Duration) -> RedisC
     }
 }
 
+/// The contract suite's base configuration without a politeness delay, kept open when idle.
+pub fn unpaced() -> FrontierConfig {
+    FrontierConfig {
+        politeness: frontier::Politeness {
+            delay: Duration::ZERO,
+            ..frontier::Politeness::default()
+        },
+        keep_open: true,
+        ..test_support::contract::base_config()
+    }
+}
+
 /// A frontier of crawl `crawl_id`.
 pub async fn open(server: &RedisServer, crawl_id: &str, cfg: FrontierConfig) -> RedisFrontier {
     RedisFrontier::connect(cfg, settings(server, crawl_id, Duration::from_secs(5)), &[])
