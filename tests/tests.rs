@@ -7,6 +7,7 @@ mod grpc;
 mod grpc_upstream;
 mod guard;
 mod hostile;
+mod memory;
 mod politeness;
 mod recrawl;
 mod recrawl_shared;

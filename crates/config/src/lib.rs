@@ -165,6 +165,9 @@ pub struct CrawlSection {
     pub max_duration_secs: u64,
     /// Fetches in flight at once.
     pub concurrency: u32,
+    /// Resident memory, in MiB, the process keeps under by slowing fetches and spilling
+    /// queues sooner as it nears it (0: no budget; the memory governor is off).
+    pub max_memory_mb: u64,
     /// Built-in fetch workers: as many as `concurrency`, or a number (0 under `crawler serve`:
     /// only external fetchers crawl, through the lease API).
     pub workers: Workers,

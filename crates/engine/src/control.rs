@@ -98,6 +98,8 @@ pub struct MetricsSnapshot {
     /// responses' sizes).
     pub not_modified: u64,
     pub not_modified_bytes_saved: u64,
+    /// The memory governor, when on (`crawl.max_memory_mb`).
+    pub memory: Option<crate::output::MemoryStatus>,
 }
 
 /// The handle a service holds on a running crawl: the reports' sources (counters, frontier,
@@ -576,6 +578,7 @@ impl Control {
             refetches_unchanged: c.refetches_unchanged.load(Ordering::Relaxed),
             not_modified: c.not_modified.load(Ordering::Relaxed),
             not_modified_bytes_saved: c.not_modified_bytes_saved.load(Ordering::Relaxed),
+            memory: r.governor.as_ref().map(|g| g.reading().status()),
         }
     }
 }

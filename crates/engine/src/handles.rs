@@ -14,6 +14,7 @@ use frontier::Frontier;
 use crate::counters::Counters;
 use crate::fetch::Fetcher;
 use crate::frontier_call::FrontierClient;
+use crate::governor::Governor;
 use crate::leases::ExternalLeases;
 use crate::output::Output;
 use crate::parse_pool::ParsePool;
@@ -102,6 +103,7 @@ pub(crate) fn wire(
     let fetch_slots = Arc::new(tokio::sync::Semaphore::new(
         cfg.crawl.concurrency.max(1) as usize
     ));
+    let governor = Governor::new(cfg.crawl.max_memory_mb, cfg.crawl.concurrency as usize);
     let pause = Arc::new(crate::pause::Pause::default());
     let report = Arc::new(Report {
         counters,
@@ -115,6 +117,7 @@ pub(crate) fn wire(
         status_secs: cfg.crawl.status_secs,
         progress_secs: cfg.crawl.progress_secs,
         out_dir: out_dir.clone(),
+        governor: governor.clone(),
     });
     let external = ExternalLeases {
         fetching: Arc::clone(&fetching),
@@ -125,6 +128,7 @@ pub(crate) fn wire(
         fetching,
         checkpoints: store.clone().map(|s| (s, pause)),
         fetch_slots,
+        memory_gate: governor.as_ref().map(|g| Arc::clone(&g.gate)),
         serving,
     };
 

@@ -38,6 +38,7 @@ mod frontier_call;
 mod frontier_config;
 pub use frontier_config::frontier_config;
 mod frontier_health;
+mod governor;
 mod handles;
 mod lease_table;
 mod leases;
@@ -366,6 +367,7 @@ pub async fn start(
     };
     let threads = std::thread::available_parallelism().map_or(2, usize::from);
     let parse = parse_pool::ParsePool::new(threads).map_err(EngineError::Threads)?;
+    let governed = Arc::clone(&frontier);
     let Handles {
         worker: crew,
         external,
@@ -396,6 +398,14 @@ pub async fn start(
     };
     let heartbeat = spawn_status(Arc::clone(&report), started);
     let reaper_stop = CancellationToken::new();
+    if let Some(governor) = &report.governor {
+        tokio::spawn(Arc::clone(governor).run(
+            governed,
+            cfg.crawl.concurrency as usize,
+            usize::try_from(cfg.frontier.memory_capacity).unwrap_or(usize::MAX),
+            reaper_stop.clone(),
+        ));
+    }
     let reaper = tokio::spawn(
         external
             .clone()

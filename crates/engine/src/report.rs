@@ -36,6 +36,8 @@ pub(crate) struct Report {
     pub(crate) status_secs: u64,
     pub(crate) progress_secs: u64,
     pub(crate) out_dir: std::path::PathBuf,
+    /// The memory governor (`crawl.max_memory_mb`), when on.
+    pub(crate) governor: Option<Arc<crate::governor::Governor>>,
 }
 
 /// What `stats.json` holds.
@@ -73,6 +75,9 @@ pub struct Summary {
     pub pages_per_sec_avg: f64,
     /// The process's peak resident memory (Linux `VmHWM`; absent elsewhere).
     pub peak_rss_bytes: Option<u64>,
+    /// Seconds the memory governor held the crawl back (absent when it is off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_throttled_secs: Option<f64>,
     /// The frontier's counters.
     pub frontier: FrontierSummary,
     /// The durable state (absent with `crawl.persist = false`).
@@ -187,6 +192,7 @@ pub(crate) fn status(
         due_next_hour: s.extra("due_next_hour"),
         refetches_changed: report.counters.refetches_changed.load(Ordering::Relaxed),
         refetches_unchanged: report.counters.refetches_unchanged.load(Ordering::Relaxed),
+        memory: report.governor.as_ref().map(|g| g.reading().status()),
     }
 }
 
@@ -298,10 +304,25 @@ pub(crate) fn spawn_progress(report: Arc<Report>, started: Instant) -> tokio::ta
                 scheduled = s.extra("scheduled"),
                 next_due = next_due(&s).unwrap_or_default(),
                 state = live_state(&report, &s),
+                memory = report
+                    .governor
+                    .as_ref()
+                    .map(|g| memory_line(&g.reading()))
+                    .unwrap_or_default(),
                 "progress"
             );
         }
     })
+}
+
+/// The progress line's memory field: `476/512 MB` and what the governor holds back.
+fn memory_line(r: &crate::governor::Reading) -> String {
+    let mb = |n: u64| n / (1024 * 1024);
+    let used = format!("{}/{} MB", mb(r.rss_bytes), mb(r.budget_bytes));
+    match r.throttle {
+        crate::governor::Throttle::None => used,
+        t => format!("{used}, throttled ({}): fetches {}", t.name(), r.fetches),
+    }
 }
 
 pub(crate) fn summarize(report: &Report, s: &frontier::Stats, started: Instant) -> Summary {
@@ -342,6 +363,10 @@ pub(crate) fn summarize(report: &Report, s: &frontier::Stats, started: Instant) 
             .rate(Instant::now(), pages, pages as f64 / secs.max(1e-9)),
         pages_per_sec_avg: pages as f64 / secs.max(1e-9),
         peak_rss_bytes: peak_rss_bytes(),
+        memory_throttled_secs: report
+            .governor
+            .as_ref()
+            .map(|g| g.reading().throttled.as_secs_f64()),
         frontier: FrontierSummary {
             offered: s.offered,
             admitted: s.admitted,
@@ -367,14 +392,18 @@ pub(crate) fn summarize(report: &Report, s: &frontier::Stats, started: Instant) 
 
 /// The process's peak resident set (`VmHWM` of `/proc/self/status`), where Linux tells it.
 fn peak_rss_bytes() -> Option<u64> {
+    proc_status_kib("VmHWM:").map(|kib| kib * 1024)
+}
+
+/// A `kB` field of `/proc/self/status` (`field` with its colon), where Linux tells it.
+pub(crate) fn proc_status_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kib: u64 = status
+    status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .find_map(|l| l.strip_prefix(field))?
         .trim()
         .strip_suffix("kB")?
         .trim()
         .parse()
-        .ok()?;
-    Some(kib * 1024)
+        .ok()
 }

@@ -77,6 +77,9 @@ pub(crate) struct Worker {
     /// Fetches in flight, built-in and leased together: `crawl.concurrency` permits. A
     /// worker takes one for each fetch; an external lease holds one while it is out.
     pub(crate) fetch_slots: Arc<tokio::sync::Semaphore>,
+    /// The memory governor's gate (`crawl.max_memory_mb`): a worker holds a turn from before
+    /// it takes a URL until the fetch is done, and gives it up when the gate is crowded.
+    pub(crate) memory_gate: Option<Arc<crate::governor::Gate>>,
     /// Run as a service (`crawler serve`): a budget ends the workers, not the crawl.
     pub(crate) serving: bool,
 }
@@ -85,13 +88,21 @@ pub(crate) async fn worker(w: Worker) {
     // A frontier across a network completes a lease and hands out the next in one call.
     let merge = w.fetching.frontier().calls_can_fail();
     let mut pending: Option<(Lease, Outcome)> = None;
+    let mut turn = None;
     loop {
+        if turn.is_some() && w.memory_gate.as_ref().is_some_and(|g| g.crowded()) {
+            // The governor lowered the limit: this worker waits for room before its next URL.
+            turn = None;
+        }
         let next = match pending.take() {
             // The last lease's completion; with it, where the frontier can and the crawl goes
-            // on, the next lease.
+            // on (and this worker may go on fetching), the next lease.
             Some((lease, outcome)) => {
                 let id = lease.entry().id;
-                let merged = merge && !w.fetching.run().held() && !w.fetching.run().stopped();
+                let merged = merge
+                    && !w.fetching.run().held()
+                    && !w.fetching.run().stopped()
+                    && (turn.is_some() || w.memory_gate.is_none());
                 let mut handed = Retained::new((lease, outcome), merge);
                 let answer = w
                     .fetching
@@ -124,6 +135,9 @@ pub(crate) async fn worker(w: Worker) {
                         .await;
                 }
                 w.fetching.run().wait_while_held().await;
+                if let (Some(gate), None) = (&w.memory_gate, &turn) {
+                    turn = Some(gate.enter().await);
+                }
                 w.fetching
                     .frontier()
                     .with_frontier("next", |f| f.next())

@@ -435,6 +435,11 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
     /// keeps its time. A shared frontier sets it for every process of the crawl.
     fn set_default_delay(&self, delay: Duration) -> BoxFuture<'_, Result<(), FrontierError>>;
 
+    /// Sets how many queued URLs this process keeps in memory (the memory governor lowers
+    /// it under pressure and restores the configured value after): the rest wait on disk, in
+    /// order. A frontier that keeps no queue in this process ignores it (the default).
+    fn set_memory_capacity(&self, _entries: usize) {}
+
     /// Drops every URL queued for `host` or asleep in its queue (an operator's delete of
     /// its queue; url-frontier's DeleteQueue and PurgeURLs) — with `days` > 0 only those
     /// admitted more than `days` days ago ([`Entry::created`](crate::Entry::created); one

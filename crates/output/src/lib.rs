@@ -19,7 +19,7 @@ pub mod sync;
 mod writer;
 
 pub use clock::{now_rfc3339, now_unix_ms};
-pub use status::{write_stats, write_status, Status};
+pub use status::{write_stats, write_status, MemoryStatus, Status};
 
 use std::fs::{File, OpenOptions};
 use std::io;

@@ -103,6 +103,29 @@ pub struct Status {
     pub refetches_changed: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub refetches_unchanged: u64,
+    /// The memory governor (`crawl.max_memory_mb`); absent when it is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryStatus>,
+}
+
+/// What the memory governor sees and does.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Default)]
+pub struct MemoryStatus {
+    /// Resident memory at the last sample.
+    pub rss_bytes: u64,
+    /// `crawl.max_memory_mb` in bytes.
+    pub budget_bytes: u64,
+    /// `none`, `spill` (queues spill sooner), `fetches` (fewer fetches start) or `floor`
+    /// (one fetch at a time).
+    pub throttle: String,
+    /// Why, e.g. `resident 93% of 512 MB`.
+    pub reason: String,
+    /// Fetches that may start at once now (`crawl.concurrency` when not held back).
+    pub fetch_slots: u64,
+    /// Queued URLs kept in memory now (`frontier.memory_capacity` when not held back).
+    pub queue_capacity: u64,
+    /// Seconds spent throttling so far.
+    pub throttled_secs: f64,
 }
 
 fn is_zero(n: &u64) -> bool {

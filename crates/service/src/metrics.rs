@@ -305,8 +305,55 @@ pub fn encode(m: MetricsSnapshot, crawls: &[CrawlFigures]) -> String {
          process fetched those URLs; nothing was written for them here)",
         counter(m.leases_lost),
     );
+    if let Some(mem) = &m.memory {
+        register_memory(&mut r, mem);
+    }
     let mut text = String::new();
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut text, &r);
     text
+}
+
+/// The memory governor's figures (`crawl.max_memory_mb`; absent when it is off).
+fn register_memory(r: &mut Registry, mem: &engine::output::MemoryStatus) {
+    r.register_with_unit(
+        "memory_resident",
+        "The process's resident memory at the governor's last sample",
+        Unit::Bytes,
+        gauge(mem.rss_bytes),
+    );
+    r.register_with_unit(
+        "memory_budget",
+        "crawl.max_memory_mb",
+        Unit::Bytes,
+        gauge(mem.budget_bytes),
+    );
+    let level = match mem.throttle.as_str() {
+        "spill" => 1,
+        "fetches" => 2,
+        "floor" => 3,
+        _ => 0,
+    };
+    r.register(
+        "memory_throttle_level",
+        "How hard the memory governor holds back: 0 none, 1 queues spill sooner, 2 fewer \
+         fetches start, 3 one fetch at a time",
+        gauge(level),
+    );
+    r.register_with_unit(
+        "memory_throttled",
+        "Time the memory governor spent throttling",
+        Unit::Seconds,
+        counter_f(mem.throttled_secs),
+    );
+    r.register(
+        "fetch_slots_effective",
+        "Fetches that may start at once now (crawl.concurrency when not held back)",
+        gauge(mem.fetch_slots),
+    );
+    r.register(
+        "queue_memory_capacity_effective",
+        "Queued URLs kept in memory now (frontier.memory_capacity when not held back)",
+        gauge(mem.queue_capacity),
+    );
 }

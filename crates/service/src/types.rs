@@ -114,6 +114,29 @@ pub struct StatusBody {
     /// memory: fetching waits for room) or `failed: …` (the crawl stops).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frontier_error: Option<String>,
+    /// The memory governor (`crawl.max_memory_mb`); absent when it is off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryBody>,
+}
+
+/// What the memory governor sees and does.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MemoryBody {
+    /// Resident memory at the last sample (every 100 ms).
+    pub rss_bytes: u64,
+    /// `crawl.max_memory_mb` in bytes.
+    pub budget_bytes: u64,
+    /// `none`, `spill` (from 75% of the budget: queues spill to disk sooner), `fetches` (from
+    /// 90%: fewer fetches start) or `floor` (at the budget: one fetch at a time).
+    pub throttle: String,
+    /// Why, e.g. `resident 93% of 512 MB`.
+    pub reason: String,
+    /// Fetches that may start at once now (`crawl.concurrency` when not held back).
+    pub fetch_slots: u64,
+    /// Queued URLs kept in memory now (`frontier.memory_capacity` when not held back).
+    pub queue_capacity: u64,
+    /// Seconds spent throttling so far.
+    pub throttled_secs: f64,
 }
 
 /// An object with no fields (`POST /api/v1/pause` and `/resume`; an empty body is taken too).

@@ -277,6 +277,10 @@ impl Frontier for LocalFrontier {
         Box::pin(std::future::ready(Ok(())))
     }
 
+    fn set_memory_capacity(&self, entries: usize) {
+        self.sched().set_capacity(entries);
+    }
+
     fn delete_queue<'a>(
         &'a self,
         host: &'a str,

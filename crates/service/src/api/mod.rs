@@ -73,6 +73,15 @@ pub(crate) async fn status_body(state: &AppState) -> StatusBody {
         state_paused: s.paused,
         frontier_unavailable_secs: s.frontier_unavailable_secs,
         frontier_error: s.frontier_error,
+        memory: s.memory.map(|m| MemoryBody {
+            rss_bytes: m.rss_bytes,
+            budget_bytes: m.budget_bytes,
+            throttle: m.throttle,
+            reason: m.reason,
+            fetch_slots: m.fetch_slots,
+            queue_capacity: m.queue_capacity,
+            throttled_secs: m.throttled_secs,
+        }),
     }
 }
 

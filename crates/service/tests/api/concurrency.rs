@@ -77,3 +77,59 @@ async fn crawl_concurrency_bounds_more_workers() {
     let most = stats.iter().map(|(_, s)| s.max_concurrent).max().unwrap();
     assert_eq!(most, 2, "{stats:?}");
 }
+
+/// The memory governor at its floor (`crawl.max_memory_mb` below what the process needs at
+/// all): one fetch at a time reaches the site, the crawl still finishes, and status and
+/// `/metrics` say why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_budget_at_its_floor_lets_one_fetch_run() {
+    let site = TestSite::start(SiteConfig {
+        pages: 30,
+        hosts: 3,
+        latency_ms: 20,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let svc = start_with(&site, None, "", |cfg| {
+        cfg.crawl.concurrency = 8;
+        cfg.crawl.max_memory_mb = 1;
+        cfg.politeness.max_per_host = 8;
+    })
+    .await;
+    let api = &svc.api;
+    let seed = site.site().seed_url();
+    api.call("POST", "/api/v1/seeds", Some(json!({ "urls": [seed] })))
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while api.status().await["pages"].as_u64().unwrap_or(0) < 30 {
+        assert!(Instant::now() < deadline, "{}", api.status().await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = api.status().await;
+    let memory = &status["memory"];
+    assert_eq!(memory["throttle"], "floor", "{status}");
+    assert_eq!(memory["fetch_slots"], 1, "{status}");
+    assert_eq!(memory["budget_bytes"], 1 << 20, "{status}");
+    assert!(
+        memory["reason"].as_str().unwrap().starts_with("resident "),
+        "{status}"
+    );
+    let (code, _, metrics) =
+        crate::client::http(api.addr, "GET", "/metrics", "127.0.0.1", &[], None).await;
+    assert_eq!(code, 200);
+    let metrics = String::from_utf8(metrics).unwrap();
+    for line in [
+        "crawler_memory_throttle_level 3",
+        "crawler_fetch_slots_effective 1",
+        "crawler_memory_budget_bytes 1048576",
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "{line} missing in\n{metrics}"
+        );
+    }
+    let (_, pages) = svc.stop().await;
+    assert!(pages.len() >= 30);
+    assert_eq!(site.observer().max_concurrent_all(), 1, "over all hosts");
+}
