@@ -197,3 +197,62 @@ async fn host_names_on_one_address_share_its_budget() {
     );
     site.stop().await;
 }
+
+/// The same budget kept by three processes sharing the crawl in Redis: every request to the
+/// one address counts whichever process makes it (robots.txt included), and a process killed mid-crawl gives its share of the address back when
+/// its leases expire — the others finish the crawl, nothing lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_on_redis_share_an_addresss_budget() {
+    use crate::redis::{finish_all, redis, start_shared, union, Process};
+    let Some(server) = redis(&[]) else { return };
+    let (site, procs, mut children) = start_shared(
+        &server.url(),
+        (300, 20, 20),
+        3,
+        "delay_ms = 0\nmax_per_host = 4\nip_delay_ms = 5\nmax_per_ip = 2",
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while procs[0].line_count() < 30 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let mut victim = children.remove(0);
+    victim.kill().unwrap(); // SIGKILL
+    victim.wait().unwrap();
+    let errs = finish_all(children).await;
+    let (missing, extra, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
+    assert!(missing.is_empty(), "lost: {missing:?}\n{errs:?}");
+    assert!(extra.is_empty(), "not in the ground truth: {extra:?}");
+    // Only what the killed process had leased (its 8 workers) may be fetched again.
+    assert!(twice.len() <= 8, "recorded twice: {twice:?}");
+    let counts: Vec<usize> = procs.iter().map(Process::line_count).collect();
+    assert!(counts.iter().all(|&n| n > 0), "{counts:?}");
+    let observer = site.observer();
+    assert!(
+        observer.max_concurrent_all() <= 2,
+        "{} requests in flight at once to the one address",
+        observer.max_concurrent_all()
+    );
+    let log = observer.log();
+    for (host, _) in observer.host_stats() {
+        let robots = log
+            .iter()
+            .filter(|r| r.host == host && r.path == "/robots.txt")
+            .count();
+        // Once for all three; again only where the killed process held the claim.
+        assert!(
+            (1..=2).contains(&robots),
+            "{host}: robots.txt fetched {robots} times"
+        );
+    }
+    let mut starts: Vec<f64> = log.iter().map(|r| r.at_ms).collect();
+    starts.sort_by(f64::total_cmp);
+    let span = starts[starts.len() - 1] - starts[0];
+    let floor = (starts.len() - 2) as f64 * 5.0;
+    assert!(
+        span >= floor,
+        "{} requests in {span:.0} ms, at least {floor:.0} expected",
+        starts.len()
+    );
+    site.stop().await;
+}

@@ -1,5 +1,6 @@
 //! The host listing of a shared frontier: every host's state hash read in one pipeline and
-//! paginated as the local frontier does. It reads every host of the crawl (one host's
+//! paginated as the local frontier does, with each host's address group (see
+//! `scripts/groups.rs`). It reads every host of the crawl (one host's
 //! figures read that host alone), so it is an operator's call, not a worker's.
 
 use std::time::Duration;
@@ -66,6 +67,7 @@ pub(crate) async fn page(
     } else {
         pipe.query_async(conn).await.map_err(frontier_error)?
     };
+    let groups = groups_of(conn, prefix, &hosts).await?;
     // The clock is read after the rows: a fetch leased between the two reads cannot leave a
     // host's `next_at` ahead of the `now` it is measured from.
     type Clock = (Option<i64>, Option<i64>, Option<i64>);
@@ -86,9 +88,81 @@ pub(crate) async fn page(
     let all = hosts
         .into_iter()
         .zip(rows)
-        .map(|(host, row)| info(host, &row, cfg, default_delay, now))
+        .zip(groups)
+        .map(|((host, row), group)| {
+            let mut info = info(host, &row, cfg, default_delay, now);
+            if let Some(g) = group {
+                if g.parked {
+                    info.delay_reason = frontier::DelayReason::IpGroup;
+                }
+                info.address = Some(g.key);
+                info.address_hosts = g.members;
+                info.address_in_flight = g.in_flight;
+            }
+            info
+        })
         .collect();
     Ok(paginate(all, query))
+}
+
+/// A host's address group as the listing shows it.
+struct GroupView {
+    key: String,
+    members: u32,
+    in_flight: u32,
+    /// The host waits in the group's line.
+    parked: bool,
+}
+
+/// The address group of each of `hosts` (politeness per address), each distinct group's
+/// figures read once.
+async fn groups_of(
+    conn: &mut ConnectionManager,
+    prefix: &str,
+    hosts: &[String],
+) -> Result<Vec<Option<GroupView>>, FrontierError> {
+    if hosts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for h in hosts {
+        pipe.cmd("HMGET")
+            .arg(format!("{prefix}h:{h}"))
+            .arg(&["ipg", "parked"]);
+    }
+    let placed: Vec<(Option<String>, Option<String>)> =
+        pipe.query_async(conn).await.map_err(frontier_error)?;
+    let mut keys: Vec<&str> = placed.iter().filter_map(|(g, _)| g.as_deref()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut figures = std::collections::HashMap::new();
+    if !keys.is_empty() {
+        let mut pipe = redis::pipe();
+        for k in &keys {
+            pipe.cmd("HMGET")
+                .arg(format!("{prefix}g:{k}"))
+                .arg(&["members", "inflight"]);
+        }
+        let rows: Vec<(Option<i64>, Option<i64>)> =
+            pipe.query_async(conn).await.map_err(frontier_error)?;
+        let count = |v: Option<i64>| u32::try_from(v.unwrap_or(0)).unwrap_or(0);
+        for (k, (members, in_flight)) in keys.iter().zip(rows) {
+            figures.insert(*k, (count(members), count(in_flight)));
+        }
+    }
+    Ok(placed
+        .iter()
+        .map(|(g, parked)| {
+            let key = g.as_deref()?;
+            let (members, in_flight) = figures.get(key).copied().unwrap_or_default();
+            Some(GroupView {
+                key: key.to_owned(),
+                members,
+                in_flight,
+                parked: parked.is_some(),
+            })
+        })
+        .collect())
 }
 
 /// The crawl's clock as the next script will read it (`now_ms` in the scripts): the server's

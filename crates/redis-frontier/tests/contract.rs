@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use frontier::{Frontier, FrontierConfig};
 use redis_frontier::RedisFrontier;
-use test_support::contract::{self, Harness, Lacks};
+use test_support::contract::{self, Harness};
 use test_support::redis_server::RedisServer;
 
 struct OnRedis {
@@ -39,11 +39,6 @@ impl Harness for OnRedis {
     fn reopen(&self, cfg: FrontierConfig, seeds: &[&str]) -> Option<Arc<dyn Frontier>> {
         let id = self.last.lock().unwrap().clone();
         Some(self.connect(cfg, seeds, &id))
-    }
-
-    /// Hosts are not grouped by address in Redis yet (`place_host` answers yes).
-    fn lacks(&self, what: Lacks) -> bool {
-        what == Lacks::AddressGroups
     }
 }
 

@@ -195,7 +195,7 @@ impl Shared {
             _ => None,
         };
         match reply.first().and_then(text).as_deref() {
-            Some(b"lease") if reply.len() == 6 => {
+            Some(b"lease") if reply.len() == 7 => {
                 let id = int(&reply[1])
                     .and_then(|n| u64::try_from(n).ok())
                     .ok_or_else(bad)?;
@@ -205,6 +205,7 @@ impl Shared {
                 let bytes = text(&reply[3]).ok_or_else(bad)?;
                 let last = int(&reply[4]) == Some(1);
                 let recrawl_secs = int(&reply[5]).and_then(|n| u32::try_from(n).ok());
+                let grouped = int(&reply[6]) == Some(1);
                 let Some(mut entry) = Entry::decode_all(&bytes, 1).and_then(|mut v| v.pop()) else {
                     // Not an entry this version writes: give it up rather than loop on it.
                     self.finish(id, "skip", None, None).await?;
@@ -225,7 +226,9 @@ impl Shared {
                         .insert(id, secs);
                 }
                 Ok(Leased::Lease(
-                    Lease::new(entry, Arc::from(host), id).with_last_of_host(last),
+                    Lease::new(entry, Arc::from(host), id)
+                        .with_last_of_host(last)
+                        .with_handed_in_group(grouped),
                 ))
             }
             Some(b"budget") => Ok(Leased::Budget),

@@ -464,6 +464,32 @@ impl Frontier for RedisFrontier {
         })
     }
 
+    fn place_host<'a>(
+        &'a self,
+        lease: &'a Lease,
+        key: frontier::AddressKey,
+    ) -> BoxFuture<'a, Result<bool, FrontierError>> {
+        Box::pin(async move {
+            let s = &self.shared;
+            let p = &s.cfg.politeness;
+            if p.ip_delay.is_zero() && p.max_per_ip == 0 {
+                return Ok(true);
+            }
+            let args = [
+                key.to_string(),
+                u8::from(lease.handed_in_group()).to_string(),
+                ms(p.ip_delay).to_string(),
+                p.max_per_ip.to_string(),
+            ];
+            s.host_script(&s.scripts.place, lease.host(), &args).await
+        })
+    }
+
+    fn groups_by_address(&self) -> bool {
+        let p = &self.shared.cfg.politeness;
+        !p.ip_delay.is_zero() || p.max_per_ip > 0
+    }
+
     fn requeue(&self, links: Vec<Link>) -> BoxFuture<'_, Result<Vec<bool>, FrontierError>> {
         Box::pin(async move {
             let out = self.shared.admit(None, links, true).await?;

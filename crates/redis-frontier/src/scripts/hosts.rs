@@ -16,12 +16,14 @@ reschedule(ARGV[6])
 return 1
 ";
 
-/// A fetch of the host (ARGV: host) started late: its next fetch waits from now.
+/// A fetch of the host (ARGV: host) started late (its robots.txt came first): its next
+/// fetch, and its address group's, wait from now.
 pub(super) const CONTACTED: &str = r"
 local hk = hkey(ARGV[6])
 local now = now_ms()
 redis.call('HSET', hk, 'last_start', I(now))
 redis.call('HSET', hk, 'next_at', I(math.max(hnum(hk, 'next_at', 0), now + eff_delay(hk))))
+group_contacted(ARGV[6], now)
 reschedule(ARGV[6])
 return 1
 ";
@@ -57,7 +59,12 @@ if ARGV[12] and ARGV[12] ~= '' then
   if tonumber(ARGV[12]) > 0 then redis.call('HSET', hk, 'max_done', ARGV[12])
   else redis.call('HDEL', hk, 'max_done') end
 end
+-- Any control of its address group's representative hands the group's turn on (its own
+-- time may be later now), as the local frontier does.
+local g = redis.call('HGET', hk, 'ipg')
+if g and redis.call('HGET', gkey(g), 'rep') == host then redis.call('HDEL', gkey(g), 'rep') end
 reschedule(host)
+if g then g_promote(g) end
 return 1
 ";
 

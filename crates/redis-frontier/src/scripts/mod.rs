@@ -37,6 +37,8 @@
 //!   which second a sleeping URL is due at, by the high 8 bytes of its fingerprint, in
 //!   buckets `B` by its low bits (small hashes, Redis' compact encoding), kept when the URL
 //!   is promoted (overwritten when it sleeps again);
+//! - `g:KEY`, `gq:KEY` and `h:HOST.ipg`/`parked` — address groups (politeness per address;
+//!   see `groups.rs`);
 //! - `politeness` — `delay`: an operator's default delay (ms) for every host without its own,
 //!   in place of each process' configured one;
 //! - `clock` — the crawl clock (`last`: server ms of the last script, `off`: ms not counted,
@@ -46,6 +48,7 @@
 //! Every script takes `ARGV[1..5]` = prefix, default delay (ms), default `max_per_host`,
 //! back-off base (ms), most back-off (ms); its own arguments follow.
 
+mod groups;
 mod hosts;
 mod schedule;
 
@@ -106,20 +109,6 @@ end
 local function eff_delay(hk)
   return math.max(eff_pace(hk), hnum(hk, 'backoff', 0))
 end
--- Puts a host in the ready set (scored by when it may be fetched) or takes it out.
-local function reschedule(host)
-  local v = redis.call('HMGET', hkey(host), 'queued', 'inflight', 'max_inflight', 'next_at', 'blocked_until', 'done', 'max_done')
-  local queued, inflight = tonumber(v[1] or 0), tonumber(v[2] or 0)
-  local maxin = tonumber(v[3] or -1)
-  if maxin < 0 then maxin = D_MAX end
-  -- An operator's limit on URLs finished, leases out counted: reached, nothing more.
-  local spent = v[7] and tonumber(v[6] or 0) + inflight >= tonumber(v[7])
-  if queued > 0 and inflight < maxin and not spent then
-    redis.call('ZADD', P .. 'ready', I(math.max(tonumber(v[4] or 0), tonumber(v[5] or 0))), host)
-  else
-    redis.call('ZREM', P .. 'ready', host)
-  end
-end
 local function push_front(host, entry)
   redis.call('LPUSH', P .. 'q:' .. host, entry)
   redis.call('HINCRBY', hkey(host), 'queued', 1)
@@ -168,6 +157,7 @@ local function finish(id, kind, hint, retry_entry, now, holder, again, again_s, 
   local hk = hkey(host)
   local current = tonumber(id) > hnum(hk, 'backoff_lease', 0)
   redis.call('HINCRBY', hk, 'inflight', -1)
+  group_done(host)
   if kind == 'done' or kind == 'skip' then
     if current and hnum(hk, 'backoff', 0) > 0 then
       if kind == 'done' then
@@ -367,7 +357,8 @@ return out
 /// first (as `COMPLETE`'s: id, kind, hint, retry entry, next visit, its delay, its index bucket
 /// and field) — a worker's completion and its next lease in one call.
 /// Expired leases go back to the front of their hosts' queues first, then URLs due again are
-/// promoted. Returns `{'lease', id, host, entry, last_of_host, host's recrawl_secs (0: none)}`,
+/// promoted. Returns `{'lease', id, host, entry, last_of_host, host's recrawl_secs (0: none),
+/// handed out under its address group (1/0)}`,
 /// `{'budget'}` or `{'wait', next due (ms, -1: none), queued, leases out, now, scheduled,
 /// next scheduled (crawl ms, -1: none)}`.
 const LEASE: &str = r"
@@ -396,6 +387,7 @@ end
 -- The lease of `host`'s next URL (the host is ready), or false when its queue was empty.
 local function take(host)
   local hk = hkey(host)
+  leave_line(host)
   local entry = redis.call('LPOP', P .. 'q:' .. host)
   if not entry then
     -- A ready host with an empty queue (not expected): repair its count.
@@ -411,14 +403,18 @@ local function take(host)
   local id = redis.call('HINCRBY', P .. 'stats', 'lease_seq', 1)
   redis.call('HSET', P .. 'leased', id, holder .. '\n' .. host .. '\n' .. entry)
   redis.call('ZADD', P .. 'leases', I(now + lease_ms), id)
+  -- After the lease is out: a group's count is checked against the leases out.
+  local grouped = 0
+  if group_started(host, now) then grouped = 1 end
   local last = 0
   if left <= 0 and inflight == 1 then last = 1 end
-  return {'lease', id, host, entry, last, hnum(hk, 'recrawl_secs', 0)}
+  return {'lease', id, host, entry, last, hnum(hk, 'recrawl_secs', 0), grouped}
 end
 if only ~= '' then
-  -- One host: in the ready set (queued, room for a fetch, under its limits) and due.
-  local at = redis.call('ZSCORE', P .. 'ready', only)
-  if at and tonumber(at) <= now then
+  -- One host: queued, room for a fetch, under its limits, due, and its address group (if
+  -- any) takes a fetch — a host waiting in the group's line is served out of turn.
+  local ok, own, g = host_state(only)
+  if ok and own <= now and not (g and g_holds(g, now)) then
     local got = take(only)
     if got then return got end
   end
@@ -426,8 +422,10 @@ else
   for _ = 1, 16 do
     local r = redis.call('ZRANGE', P .. 'ready', '-inf', I(now), 'BYSCORE', 'LIMIT', 0, 1)
     if #r == 0 then break end
-    local got = take(r[1])
-    if got then return got end
+    if not held_by_group(r[1], now) then
+      local got = take(r[1])
+      if got then return got end
+    end
   end
 end
 local first = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
@@ -530,6 +528,7 @@ pub(crate) struct Scripts {
     pub robots_put: redis::Script,
     pub schedule: redis::Script,
     pub recrawl: redis::Script,
+    pub place: redis::Script,
 }
 
 impl Scripts {
@@ -539,7 +538,11 @@ impl Scripts {
     /// per URL.
     pub(crate) fn new(k: u32) -> Self {
         let s = |body: &str| {
-            redis::Script::new(&format!("{HELPERS}{}{FINISH}{body}", schedule::HELPERS))
+            redis::Script::new(&format!(
+                "{HELPERS}{}{}{FINISH}{body}",
+                groups::GROUPS,
+                schedule::HELPERS
+            ))
         };
         let sets: Vec<String> = (0..k)
             .map(|i| format!("'SET', 'u1', ARGV[b + {i}], 1"))
@@ -566,6 +569,7 @@ impl Scripts {
             robots_put: s(ROBOTS_PUT),
             schedule: s(schedule::FIGURES),
             recrawl: s(schedule::RECRAWL),
+            place: s(groups::PLACE),
         }
     }
 }

@@ -23,6 +23,7 @@ use frontier::{HostScope, OutOfScope, ScopeConfig};
 
 mod backoff;
 mod client;
+mod groups;
 mod hosts;
 mod keyed;
 mod pace;
@@ -33,6 +34,10 @@ pub use backoff::{a_success_ends_the_back_off_at_once, failures_in_flight_togeth
 pub use client::{
     a_client_key_is_the_queue, an_update_replaces_the_client_fields,
     client_fields_come_back_with_the_lease,
+};
+pub use groups::{
+    a_deleted_queue_passes_the_groups_turn_on, a_held_back_host_does_not_hold_its_group,
+    a_waiting_host_asked_for_by_name_is_served_when_its_group_has_room,
 };
 pub use hosts::{
     a_default_delay_paces_hosts_without_their_own, a_deleted_queue_drops_its_urls,
@@ -160,6 +165,9 @@ pub async fn run_all(h: &dyn Harness) {
     a_host_delay_counts_from_its_last_fetch(h).await;
     a_fetch_duration_paces_its_host(h).await;
     hosts_on_one_address_share_its_limits(h).await;
+    a_deleted_queue_passes_the_groups_turn_on(h).await;
+    a_held_back_host_does_not_hold_its_group(h).await;
+    a_waiting_host_asked_for_by_name_is_served_when_its_group_has_room(h).await;
     a_kept_open_frontier_waits_for_seeds(h).await;
     a_requeued_url_is_served_again(h).await;
     entries_carry_how_they_were_found(h).await;
