@@ -176,7 +176,7 @@ impl Controller {
             self.throttle = Throttle::Fetches;
             self.fetches = (self.fetches * 3 / 4).max(1);
             self.queue = (self.queue / 2).max(floor);
-        } else if permille >= 750 {
+        } else if permille >= 750 && self.max_queue > 0 {
             self.throttle = Throttle::Spill;
             self.queue = (self.queue / 2).max(floor);
         } else if permille < 700 {
@@ -270,6 +270,9 @@ impl Governor {
         stop: CancellationToken,
     ) {
         let budget = self.reading().budget_bytes;
+        // A frontier that keeps no queue here (Redis) has no queue lever: 0.
+        let spills = set_capacity(&frontier, queue_capacity).await;
+        let queue_capacity = if spills { queue_capacity } else { 0 };
         let mut control = Controller::new(budget, concurrency, queue_capacity);
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -286,7 +289,7 @@ impl Governor {
             control.sample(rss);
             self.gate.set_limit(control.fetches);
             if control.queue != queue_before {
-                frontier.set_memory_capacity(control.queue);
+                set_capacity(&frontier, control.queue).await;
             }
             if control.throttle != throttle_before {
                 tracing::debug!(
@@ -309,6 +312,14 @@ impl Governor {
             r.queue_capacity = control.queue;
         }
     }
+}
+
+/// [`Frontier::set_memory_capacity`] off the reactor (lowering it writes queues to disk).
+async fn set_capacity(frontier: &Arc<dyn Frontier>, entries: usize) -> bool {
+    let frontier = Arc::clone(frontier);
+    tokio::task::spawn_blocking(move || frontier.set_memory_capacity(entries))
+        .await
+        .unwrap_or(false)
 }
 
 /// The process's resident set now (`VmRSS` of `/proc/self/status`), where Linux tells it.
@@ -363,6 +374,18 @@ mod tests {
             c.sample(50 * MB);
         }
         assert_eq!((c.fetches, c.queue), (64, 100_000), "fully restored");
+    }
+
+    #[test]
+    fn without_a_queue_lever_only_fetches_move() {
+        let mut c = Controller::new(100 * MB, 64, 0);
+        for _ in 0..8 {
+            c.sample(0);
+        }
+        c.sample(80 * MB);
+        assert_eq!((c.throttle, c.fetches, c.queue), (Throttle::None, 64, 0));
+        c.sample(95 * MB);
+        assert_eq!((c.throttle, c.fetches, c.queue), (Throttle::Fetches, 48, 0));
     }
 
     #[test]

@@ -157,8 +157,13 @@ pub(crate) async fn worker(w: Worker) {
             }
             Next::End(End::Finished | End::Closed) => break,
         };
-        // Paused while this worker waited for a URL: give it back untouched.
-        let outcome = if w.fetching.run().held() {
+        // Paused while this worker waited for a URL, or the memory governor lowered the
+        // fetches that may start meanwhile: give it back untouched (and wait for room).
+        let crowded = w.memory_gate.as_ref().is_some_and(|g| g.crowded());
+        if crowded {
+            turn = None;
+        }
+        let outcome = if w.fetching.run().held() || crowded {
             Outcome::Released
         } else {
             // A fetch slot first: `crawl.concurrency` bounds the fetches in flight, this

@@ -437,8 +437,11 @@ pub trait Frontier: Send + Sync + std::fmt::Debug {
 
     /// Sets how many queued URLs this process keeps in memory (the memory governor lowers
     /// it under pressure and restores the configured value after): the rest wait on disk, in
-    /// order. A frontier that keeps no queue in this process ignores it (the default).
-    fn set_memory_capacity(&self, _entries: usize) {}
+    /// order. Returns whether it did: a frontier that keeps no queue in this process ignores
+    /// it and says `false` (the default). It may write to disk: call it off the reactor.
+    fn set_memory_capacity(&self, _entries: usize) -> bool {
+        false
+    }
 
     /// Drops every URL queued for `host` or asleep in its queue (an operator's delete of
     /// its queue; url-frontier's DeleteQueue and PurgeURLs) — with `days` > 0 only those

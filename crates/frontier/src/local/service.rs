@@ -277,8 +277,9 @@ impl Frontier for LocalFrontier {
         Box::pin(std::future::ready(Ok(())))
     }
 
-    fn set_memory_capacity(&self, entries: usize) {
+    fn set_memory_capacity(&self, entries: usize) -> bool {
         self.sched().set_capacity(entries);
+        true
     }
 
     fn delete_queue<'a>(

@@ -30,10 +30,14 @@ impl Scheduler {
         }
     }
 
-    /// Moves the newest part of host `id`'s head back to the front of its disk backlog.
+    /// Moves the newest part of host `id`'s head — `n` entries, at most a chunk's worth, so
+    /// that a chunk read back is never larger than one written by the tails — back to the
+    /// front of its disk backlog. (A capacity lowered at run time leaves many entries to
+    /// evict: they go a chunk at a time, in order.)
     pub(super) fn evict_head(&mut self, id: u32, n: usize) -> bool {
+        let chunk = self.chunk_size.max(1);
         let q = &mut self.hosts[id as usize];
-        let n = n.min(q.head.len());
+        let n = n.min(q.head.len()).min(chunk);
         if n == 0 {
             return false;
         }
@@ -121,5 +125,38 @@ impl Scheduler {
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::{Order, Politeness};
+    use crate::spill::Spill;
+
+    #[test]
+    fn a_capacity_lowered_at_run_time_spills_a_chunk_at_a_time_in_order() {
+        let spill = Spill::new(None).unwrap();
+        let mut s = Scheduler::new(4096, spill, Order::BreadthFirst, Politeness::default());
+        for i in 0..3000u64 {
+            let mut e = Entry::new(format!("http://a.test/{i}"), 0, None);
+            e.id = i;
+            s.push("a.test", e);
+        }
+        assert!(s.heads > 1000, "most of it in memory: {}", s.heads);
+        s.set_capacity(2);
+        assert!(s.heads + s.tails <= 2, "{} + {}", s.heads, s.tails);
+        let id = s.ids["a.test"];
+        let chunks = &s.hosts[id as usize].chunks;
+        assert!(chunks.len() >= 3000 / 512);
+        assert!(
+            chunks.iter().all(|c| c.count as usize <= s.chunk_size),
+            "no chunk larger than the tails write"
+        );
+        let mut order = Vec::new();
+        while let Some(e) = s.pop(id) {
+            order.push(e.id);
+        }
+        assert_eq!(order, (0..3000).collect::<Vec<_>>());
     }
 }

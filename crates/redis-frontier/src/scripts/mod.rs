@@ -390,9 +390,12 @@ local function take(host)
   leave_line(host)
   local entry = redis.call('LPOP', P .. 'q:' .. host)
   if not entry then
-    -- A ready host with an empty queue (not expected): repair its count.
+    -- A ready host with an empty queue (not expected): repair its count, and hand its
+    -- group's turn on (it no longer holds it).
     redis.call('HSET', hk, 'queued', 0)
     reschedule(host)
+    local g = redis.call('HGET', hk, 'ipg')
+    if g then g_promote(g) end
     return false
   end
   local left = redis.call('HINCRBY', hk, 'queued', -1)
