@@ -9,14 +9,15 @@
 #
 #   scripts/bench-redis.sh [pages] [hosts]      ROUNDS=2 LATENCY_MS=20 CONC=16 SCALE_PAGES=20000
 #   CRAWLER=path/to/crawler scripts/bench-redis.sh   # another build of the crawler (A/B)
+#   SITE=path/to/testsite: another build of the test site (with CRAWLER too: nothing is built)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 pages=${1:-100000} hosts=${2:-100}
 rounds=${ROUNDS:-2} latency=${LATENCY_MS:-20} conc=${CONC:-16} scale_pages=${SCALE_PAGES:-20000}
 port=18310
 command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
-cargo build --release --workspace --bins >/dev/null 2>&1
-crawler=${CRAWLER:-target/release/crawler}
+if [[ -z ${CRAWLER:-} || -z ${SITE:-} ]]; then cargo build --release --workspace --bins >/dev/null 2>&1; fi
+crawler=${CRAWLER:-target/release/crawler} site=${SITE:-target/release/testsite}
 work=$(mktemp -d)
 rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >/dev/null 2>&1 &
@@ -29,10 +30,10 @@ redis_url="redis://127.0.0.1:$rport/0"
 
 start_site() { # pages hosts [flags]
     local p=$1 h=$2; shift 2
-    target/release/testsite --pages "$p" --hosts "$h" --addressing ips --port $port --threads 1 "$@" 2>/dev/null &
+    "$site" --pages "$p" --hosts "$h" --addressing ips --port $port --threads 1 "$@" 2>/dev/null &
     server=$!
-    until target/release/testsite --probe --port $port >/dev/null 2>&1; do sleep 0.2; done
-    target/release/testsite --pages "$p" --hosts "$h" --addressing ips --port $port --ground-truth "$@" \
+    until "$site" --probe --port $port >/dev/null 2>&1; do sleep 0.2; done
+    "$site" --pages "$p" --hosts "$h" --addressing ips --port $port --ground-truth "$@" \
         | grep -v '^#' | cut -f1 | sort >"$work/truth"
 }
 stop_site() { kill $server; wait $server 2>/dev/null || true; server=; }

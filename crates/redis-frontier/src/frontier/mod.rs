@@ -365,6 +365,15 @@ impl Shared {
         stats.offered += pending;
         stats.duplicates += pending;
         stats.extra.insert("leases_expired", get("expired"));
+        // Address groups (politeness per address), as the local scheduler counts them.
+        for (ours, theirs) in [
+            ("address_groups", "ip_groups"),
+            ("address_groups_shared", "ip_groups_shared"),
+            ("address_group_hosts_max", "ip_group_hosts_max"),
+            ("address_waiting_hosts", "ip_waiting"),
+        ] {
+            stats.extra.insert(ours, get(theirs));
+        }
         if self.cfg.recrawl.schedule != recrawl::Schedule::None {
             let (scheduled, next_due, hour): (u64, u64, u64) = self
                 .invoke(&self.scripts.schedule)

@@ -9,6 +9,10 @@
 //! host — the group's representative (`g:KEY.rep`) — is on `ready`, at the group's time. A
 //! group of 1,000 names costs `ready` one entry, and its hosts take turns.
 //!
+//! Figures for `/metrics`, kept as they change (a scrape reads no group): `stats.ip_groups`,
+//! `ip_groups_shared` (of more than one host), `ip_group_hosts_max` (the most hosts a group
+//! has had) and `ip_waiting` (hosts in lines).
+//!
 //! Keys: `g:KEY` — `members`, `inflight`, `next_at` (crawl ms), `rep`, and the crawl's `gap`
 //! (ms) and `max`, written by every placement (the settings are one crawl's: a process given
 //! others is refused at start); `gq:KEY` — the line, scored by when each host joined it;
@@ -23,6 +27,19 @@
 pub(super) const GROUPS: &str = r"
 local function gkey(g) return P .. 'g:' .. g end
 local function gqkey(g) return P .. 'gq:' .. g end
+-- A host joins or leaves group `g`'s line; `stats.ip_waiting` counts the hosts in lines.
+local function park(g, h, now)
+  redis.call('HSET', hkey(h), 'parked', 1)
+  if redis.call('ZADD', gqkey(g), 'NX', I(now), h) == 1 then
+    redis.call('HINCRBY', P .. 'stats', 'ip_waiting', 1)
+  end
+end
+local function unpark(g, h)
+  redis.call('HDEL', hkey(h), 'parked')
+  if redis.call('ZREM', gqkey(g), h) == 1 then
+    redis.call('HINCRBY', P .. 'stats', 'ip_waiting', -1)
+  end
+end
 -- A host's own readiness: whether it may be on the ready set (URLs queued, room for a
 -- fetch, an operator's limit on URLs finished not spent), from when, its address group, and
 -- whether it waits in the group's line.
@@ -65,8 +82,7 @@ local function g_promote(g)
     local w = redis.call('ZRANGE', gqkey(g), 0, 0)
     if #w == 0 then return end
     local h = w[1]
-    redis.call('ZREM', gqkey(g), h)
-    redis.call('HDEL', hkey(h), 'parked')
+    unpark(g, h)
     local ok, own, hg = host_state(h)
     if ok and hg == g then
       if own > at then
@@ -86,10 +102,7 @@ end
 local function reschedule(host)
   local ok, own, g, parked = host_state(host)
   if parked and g then
-    if not ok then
-      redis.call('ZREM', gqkey(g), host)
-      redis.call('HDEL', hkey(host), 'parked')
-    end
+    if not ok then unpark(g, host) end
     return
   end
   if g then
@@ -126,8 +139,7 @@ local function held_by_group(host, now)
   if redis.call('HGET', gk, 'rep') == host then redis.call('HDEL', gk, 'rep') end
   if not g_holds(g, now) then return false end
   redis.call('ZREM', P .. 'ready', host)
-  redis.call('HSET', hk, 'parked', 1)
-  redis.call('ZADD', gqkey(g), 'NX', I(now), host)
+  park(g, host, now)
   g_promote(g)
   return true
 end
@@ -138,7 +150,7 @@ local function leave_line(host)
   local g = redis.call('HGET', hk, 'ipg')
   if not g then return end
   if redis.call('HGET', gkey(g), 'rep') == host then redis.call('HDEL', gkey(g), 'rep') end
-  if redis.call('HDEL', hk, 'parked') == 1 then redis.call('ZREM', gqkey(g), host) end
+  unpark(g, host)
 end
 -- A fetch of `host` was handed out at `now`: it counts in its group. Returns whether the
 -- host has one.
@@ -188,14 +200,21 @@ if old ~= g then
   local n = hnum(hk, 'inflight', 0)
   if old then
     local ogk = gkey(old)
-    redis.call('HINCRBY', ogk, 'members', -1)
+    local m = redis.call('HINCRBY', ogk, 'members', -1)
+    if m == 0 then redis.call('HINCRBY', P .. 'stats', 'ip_groups', -1) end
+    if m == 1 then redis.call('HINCRBY', P .. 'stats', 'ip_groups_shared', -1) end
     if redis.call('HINCRBY', ogk, 'inflight', -n) < 0 then redis.call('HSET', ogk, 'inflight', 0) end
-    if redis.call('HDEL', hk, 'parked') == 1 then redis.call('ZREM', gqkey(old), host) end
+    unpark(old, host)
     if redis.call('HGET', ogk, 'rep') == host then redis.call('HDEL', ogk, 'rep') end
     redis.call('HSET', hk, 'ipg', g)
     g_promote(old)
   end
-  redis.call('HINCRBY', gk, 'members', 1)
+  local m = redis.call('HINCRBY', gk, 'members', 1)
+  if m == 1 then redis.call('HINCRBY', P .. 'stats', 'ip_groups', 1) end
+  if m == 2 then redis.call('HINCRBY', P .. 'stats', 'ip_groups_shared', 1) end
+  if m > tonumber(redis.call('HGET', P .. 'stats', 'ip_group_hosts_max') or 0) then
+    redis.call('HSET', P .. 'stats', 'ip_group_hosts_max', m)
+  end
   redis.call('HINCRBY', gk, 'inflight', n)
   redis.call('HSET', hk, 'ipg', g)
   reschedule(host)

@@ -1,7 +1,8 @@
 //! Address groups past their limits (see `pace::hosts_on_one_address_share_its_limits`): a
 //! group's waiting hosts are served whatever happens to the one that holds the group's turn
 //! (its queue deleted, an operator's block or longer delay), and a waiting host asked for by
-//! name is served once its group has room — so no host of a group is stranded.
+//! name is served once its group has room — so no host of a group is stranded; and the
+//! groups' figures `/metrics` shows.
 
 use std::time::Duration;
 
@@ -140,4 +141,31 @@ pub async fn a_waiting_host_asked_for_by_name_is_served_when_its_group_has_room(
         complete(&*f, l, Outcome::Done).await;
     }
     assert!(take(&*f).await.is_none(), "nothing left");
+}
+
+/// The figures `/metrics` shows: groups, groups of more than one host, the most hosts in one,
+/// hosts waiting for their group's turn.
+pub async fn the_groups_are_counted(h: &dyn Harness) {
+    if h.lacks(Lacks::AddressGroups) {
+        return;
+    }
+    let (f, a) = one_out_two_waiting(h).await;
+    let figures = |s: &frontier::Stats| -> Vec<u64> {
+        [
+            "address_groups",
+            "address_groups_shared",
+            "address_group_hosts_max",
+            "address_waiting_hosts",
+        ]
+        .iter()
+        .map(|k| s.extra(k))
+        .collect()
+    };
+    let s = f.stats().await.expect("stats");
+    assert_eq!(figures(&s), [1, 1, 3, 2]);
+    complete(&*f, a, Outcome::Done).await;
+    let b = take(&*f).await.expect("a waiting host is served");
+    let s = f.stats().await.expect("stats");
+    assert_eq!(figures(&s)[3], 1, "one host still waits: {:?}", figures(&s));
+    complete(&*f, b, Outcome::Done).await;
 }

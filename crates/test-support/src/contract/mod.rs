@@ -37,7 +37,7 @@ pub use client::{
 };
 pub use groups::{
     a_deleted_queue_passes_the_groups_turn_on, a_held_back_host_does_not_hold_its_group,
-    a_waiting_host_asked_for_by_name_is_served_when_its_group_has_room,
+    a_waiting_host_asked_for_by_name_is_served_when_its_group_has_room, the_groups_are_counted,
 };
 pub use hosts::{
     a_default_delay_paces_hosts_without_their_own, a_deleted_queue_drops_its_urls,
@@ -168,6 +168,7 @@ pub async fn run_all(h: &dyn Harness) {
     a_deleted_queue_passes_the_groups_turn_on(h).await;
     a_held_back_host_does_not_hold_its_group(h).await;
     a_waiting_host_asked_for_by_name_is_served_when_its_group_has_room(h).await;
+    the_groups_are_counted(h).await;
     a_kept_open_frontier_waits_for_seeds(h).await;
     a_requeued_url_is_served_again(h).await;
     entries_carry_how_they_were_found(h).await;
