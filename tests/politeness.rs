@@ -8,6 +8,21 @@ use testsite::{SiteConfig, TestSite};
 use crate::crawl::{crawl_site, read_pages};
 use crate::util::{crawler, recorded, stderr};
 
+/// Every request the site received, whatever its host, came at least `gap_ms` after the one
+/// before over the whole log: the span of all arrivals (single gaps carry the network's
+/// jitter; the span does not add it up) is at least (n − 2) gaps.
+fn assert_spaced(log: &[testsite::RequestRecord], gap_ms: f64) {
+    let mut starts: Vec<f64> = log.iter().map(|r| r.at_ms).collect();
+    starts.sort_by(f64::total_cmp);
+    let span = starts[starts.len() - 1] - starts[0];
+    let floor = (starts.len() - 2) as f64 * gap_ms;
+    assert!(
+        span >= floor,
+        "{} requests in {span:.0} ms, at least {floor:.0} expected",
+        starts.len()
+    );
+}
+
 /// The start-to-start gaps between the page requests (not robots.txt) `host` received.
 fn page_gaps(site: &TestSite, host: &str) -> Vec<f64> {
     let starts: Vec<f64> = site
@@ -184,17 +199,9 @@ async fn host_names_on_one_address_share_its_budget() {
         "{} requests in flight at once to the one address",
         observer.max_concurrent_all()
     );
-    let mut starts: Vec<f64> = observer.log().iter().map(|r| r.at_ms).collect();
-    starts.sort_by(f64::total_cmp);
     let hosts = observer.host_stats().len();
     assert!(hosts >= 15, "{hosts} hosts requested");
-    let span = starts[starts.len() - 1] - starts[0];
-    let floor = (starts.len() - 2) as f64 * 5.0;
-    assert!(
-        span >= floor,
-        "{} requests in {span:.0} ms, at least {floor:.0} expected",
-        starts.len()
-    );
+    assert_spaced(&observer.log(), 5.0);
     site.stop().await;
 }
 
@@ -245,14 +252,6 @@ async fn three_processes_on_redis_share_an_addresss_budget() {
             "{host}: robots.txt fetched {robots} times"
         );
     }
-    let mut starts: Vec<f64> = log.iter().map(|r| r.at_ms).collect();
-    starts.sort_by(f64::total_cmp);
-    let span = starts[starts.len() - 1] - starts[0];
-    let floor = (starts.len() - 2) as f64 * 5.0;
-    assert!(
-        span >= floor,
-        "{} requests in {span:.0} ms, at least {floor:.0} expected",
-        starts.len()
-    );
+    assert_spaced(&log, 5.0);
     site.stop().await;
 }

@@ -8,6 +8,18 @@ use testsite::{SiteConfig, TestSite};
 
 use super::start_with;
 
+/// Seeds the site's seed URL and waits (at most a minute) for `pages` records.
+async fn seed_and_wait(api: &crate::client::Api, site: &TestSite, pages: u64) {
+    let seed = site.site().seed_url();
+    api.call("POST", "/api/v1/seeds", Some(json!({ "urls": [seed] })))
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while api.status().await["pages"].as_u64().unwrap_or(0) < pages {
+        assert!(Instant::now() < deadline, "{}", api.status().await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// `crawl.concurrency` bounds the fetches in flight, leases included: a lease call hands out
 /// no more than the slots free, and a completion frees its slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,14 +75,7 @@ async fn crawl_concurrency_bounds_more_workers() {
     })
     .await;
     let api = &svc.api;
-    let seed = site.site().seed_url();
-    api.call("POST", "/api/v1/seeds", Some(json!({ "urls": [seed] })))
-        .await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while api.status().await["pages"].as_u64().unwrap_or(0) < 40 {
-        assert!(Instant::now() < deadline, "{}", api.status().await);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    seed_and_wait(api, &site, 40).await;
     let (_, pages) = svc.stop().await;
     assert!(pages.len() >= 40);
     let stats = site.observer().host_stats();
@@ -98,14 +103,7 @@ async fn a_memory_budget_at_its_floor_lets_one_fetch_run() {
     })
     .await;
     let api = &svc.api;
-    let seed = site.site().seed_url();
-    api.call("POST", "/api/v1/seeds", Some(json!({ "urls": [seed] })))
-        .await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while api.status().await["pages"].as_u64().unwrap_or(0) < 30 {
-        assert!(Instant::now() < deadline, "{}", api.status().await);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    seed_and_wait(api, &site, 30).await;
     let status = api.status().await;
     let memory = &status["memory"];
     assert_eq!(memory["throttle"], "floor", "{status}");
