@@ -6,6 +6,21 @@ use crate::entry::Entry;
 use crate::spill::ChunkRef;
 
 impl Scheduler {
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Changes how many entries memory holds (the memory governor's lever, at least 2): when
+    /// lowered, the largest tails and then heads are written out at once; when raised, later
+    /// admissions stay in memory. Chunks keep the size the first capacity gave them.
+    pub(crate) fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity.max(2);
+        self.head_capacity = self.capacity / 2;
+        if !self.hosts.is_empty() {
+            self.enforce_capacity(0);
+        }
+    }
+
     /// Writes host `id`'s tail to disk as one chunk. On an I/O error the entries stay in
     /// memory (over capacity, but never lost) and the error is counted.
     pub(super) fn flush_tail(&mut self, id: u32) -> bool {

@@ -587,21 +587,6 @@ impl Scheduler {
         }
     }
 
-    pub(crate) fn capacity(&self) -> usize {
-        self.capacity
-    }
-
-    /// Changes how many entries memory holds (the memory governor's lever, at least 2): when
-    /// lowered, the largest tails and then heads are written out at once; when raised, later
-    /// admissions stay in memory. Chunks keep the size the first capacity gave them.
-    pub(crate) fn set_capacity(&mut self, capacity: usize) {
-        self.capacity = capacity.max(2);
-        self.head_capacity = self.capacity / 2;
-        if !self.hosts.is_empty() {
-            self.enforce_capacity(0);
-        }
-    }
-
     pub(crate) fn queued(&self) -> u64 {
         self.queued
     }

@@ -129,11 +129,10 @@ local function reschedule(host)
     redis.call('ZREM', P .. 'ready', host)
   end
 end
--- `host`'s turn came at `now` (it is first on the ready set): whether its group holds it,
--- in which case it joins the group's line. Its group's representative, it no longer is.
-local function held_by_group(host, now)
-  local hk = hkey(host)
-  local g = redis.call('HGET', hk, 'ipg')
+-- `host`'s turn came at `now` (it is first on the ready set; `g` its group, read once by the
+-- caller): whether the group holds it, in which case it joins the group's line. Its group's
+-- representative, it no longer is.
+local function held_by_group(host, g, now)
   if not g then return false end
   local gk = gkey(g)
   if redis.call('HGET', gk, 'rep') == host then redis.call('HDEL', gk, 'rep') end
@@ -143,19 +142,16 @@ local function held_by_group(host, now)
   g_promote(g)
   return true
 end
--- `host` is about to be handed out alone (not through the ready set's order): it leaves its
--- group's line and no longer represents it.
-local function leave_line(host)
-  local hk = hkey(host)
-  local g = redis.call('HGET', hk, 'ipg')
+-- `host` (of group `g`) is about to be handed out alone (not through the ready set's
+-- order): it leaves its group's line and no longer represents it.
+local function leave_line(host, g)
   if not g then return end
   if redis.call('HGET', gkey(g), 'rep') == host then redis.call('HDEL', gkey(g), 'rep') end
   unpark(g, host)
 end
--- A fetch of `host` was handed out at `now`: it counts in its group. Returns whether the
--- host has one.
-local function group_started(host, now)
-  local g = redis.call('HGET', hkey(host), 'ipg')
+-- A fetch of a host of group `g` was handed out at `now`: it counts in the group. Returns
+-- whether there is one.
+local function group_started(g, now)
   if not g then return false end
   local gk = gkey(g)
   redis.call('HINCRBY', gk, 'inflight', 1)

@@ -384,17 +384,17 @@ if max_pages > 0 then
     return {'wait', -1, queued, leases, now, tonumber(redis.call('HGET', P .. 'stats', 'scheduled') or 0), -1}
   end
 end
--- The lease of `host`'s next URL (the host is ready), or false when its queue was empty.
-local function take(host)
+-- The lease of `host`'s next URL (the host is ready; `g` its address group, or nil), or false
+-- when its queue was empty.
+local function take(host, g)
   local hk = hkey(host)
-  leave_line(host)
+  leave_line(host, g)
   local entry = redis.call('LPOP', P .. 'q:' .. host)
   if not entry then
     -- A ready host with an empty queue (not expected): repair its count, and hand its
     -- group's turn on (it no longer holds it).
     redis.call('HSET', hk, 'queued', 0)
     reschedule(host)
-    local g = redis.call('HGET', hk, 'ipg')
     if g then g_promote(g) end
     return false
   end
@@ -408,7 +408,7 @@ local function take(host)
   redis.call('ZADD', P .. 'leases', I(now + lease_ms), id)
   -- After the lease is out: a group's count is checked against the leases out.
   local grouped = 0
-  if group_started(host, now) then grouped = 1 end
+  if group_started(g, now) then grouped = 1 end
   local last = 0
   if left <= 0 and inflight == 1 then last = 1 end
   return {'lease', id, host, entry, last, hnum(hk, 'recrawl_secs', 0), grouped}
@@ -418,15 +418,16 @@ if only ~= '' then
   -- any) takes a fetch — a host waiting in the group's line is served out of turn.
   local ok, own, g = host_state(only)
   if ok and own <= now and not (g and g_holds(g, now)) then
-    local got = take(only)
+    local got = take(only, g)
     if got then return got end
   end
 else
   for _ = 1, 16 do
     local r = redis.call('ZRANGE', P .. 'ready', '-inf', I(now), 'BYSCORE', 'LIMIT', 0, 1)
     if #r == 0 then break end
-    if not held_by_group(r[1], now) then
-      local got = take(r[1])
+    local g = redis.call('HGET', hkey(r[1]), 'ipg')
+    if not held_by_group(r[1], g, now) then
+      local got = take(r[1], g)
       if got then return got end
     end
   end
