@@ -12,6 +12,7 @@ mod politeness;
 mod recrawl;
 mod recrawl_shared;
 mod redis;
+mod redis_cluster;
 mod redis_faults;
 mod resume;
 mod serve;

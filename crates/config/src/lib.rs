@@ -258,7 +258,8 @@ pub struct PolitenessSection {
 pub struct FrontierSection {
     /// `local`, `redis` or `urlfrontier`.
     pub backend: FrontierBackend,
-    /// `backend = "redis"`: `redis://[user:password@]host:port/db`.
+    /// `backend = "redis"`: `redis://[user:password@]host:port/db`, or
+    /// `redis+cluster://host:port[,host:port…]` for a Redis Cluster.
     pub redis_url: String,
     /// `backend = "urlfrontier"`: the service's gRPC address, `http://host:port`.
     pub urlfrontier_url: String,

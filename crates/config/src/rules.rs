@@ -30,16 +30,24 @@ pub(crate) fn cross_key(c: &CrawlConfig, origin: impl Fn(&str) -> Origin) -> Vec
     let url = c.frontier.redis_url.trim();
     if redis
         && !url.is_empty()
-        && !["redis://", "rediss://", "redis+unix://", "unix://"]
-            .iter()
-            .any(|scheme| url.starts_with(scheme))
+        && ![
+            "redis://",
+            "rediss://",
+            "redis+unix://",
+            "unix://",
+            "redis+cluster://",
+            "rediss+cluster://",
+        ]
+        .iter()
+        .any(|scheme| url.starts_with(scheme))
     {
         problems.push(Problem {
             key: "frontier.redis_url".into(),
             origin: origin("frontier.redis_url"),
             message: format!(
                 "`{}` is not a Redis URL: redis://[user:password@]host:port/db \
-                 (rediss:// for TLS, redis+unix:// for a socket)",
+                 (rediss:// for TLS, redis+unix:// for a socket, \
+                 redis+cluster://host:port[,host:port…] for a Redis Cluster)",
                 crate::redact::redact(url)
             ),
         });

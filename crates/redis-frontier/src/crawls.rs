@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 
 use redis::AsyncCommands;
 
+use crate::conn::Conn;
 use crate::frontier::check_crawl_id;
 use crate::RedisFrontierError;
 
@@ -114,31 +115,35 @@ fn registry(base: &str) -> String {
     format!("crawl:{{{base}}}:named")
 }
 
-async fn connect(url: &str) -> Result<redis::aio::MultiplexedConnection, RedisFrontierError> {
-    let client = redis::Client::open(url)?;
-    Ok(client.get_multiplexed_async_connection().await?)
+async fn connect(url: &str) -> Result<Conn, RedisFrontierError> {
+    Conn::open(url).await
 }
 
-/// Calls `each` with every batch of keys matching `pattern` (a full `SCAN`); `each` answers
+/// Calls `each` with every batch of keys matching `pattern` (a full `SCAN` of the node that
+/// serves `key`'s slot: on a cluster, the crawl's keys are all on it); `each` answers
 /// whether to go on.
 async fn scan<F, Fut>(
-    conn: &mut redis::aio::MultiplexedConnection,
+    conn: &mut Conn,
+    key: &str,
     pattern: &str,
     mut each: F,
 ) -> Result<(), RedisFrontierError>
 where
-    F: FnMut(redis::aio::MultiplexedConnection, Vec<Vec<u8>>) -> Fut,
+    F: FnMut(Conn, Vec<Vec<u8>>) -> Fut,
     Fut: std::future::Future<Output = Result<bool, RedisFrontierError>>,
 {
     let mut cursor: u64 = 0;
     loop {
-        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(SCAN_COUNT)
-            .query_async(conn)
+        let (next, keys): (u64, Vec<Vec<u8>>) = conn
+            .on_node_of(
+                key,
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(pattern)
+                    .arg("COUNT")
+                    .arg(SCAN_COUNT),
+            )
             .await?;
         if !keys.is_empty() && !each(conn.clone(), keys).await? {
             return Ok(());
@@ -215,14 +220,11 @@ pub async fn join_crawl(
 
 /// Removes every key of crawl `crawl_id` as long as it has no visited set (see the module's
 /// header).
-async fn clear_namespace(
-    conn: &mut redis::aio::MultiplexedConnection,
-    crawl_id: &str,
-) -> Result<(), RedisFrontierError> {
+async fn clear_namespace(conn: &mut Conn, crawl_id: &str) -> Result<(), RedisFrontierError> {
     let meta = format!("crawl:{{{crawl_id}}}:meta");
     let script = redis::Script::new(UNLINK_UNBORN);
     let pattern = format!("crawl:{{{}}}:*", glob_literal(crawl_id));
-    scan(conn, &pattern, |mut conn, keys| {
+    scan(conn, &meta, &pattern, |mut conn, keys| {
         let (script, meta) = (&script, &meta);
         async move {
             let mut call = script.key(meta.as_str());
@@ -251,10 +253,11 @@ pub async fn delete_crawl(url: &str, base: &str, id: &str) -> Result<u64, RedisF
     if begun == 0 {
         return Ok(0);
     }
-    let mut removed: u64 = conn.unlink(format!("crawl:{{{crawl_id}}}:meta")).await?;
+    let meta = format!("crawl:{{{crawl_id}}}:meta");
+    let mut removed: u64 = conn.unlink(&meta).await?;
     let pattern = format!("crawl:{{{}}}:*", glob_literal(&crawl_id));
     let more = std::sync::atomic::AtomicU64::new(0);
-    scan(&mut conn, &pattern, |mut conn, keys| {
+    scan(&mut conn, &meta, &pattern, |mut conn, keys| {
         let more = &more;
         async move {
             let n: u64 = conn.unlink(keys).await?;

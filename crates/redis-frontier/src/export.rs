@@ -9,6 +9,8 @@
 
 use redis::aio::ConnectionLike;
 
+use crate::conn::Conn;
+
 use crate::{RedisFrontierError, Visited};
 
 /// Creates the bitmap at its full size if it does not exist: Redis grows a string that a
@@ -22,8 +24,8 @@ return 1
 /// Refuses a crawl whose visited set would not fit: when the bitmap does not exist yet and
 /// Redis has a `maxmemory`, the bitmap's bytes must fit in what is left under it (with a
 /// tenth of it to spare for the first queues). Checked before the crawl writes anything.
-pub(crate) async fn check_room<C: ConnectionLike + Send>(
-    conn: &mut C,
+pub(crate) async fn check_room(
+    conn: &mut Conn,
     visited: &Visited,
 ) -> Result<(), RedisFrontierError> {
     let exists: bool = redis::cmd("EXISTS")
@@ -33,11 +35,12 @@ pub(crate) async fn check_room<C: ConnectionLike + Send>(
     if exists {
         return Ok(());
     }
-    let info: String = redis::cmd("INFO").arg("memory").query_async(conn).await?;
+    let info: String = conn
+        .on_node_of(&visited.bits_key(), redis::cmd("INFO").arg("memory"))
+        .await?;
     let field = |name: &str| {
-        info.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .and_then(|v| v.trim().parse::<u64>().ok())
+        crate::conn::info_field(&info, name)
+            .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(0)
     };
     let (used, max) = (field("used_memory"), field("maxmemory"));
@@ -129,8 +132,7 @@ pub(crate) async fn check_shape<C: ConnectionLike + Send>(
 /// byte-identical to a local filter of the same shape given the same URLs.
 pub async fn export_guava(url: &str, crawl_id: &str) -> Result<Vec<u8>, RedisFrontierError> {
     crate::frontier::check_crawl_id(crawl_id)?;
-    let client = redis::Client::open(url)?;
-    let mut conn = client.get_multiplexed_async_connection().await?;
+    let mut conn = Conn::open(url).await?;
     let prefix = format!("crawl:{{{crawl_id}}}:");
     let (bits, hashes, bitmap): (Option<u64>, Option<u8>, Option<Vec<u8>>) = redis::pipe()
         .cmd("HGET")

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+use crate::conn::Conn;
 use frontier::{paginate, FrontierConfig, FrontierError, HostInfo, HostPage, HostQuery};
-use redis::aio::ConnectionManager;
 
 use crate::errors::frontier_error;
 
@@ -30,7 +30,7 @@ const FIELDS: [&str; 14] = [
 
 /// One page of the crawl's hosts.
 pub(crate) async fn page(
-    conn: &mut ConnectionManager,
+    conn: &mut Conn,
     prefix: &str,
     cfg: &FrontierConfig,
     query: &HostQuery,
@@ -117,7 +117,7 @@ struct GroupView {
 /// The address group of each of `hosts` (politeness per address), each distinct group's
 /// figures read once.
 async fn groups_of(
-    conn: &mut ConnectionManager,
+    conn: &mut Conn,
     prefix: &str,
     hosts: &[String],
 ) -> Result<Vec<Option<GroupView>>, FrontierError> {

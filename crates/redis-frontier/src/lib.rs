@@ -29,6 +29,7 @@
 //! run again after such an error: an admission that did run finds its URLs seen, a lease
 //! whose reply was lost expires and is served again, a completion is idempotent.
 
+mod conn;
 mod crawls;
 mod errors;
 mod export;
@@ -95,6 +96,10 @@ pub enum RedisFrontierError {
     /// A Redis older than the scripts need.
     #[error("Redis {0} is too old: the shared frontier needs Redis 6.2 or later")]
     Version(String),
+    /// The URL names the other kind of server: a `redis://` URL reaching a Redis Cluster
+    /// node, or a `redis+cluster://` URL reaching a plain Redis (the settings' fault).
+    #[error("{0}")]
+    WrongKind(String),
     /// Redis has no room for the crawl: its `maxmemory` is reached, or would be by the
     /// visited set the crawl needs before it queues a URL.
     #[error("Redis has no room for this crawl: {0}")]

@@ -34,13 +34,7 @@ pub async fn agree_rules(
 ) -> Result<BTreeMap<String, String>, RedisFrontierError> {
     check_crawl_id(crawl_id)?;
     let visited = Visited::new(crawl_id, expected_urls, fpp)?;
-    let client = redis::Client::open(url)?;
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(std::time::Duration::from_secs(5)))
-        .set_response_timeout(Some(std::time::Duration::from_secs(10)));
-    let mut conn = client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await?;
+    let mut conn = crate::conn::Conn::open(url).await?;
     crate::export::check_room(&mut conn, &visited).await?;
     let script = redis::Script::new(AGREE);
     let mut call = script.key(format!("crawl:{{{crawl_id}}}:rules"));

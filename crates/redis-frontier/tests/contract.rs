@@ -1,6 +1,7 @@
-//! The frontier contract suite, unchanged, against a real private Redis: every check opens a
-//! new crawl id; the restore check reopens the same one (a restarted process), whose lost
-//! lease is served again once it expires.
+//! The frontier contract suite, unchanged, against a real private Redis and a private Redis
+//! Cluster (3 masters with a replica each; the crawls' slots spread over them): every check
+//! opens a new crawl id; the restore check reopens the same one (a restarted process), whose
+//! lost lease is served again once it expires.
 
 mod common;
 
@@ -9,19 +10,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use frontier::{Frontier, FrontierConfig};
-use redis_frontier::RedisFrontier;
+use redis_frontier::{RedisConfig, RedisFrontier};
 use test_support::contract::{self, Harness};
-use test_support::redis_server::RedisServer;
+use test_support::redis_cluster::RedisCluster;
 
 struct OnRedis {
-    server: RedisServer,
+    url: String,
     crawls: AtomicU64,
     last: Mutex<String>,
 }
 
 impl OnRedis {
     fn connect(&self, cfg: FrontierConfig, seeds: &[&str], id: &str) -> Arc<dyn Frontier> {
-        let settings = common::settings(&self.server, id, Duration::from_millis(400));
+        let settings = RedisConfig {
+            url: self.url.clone(),
+            crawl_id: id.into(),
+            lease: Duration::from_millis(400),
+            holder: None,
+        };
         let f = tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(RedisFrontier::connect(cfg, settings, seeds))
         });
@@ -48,9 +54,40 @@ async fn redis_frontier_keeps_the_contract() {
         return;
     };
     let harness = OnRedis {
-        server,
+        url: server.url(),
         crawls: AtomicU64::new(0),
         last: Mutex::default(),
     };
     contract::run_all(&harness).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_frontier_keeps_the_contract_on_a_cluster() {
+    let Some(mut cluster) = RedisCluster::for_test(3) else {
+        return;
+    };
+    let harness = OnRedis {
+        url: cluster.url(),
+        crawls: AtomicU64::new(0),
+        last: Mutex::default(),
+    };
+    contract::run_all(&harness).await;
+    // The crawls were not all on one master (each check's crawl is its own slot).
+    let mut used = 0;
+    for addr in cluster.addrs() {
+        let node = cluster.node(addr).expect("started");
+        if node
+            .command(&["DBSIZE"])
+            .is_ok_and(|n| n.trim().trim_start_matches(':') != "0")
+            && node
+                .command(&["INFO", "replication"])
+                .is_ok_and(|i| i.contains("role:master"))
+        {
+            used += 1;
+        }
+    }
+    assert!(
+        used >= 2,
+        "the contract's crawls all sat on {used} master(s)"
+    );
 }

@@ -145,6 +145,28 @@ impl RedisCluster {
         Err(last)
     }
 
+    /// The live master serving `key`'s hash slot now.
+    pub fn master_of(&mut self, key: &str) -> io::Result<SocketAddr> {
+        let slot: u16 = {
+            let node = self
+                .nodes
+                .iter_mut()
+                .find_map(|n| n.is_running().then_some(n))
+                .ok_or_else(|| io::Error::other("no live node"))?;
+            let reply = node.command(&["CLUSTER", "KEYSLOT", key])?;
+            reply
+                .trim()
+                .trim_start_matches(':')
+                .parse()
+                .map_err(|_| io::Error::other(format!("CLUSTER KEYSLOT answered {reply:?}")))?
+        };
+        self.view()?
+            .into_iter()
+            .find(|n| n.master && !n.failed && n.slots.iter().any(|r| serves(r, slot)))
+            .map(|n| n.addr)
+            .ok_or_else(|| io::Error::other(format!("no live master serves slot {slot}")))
+    }
+
     /// Kills the master at `addr` for good (SIGKILL) and waits until its replica serves its
     /// slots and every live node says the cluster is ok.
     pub fn kill(&mut self, addr: SocketAddr) -> io::Result<()> {
@@ -193,6 +215,12 @@ impl RedisCluster {
     }
 }
 
+/// Whether a slot range of `CLUSTER NODES` (`0-5460`, `10923`) holds `slot`.
+fn serves(range: &str, slot: u16) -> bool {
+    let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+    matches!((lo.parse::<u16>(), hi.parse::<u16>()), (Ok(lo), Ok(hi)) if (lo..=hi).contains(&slot))
+}
+
 /// The lines of `CLUSTER NODES`: `id ip:port@cport flags master ping pong epoch link slots…`.
 fn parse_nodes(text: &str) -> Vec<Node> {
     text.lines()
@@ -227,5 +255,7 @@ c3 127.0.0.1:7003@17003 master,fail - 0 1 2 disconnected 5461-10922 10923
         assert!(nodes[0].master && !nodes[0].failed);
         assert!(!nodes[1].master && nodes[1].slots.is_empty());
         assert!(nodes[2].failed && nodes[2].slots.len() == 2);
+        assert!(serves("0-5460", 0) && serves("0-5460", 5460) && !serves("0-5460", 5461));
+        assert!(serves("10923", 10923) && !serves("[5461->-a1]", 5461));
     }
 }

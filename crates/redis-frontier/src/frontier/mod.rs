@@ -27,18 +27,18 @@ use std::time::Duration;
 
 use frontier::{
     prepare_seeds, Admission, BoxFuture, Canonicalizer, Frontier, FrontierConfig, FrontierError,
-    HostControls, HostPage, HostQuery, Lease, Link, Next, OutOfScope, Outcome, Recrawled, Scope,
-    Stats,
+    HostControls, HostPage, HostQuery, Lease, Link, Next, Outcome, Recrawled, Scope, Stats,
 };
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::Notify;
 use url::Url;
 
+use crate::conn::Conn;
 use crate::scripts::Scripts;
 
 mod admit;
 mod lease;
 mod robots;
+mod stats;
 mod urls;
 
 use crate::errors::start_error;
@@ -56,7 +56,8 @@ const IDLE: Duration = Duration::from_millis(500);
 /// Where the shared frontier is and how this process takes part.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisConfig {
-    /// `redis://[user:password@]host:port/db`.
+    /// `redis://[user:password@]host:port/db`, or `redis+cluster://host:port[,host:port…]`
+    /// for a Redis Cluster (any node; the others are discovered).
     pub url: String,
     /// The crawl's name: every key starts with `crawl:{ID}:`, so several crawls share a Redis.
     pub crawl_id: String,
@@ -82,7 +83,7 @@ pub struct RedisFrontier {
 /// What the heartbeat task shares with the frontier.
 #[derive(Debug)]
 struct Shared {
-    conn: ConnectionManager,
+    conn: Conn,
     scripts: Scripts,
     visited: Visited,
     canon: Canonicalizer,
@@ -122,14 +123,8 @@ impl RedisFrontier {
     ) -> Result<Self, RedisFrontierError> {
         check_crawl_id(&redis.crawl_id)?;
         let visited = Visited::new(&redis.crawl_id, cfg.expected_urls, cfg.fpp)?;
-        let client = redis::Client::open(redis.url.as_str())?;
-        let manager = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(5)))
-            .set_response_timeout(Some(Duration::from_secs(10)))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_secs(1));
-        let mut conn = ConnectionManager::new_with_config(client, manager).await?;
-        check_version(&mut conn).await?;
+        let mut conn = Conn::open(&redis.url).await?;
+        check_version(&mut conn, visited.prefix()).await?;
         let lease = redis.lease.max(Duration::from_millis(100));
         crate::export::check_room(&mut conn, &visited).await?;
         crate::export::check_shape(&mut conn, &visited)
@@ -225,13 +220,12 @@ pub(crate) fn check_crawl_id(id: &str) -> Result<(), RedisFrontierError> {
 }
 
 /// The scripts need Redis 6.2 or later (`ZRANGE … BYSCORE`).
-async fn check_version(conn: &mut ConnectionManager) -> Result<(), RedisFrontierError> {
-    let info: String = redis::cmd("INFO").arg("server").query_async(conn).await?;
-    let version = info
-        .lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
+async fn check_version(conn: &mut Conn, key: &str) -> Result<(), RedisFrontierError> {
+    let info: String = conn
+        .on_node_of(key, redis::cmd("INFO").arg("server"))
+        .await?;
+    let version = crate::conn::info_field(&info, "redis_version")
         .unwrap_or("0")
-        .trim()
         .to_owned();
     let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
     let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
@@ -318,79 +312,6 @@ impl Shared {
             .map_err(|e| self.failed(e))?;
         self.wake.notify_waiters();
         Ok(r == 1)
-    }
-
-    async fn stats(&self) -> Result<Stats, FrontierError> {
-        let p = self.visited.prefix();
-        let (counters, leases, hosts, set): (Vec<(String, i64)>, u64, u64, u64) = redis::pipe()
-            .cmd("HGETALL")
-            .arg(format!("{p}stats"))
-            .cmd("ZCARD")
-            .arg(format!("{p}leases"))
-            .cmd("SCARD")
-            .arg(format!("{p}hosts"))
-            .cmd("BITCOUNT")
-            .arg(format!("{p}visited"))
-            .query_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.failed(e))?;
-        let get = |k: &str| {
-            counters
-                .iter()
-                .find(|(n, _)| n == k)
-                .map_or(0, |(_, v)| u64::try_from(*v).unwrap_or(0))
-        };
-        let out_of_scope = OutOfScope::ALL
-            .iter()
-            .map(|r| (*r, get(&format!("oos:{}", r.name()))))
-            .filter(|(_, n)| *n > 0)
-            .collect();
-        let bits = self.visited.bit_size();
-        let fill = set as f64 / bits.max(1) as f64;
-        let mut stats = Stats {
-            offered: get("offered"),
-            admitted: get("admitted"),
-            duplicates: get("duplicates"),
-            out_of_scope,
-            queued: get("queued"),
-            in_flight: leases,
-            hosts,
-            pages: get("pages"),
-            filter_bits: bits,
-            filter_bits_set: set,
-            filter_fpp: fill.powi(self.visited.hashes() as i32),
-            extra: Default::default(),
-        };
-        let pending = self.near_dups.load(Ordering::Relaxed);
-        stats.offered += pending;
-        stats.duplicates += pending;
-        stats.extra.insert("leases_expired", get("expired"));
-        // Address groups (politeness per address), as the local scheduler counts them.
-        for (ours, theirs) in [
-            ("address_groups", "ip_groups"),
-            ("address_groups_shared", "ip_groups_shared"),
-            ("address_group_hosts_max", "ip_group_hosts_max"),
-            ("address_waiting_hosts", "ip_waiting"),
-        ] {
-            stats.extra.insert(ours, get(theirs));
-        }
-        if self.cfg.recrawl.schedule != recrawl::Schedule::None {
-            let (scheduled, next_due, hour): (u64, u64, u64) = self
-                .invoke(&self.scripts.schedule)
-                .invoke_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| self.failed(e))?;
-            stats.extra.insert("scheduled", scheduled);
-            stats.extra.insert("next_due", next_due);
-            stats.extra.insert("due_next_hour", hour);
-        } else {
-            // Only URLs a client gave a date sleep: the counter alone, no script.
-            stats.extra.insert("scheduled", get("scheduled"));
-        }
-        stats
-            .extra
-            .insert("leases_lost_here", self.lost.load(Ordering::Relaxed));
-        Ok(stats)
     }
 }
 

@@ -1,0 +1,125 @@
+//! `crawler crawl` processes sharing one frontier on a private Redis Cluster (3 masters with
+//! a replica each, `redis+cluster://`): together they crawl the test site to its ground
+//! truth with every URL recorded once, and the master holding the crawl killed mid-crawl —
+//! its replica promoted by the cluster, no operator — loses no URL; only leases out on it
+//! may be fetched twice.
+
+use std::time::{Duration, Instant};
+
+use test_support::redis_cluster::RedisCluster;
+
+use crate::redis::{finish_all, start_shared, stats, union, Process};
+use crate::util::{crawler, stderr};
+
+/// The crawl's keys (crawl id `shared`, as [`Process`] names it) all sit in this key's slot.
+const CRAWL_KEY: &str = "crawl:{shared}:stats";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_crawl_the_site_once_on_a_cluster() {
+    let Some(mut cluster) = RedisCluster::for_test(3) else {
+        return;
+    };
+    // A `redis://` URL that reaches a cluster node is the settings' fault: 64, saying which
+    // URL to use.
+    let dir = tempfile::tempdir().unwrap();
+    let node = format!("redis://{}/0", cluster.addrs()[0]);
+    let out = crawler()
+        .args([
+            "crawl",
+            "--seed",
+            "http://a.test/",
+            "--frontier-redis",
+            &node,
+        ])
+        .args(["--out", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(64), "{err}");
+    assert!(err.contains("redis+cluster://"), "{err}");
+
+    let (site, procs, children) = start_shared(
+        &cluster.url(),
+        (10_000, 20, 0),
+        3,
+        "delay_ms = 5\nmax_per_host = 2",
+    )
+    .await;
+    let errs = finish_all(children).await;
+    let (missing, extra_urls, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
+    let counts: Vec<usize> = procs.iter().map(Process::line_count).collect();
+    println!("records per process: {counts:?}");
+    assert!(missing.is_empty(), "lost: {missing:?}\n{errs:?}");
+    assert!(
+        extra_urls.is_empty(),
+        "not in the ground truth: {extra_urls:?}"
+    );
+    assert!(twice.is_empty(), "recorded twice: {twice:?}");
+    for p in &procs {
+        assert_eq!(stats(&p.out)["stopped_by"], "finished");
+    }
+    for (host, s) in site.observer().host_stats() {
+        assert!(s.max_concurrent <= 2, "{host}: {s:?}");
+    }
+    site.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_killed_mid_crawl_loses_no_url() {
+    let Some(mut cluster) = RedisCluster::for_test(3) else {
+        return;
+    };
+    // Pages answer after 50 ms, so leases are out when the master dies.
+    let (site, procs, children) = start_shared(
+        &cluster.url(),
+        (3_000, 10, 50),
+        3,
+        "delay_ms = 5\nmax_per_host = 4",
+    )
+    .await;
+    let recorded = || procs.iter().map(Process::line_count).sum::<usize>();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while recorded() < 800 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(recorded() >= 800, "{} records", recorded());
+    let master = cluster.master_of(CRAWL_KEY).unwrap();
+    let node = cluster.node(master).unwrap();
+    let leases: u64 = node
+        .command(&["ZCARD", "crawl:{shared}:leases"])
+        .unwrap()
+        .trim()
+        .trim_start_matches(':')
+        .parse()
+        .unwrap();
+    let at = recorded();
+    let killed = Instant::now();
+    tokio::task::block_in_place(|| cluster.kill(master)).unwrap();
+    let promoted = cluster.master_of(CRAWL_KEY).unwrap();
+    println!(
+        "master {master} killed after {at} records with {leases} leases out; {promoted} took \
+         over in {:?}",
+        killed.elapsed()
+    );
+    assert_ne!(promoted, master);
+    let errs = finish_all(children).await;
+    let (missing, extra_urls, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
+    println!("{} recorded twice", twice.len());
+    assert!(missing.is_empty(), "lost: {missing:?}\n{errs:?}");
+    assert!(
+        extra_urls.is_empty(),
+        "not in the ground truth: {extra_urls:?}"
+    );
+    // A lease out when the master died may be served again (its completion lost with the
+    // master's last writes); nothing else. At most 3 × 8 leases are ever out (`concurrency`).
+    assert!(
+        twice.len() <= 3 * 8,
+        "recorded twice: {} (with {leases} leases out just before the kill): {twice:?}",
+        twice.len()
+    );
+    assert!(
+        errs.iter().any(|e| e.contains("frontier unavailable")),
+        "no process noticed the failover: {errs:?}"
+    );
+    site.stop().await;
+}
