@@ -5,12 +5,24 @@
 # two to finish, and checks the union of the three outputs against the test site's ground
 # truth: every URL recorded, none outside it, and no more repeats than the killed replica
 # had fetches in flight. SKIP_STATIC_BUILD=1 reuses docker/dist/ as it is.
+#
+# CLUSTER=1 does the same on docker/compose.redis-cluster.yaml (a Redis Cluster of three
+# masters with a replica each) and also kills the master that holds the crawl right after
+# the replica: the cluster promotes its replica, and the union must still be whole.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-SMOKE=smoke-redis
+if [[ -n ${CLUSTER:-} ]]; then
+    SMOKE=smoke-redis-cluster
+    file=docker/compose.redis-cluster.yaml
+    redis=(redis-1 redis-2 redis-3 redis-4 redis-5 redis-6)
+else
+    SMOKE=smoke-redis
+    file=docker/compose.redis.yaml
+    redis=(redis)
+fi
 source docker/smoke-lib.sh
-project="crawler-smoke-redis-$$"
-compose() { "${compose_cmd[@]}" -p "$project" -f docker/compose.redis.yaml "$@"; }
+project="crawler-$SMOKE-$$"
+compose() { "${compose_cmd[@]}" -p "$project" -f "$file" "$@"; }
 work=$(mktemp -d)
 cleanup() {
     compose down -v --remove-orphans >/dev/null 2>&1 || true
@@ -28,9 +40,9 @@ docker build -q -f docker/Dockerfile --target redis -t crawler-redis:local . >/d
 docker build -q -f docker/Dockerfile -t crawler:local . >/dev/null
 docker run --rm --entrypoint /usr/bin/redis-server crawler-redis:local --version
 
-say "compose up redis, testsite"
-compose up -d redis testsite
-for service in redis testsite; do
+say "compose up ${redis[*]} testsite"
+compose up -d "${redis[@]}" testsite
+for service in "${redis[@]}" testsite; do
     id=$(compose ps -q $service)
     for _ in $(seq 1 60); do
         health=$(docker inspect -f '{{.State.Health.Status}}' "$id")
@@ -39,6 +51,18 @@ for service in redis testsite; do
     done
     [[ $health == healthy ]] || fail "$service is $health after 60 s"
 done
+if [[ -n ${CLUSTER:-} ]]; then
+    say "compose up cluster-init"
+    compose up --no-deps cluster-init >/dev/null
+    code=$(docker wait "$(compose ps -q cluster-init)")
+    [[ $code == 0 ]] || { compose logs cluster-init >&2; fail "cluster-init exited $code"; }
+    cli() { docker exec "$(compose ps -q redis-1)" redis-cli "$@"; }
+    for _ in $(seq 1 60); do
+        cli cluster info | grep -q '^cluster_state:ok' && break
+        sleep 0.5
+    done
+    cli cluster info | grep -q '^cluster_state:ok' || fail "the cluster is not ok after 30 s"
+fi
 
 say "compose up crawler-1 crawler-2 crawler-3"
 compose up -d --no-deps crawler-1 crawler-2 crawler-3
@@ -58,6 +82,26 @@ at=$(lines 0)
     fail "crawler-1 finished before it could be killed"
 docker kill "${ids[0]}" >/dev/null
 say "docker kill crawler-1 after $at records"
+if [[ -n ${CLUSTER:-} ]]; then
+    # The master serving the crawl's slot (its address's last octet names the service).
+    slot=$(cli cluster keyslot 'crawl:{smoke}:stats')
+    ip=$(cli cluster nodes | python3 -c '
+import sys
+slot = int(sys.argv[1])
+for line in sys.stdin:
+    f = line.split()
+    if "master" not in f[2] or "fail" in f[2]:
+        continue
+    for r in f[8:]:
+        lo, _, hi = r.partition("-")
+        if lo.isdigit() and int(lo) <= slot <= int(hi or lo):
+            print(f[1].split(":")[0])
+' "$slot")
+    [[ -n $ip ]] || fail "no master serves slot $slot"
+    master="redis-$(( ${ip##*.} - 10 ))"
+    docker kill "$(compose ps -q "$master")" >/dev/null
+    say "docker kill $master (the crawl's master, slot $slot)"
+fi
 
 for n in 1 2; do
     code=$(timeout 300 docker wait "${ids[$n]}") || fail "crawler-$((n + 1)) did not finish in 300 s"
@@ -71,33 +115,7 @@ docker cp "${ids[1]}:/data/crawl-out/stats.json" "$work/stats.json"
 say "ground truth"
 docker run --rm crawler-testsite:local --ground-truth --hosts 5 --pages 2000 --port 8080 \
     >"$work/truth.tsv"
-python3 - "$work" <<'PY'
-import collections, json, sys
-work = sys.argv[1]
-truth = {l.split("\t")[0] for l in open(f"{work}/truth.tsv") if l.strip() and not l.startswith("#")}
-times = collections.Counter()
-per = []
-for n in range(3):
-    text = open(f"{work}/pages-{n}.jsonl").read()
-    whole = text[: text.rfind("\n") + 1]   # the killed replica may have left half a line
-    urls = [json.loads(l)["url"] for l in whole.splitlines()]
-    per.append(len(urls))
-    times.update(urls)
-missing = sorted(truth - set(times))
-extra = sorted(set(times) - truth)
-twice = sorted(u for u, n in times.items() if n > 1)
-stats = json.load(open(f"{work}/stats.json"))
-print(f"smoke-redis: records per replica {per}; {len(times)} URLs, ground truth {len(truth)}: "
-      f"{len(missing)} missing, {len(extra)} extra, {len(twice)} recorded twice; "
-      f"leases expired {stats['frontier'].get('leases_expired')}")
-problems = []
-if missing: problems.append(f"missing {missing[:5]}")
-if extra: problems.append(f"extra {extra[:5]}")
-if len(twice) > 8: problems.append(f"{len(twice)} recorded twice (more than the 8 in flight): {twice[:5]}")
-if stats["stopped_by"] != "finished": problems.append(f"stopped_by {stats['stopped_by']}")
-if problems:
-    sys.exit("smoke-redis: FAILED: " + "; ".join(problems))
-PY
+python3 docker/check-union.py "$work" "$SMOKE" 8
 say "compose down"
 cleanup
 trap - EXIT

@@ -14,6 +14,36 @@ use crate::util::{crawler, stderr};
 /// The crawl's keys (crawl id `shared`, as [`Process`] names it) all sit in this key's slot.
 const CRAWL_KEY: &str = "crawl:{shared}:stats";
 
+/// A cluster none of whose nodes answers: 69, naming the nodes, not the password.
+#[test]
+fn an_unreachable_cluster_is_69_without_its_password() {
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (a, b) = (free(), free());
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("redis+cluster://user:se@cret@127.0.0.1:{a},127.0.0.1:{b}");
+    let out = crawler()
+        .args([
+            "crawl",
+            "--seed",
+            "http://a.test/",
+            "--frontier-redis",
+            &url,
+        ])
+        .args(["--out", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(69), "{err}");
+    assert!(err.contains(&format!("127.0.0.1:{a}")), "{err}");
+    assert!(!err.contains("cret"), "the password is shown: {err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_crawl_the_site_once_on_a_cluster() {
     let Some(mut cluster) = RedisCluster::for_test(3) else {
@@ -121,5 +151,10 @@ async fn a_master_killed_mid_crawl_loses_no_url() {
         errs.iter().any(|e| e.contains("frontier unavailable")),
         "no process noticed the failover: {errs:?}"
     );
+    // The crawl clock stood still while no master served the crawl (longer than a lease,
+    // 2 s): no live holder's lease expired.
+    let expired = stats(&procs[1].out)["frontier"]["leases_expired"].clone();
+    println!("leases expired: {expired}");
+    assert_eq!(expired, 0, "{errs:?}");
     site.stop().await;
 }

@@ -2,7 +2,10 @@
 //! visited URL against scrapy-redis' duplicate filter (a SET of SHA1 hex fingerprints) in the
 //! same Redis.
 //!
-//! `cargo bench -p redis-frontier --bench admit -- [--urls N] [--page N] [--tasks N] [--same-host 1]`
+//! `cargo bench -p redis-frontier --bench admit -- [--urls N] [--page N] [--tasks N] [--same-host 1] [--cluster 1]`
+//!
+//! `--cluster 1`: the same on a private Redis Cluster of one master with a replica
+//! (`redis+cluster://`), what the cluster client and the replication cost a crawl (one slot).
 //!
 //! One process (this one) offers `--urls` new URLs on 1,000 hosts in pages of `--page` links
 //! from `--tasks` concurrent tasks (workers offering their pages at once), then offers them
@@ -16,6 +19,7 @@ use std::time::{Duration, Instant};
 use frontier::{Frontier, Link};
 use redis_frontier::RedisFrontier;
 use sha1::{Digest, Sha1};
+use test_support::redis_cluster::RedisCluster;
 use test_support::redis_server::RedisServer;
 
 mod common;
@@ -112,10 +116,31 @@ async fn main() {
         arg("--tasks", 16),
     );
     let same = arg("--same-host", 0) == 1;
-    let server =
-        RedisServer::start(&[]).expect("a private redis-server (apt-get install redis-server)");
+    let cluster = arg("--cluster", 0) == 1;
+    // The server (kept running to the end) and, on a cluster, the master holding the crawl:
+    // where `INFO` and `MEMORY` are read.
+    let (_server, _cluster, server_url, node) = if cluster {
+        let mut c =
+            RedisCluster::start(1).expect("a private Redis Cluster (apt-get install redis-server)");
+        let master = c.master_of("crawl:{bench}:stats").unwrap();
+        let url = c.url();
+        (None, Some(c), url, format!("redis://{master}/0"))
+    } else {
+        let s =
+            RedisServer::start(&[]).expect("a private redis-server (apt-get install redis-server)");
+        let url = s.url();
+        (Some(s), None, url.clone(), url)
+    };
+    println!(
+        "on {}",
+        if cluster {
+            "a cluster of one master with a replica"
+        } else {
+            "one Redis"
+        }
+    );
     let cfg = bench_config(urls);
-    let settings = settings(server.url(), Duration::from_secs(30));
+    let settings = settings(server_url, Duration::from_secs(30));
     let f = Arc::new(
         RedisFrontier::connect(cfg.clone(), settings.clone(), &[])
             .await
@@ -129,7 +154,7 @@ async fn main() {
     );
     // A third, for the crawl-like mix.
     let third = Arc::new(RedisFrontier::connect(cfg, settings, &[]).await.unwrap());
-    let client = redis::Client::open(server.url()).unwrap();
+    let client = redis::Client::open(node).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let busy = |info: String| {
         // Microseconds Redis spent in scripts (`INFO commandstats`).
@@ -192,13 +217,13 @@ async fn main() {
     // scrapy-redis' RFPDupeFilter: SADD of each request's SHA1 hex fingerprint.
     for chunk in (0..urls).collect::<Vec<_>>().chunks(10_000) {
         let mut cmd = redis::cmd("SADD");
-        cmd.arg("scrapy:dupefilter");
+        cmd.arg("scrapy:dupefilter{bench}");
         for &i in chunk {
             cmd.arg(format!("{:x}", Sha1::digest(url(i, page, same).as_bytes())));
         }
         let _: u64 = cmd.query_async(&mut conn).await.unwrap();
     }
-    let set = memory_usage(&mut conn, "scrapy:dupefilter").await;
+    let set = memory_usage(&mut conn, "scrapy:dupefilter{bench}").await;
     println!(
         "memory per visited URL at 1% FPP ({urls} URLs): bitmap {:.3} bytes ({bitmap} bytes), \
          SET of SHA1 hex {:.1} bytes ({set} bytes), {:.0}x",

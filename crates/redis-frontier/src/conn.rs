@@ -61,7 +61,7 @@ impl Target {
             .collect();
         if nodes.is_empty() || hosts.contains('/') {
             return Err(RedisFrontierError::WrongKind(format!(
-                "`{url}` names no cluster node: redis+cluster://host:port[,host:port…] \
+                "`{hosts}` names no cluster node: redis+cluster://host:port[,host:port…] \
                  (a cluster has no databases)"
             )));
         }
@@ -99,15 +99,28 @@ impl Conn {
                     .set_response_timeout(Some(RESPONSE_TIMEOUT))
                     .set_number_of_retries(2)
                     .set_max_delay(Duration::from_secs(1));
-                let mut conn =
-                    Conn::One(ConnectionManager::new_with_config(client, manager).await?);
+                let on_cluster = || {
+                    RedisFrontierError::WrongKind(
+                        "the Redis URL reaches a Redis Cluster node: use \
+                         redis+cluster://host:port (any node of the cluster)"
+                            .into(),
+                    )
+                };
+                let manager = match ConnectionManager::new_with_config(client, manager).await {
+                    Ok(m) => m,
+                    // A database other than 0 is selected on connecting; a cluster node
+                    // refuses `SELECT`.
+                    Err(e) if e.to_string().contains("not allowed in cluster mode") => {
+                        return Err(on_cluster())
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                let mut conn = Conn::One(manager);
                 let info: String = conn
                     .on_node_of("", redis::cmd("INFO").arg("cluster"))
                     .await?;
                 if info_field(&info, "cluster_enabled") == Some("1") {
-                    return Err(RedisFrontierError::WrongKind(format!(
-                        "`{url}` is a Redis Cluster node: use redis+cluster://host:port"
-                    )));
+                    return Err(on_cluster());
                 }
                 Ok(conn)
             }
@@ -122,9 +135,13 @@ impl Conn {
                 match client.get_async_connection().await {
                     Ok(conn) => Ok(Conn::Cluster(conn)),
                     Err(e) if e.to_string().contains("cluster support disabled") => {
+                        let hosts: Vec<&str> = nodes
+                            .iter()
+                            .map(|n| n.rsplit_once('@').map_or(n.as_str(), |(_, h)| h))
+                            .collect();
                         Err(RedisFrontierError::WrongKind(format!(
                             "{} is not a Redis Cluster node: use redis://host:port/db",
-                            nodes.join(", ")
+                            hosts.join(", ")
                         )))
                     }
                     Err(e) => Err(e.into()),

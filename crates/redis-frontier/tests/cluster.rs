@@ -92,6 +92,16 @@ async fn a_crawl_on_a_cluster_is_the_crawl_on_one_redis() {
         "{e}"
     );
     assert!(e.to_string().contains("redis+cluster://"), "{e}");
+    // Another database than 0 is selected on connecting, which a cluster node refuses: the
+    // same answer.
+    let e = RedisFrontier::connect(
+        common::unpaced(),
+        settings(&format!("redis://{node}/1"), "kind"),
+        &[],
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(e, RedisFrontierError::WrongKind(_)), "{e}");
     let plain = format!("redis+cluster://{}", single.addr());
     let e = RedisFrontier::connect(common::unpaced(), settings(&plain, "kind"), &[])
         .await
