@@ -8,12 +8,11 @@ use url::Url;
 pub fn redact(url: &str) -> String {
     let url = url.trim();
     match Url::parse(url) {
-        Ok(mut u) => {
-            if u.password().is_some() {
-                let _ = u.set_password(Some("***"));
-            }
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
             u.to_string()
         }
+        Ok(_) => url.to_owned(),
         Err(_) => by_hand(url),
     }
 }
@@ -44,6 +43,7 @@ mod tests {
             "redis://u:***@h:6379/0"
         );
         assert_eq!(redact(" redis://h:6379/0 "), "redis://h:6379/0");
+        assert_eq!(redact("http://h:1"), "http://h:1");
         assert_eq!(
             redact("redis+cluster://u:se@c,r@a:7000,b:7001"),
             "redis+cluster://u:***@a:7000,b:7001"
