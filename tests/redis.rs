@@ -170,6 +170,36 @@ pub(crate) fn union(
     (missing, extra, twice)
 }
 
+/// The union of the processes' records is the ground truth (none missing, none outside it;
+/// `errs`: their stderr, shown on a failure): the URLs recorded twice.
+pub(crate) fn assert_whole(site: &TestSite, procs: &[Process], errs: &[String]) -> Vec<String> {
+    let (missing, extra_urls, twice) = union(site, &procs.iter().collect::<Vec<_>>());
+    assert!(missing.is_empty(), "lost: {missing:?}\n{errs:?}");
+    assert!(
+        extra_urls.is_empty(),
+        "not in the ground truth: {extra_urls:?}"
+    );
+    twice
+}
+
+/// A `crawler crawl` of the shared frontier at `redis_url` that cannot start: its exit code
+/// and stderr.
+pub(crate) fn refused_start(redis_url: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crawler()
+        .args([
+            "crawl",
+            "--seed",
+            "http://a.test/",
+            "--frontier-redis",
+            redis_url,
+        ])
+        .args(["--out", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    (out.status.code(), stderr(&out))
+}
+
 /// Redis out of reach at the start: exit 69 (EX_UNAVAILABLE), naming the URL (not its
 /// password) and the error; a crawl id that cannot be a key prefix, and `--fresh`, are usage
 /// errors (64).
@@ -311,14 +341,9 @@ async fn three_processes_crawl_the_site_once_and_politely_together() {
     )
     .await;
     let errs = finish_all(children).await;
-    let (missing, extra_urls, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
+    let twice = assert_whole(&site, &procs, &errs);
     let counts: Vec<usize> = procs.iter().map(Process::line_count).collect();
     println!("records per process: {counts:?}");
-    assert!(missing.is_empty(), "lost: {missing:?}\n{errs:?}");
-    assert!(
-        extra_urls.is_empty(),
-        "not in the ground truth: {extra_urls:?}"
-    );
     assert!(twice.is_empty(), "recorded twice: {twice:?}");
     assert!(
         counts.iter().all(|&n| n > 500),
@@ -390,15 +415,10 @@ async fn a_killed_process_loses_no_url_its_leases_go_to_the_others() {
         "the first process recorded {killed_at} pages"
     );
     let errs = finish_all(children).await;
-    let (missing, extra_urls, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
+    let twice = assert_whole(&site, &procs, &errs);
     println!(
         "killed after {killed_at} records; {} recorded twice",
         twice.len()
-    );
-    assert!(missing.is_empty(), "lost: {missing:?}\n{errs:?}");
-    assert!(
-        extra_urls.is_empty(),
-        "not in the ground truth: {extra_urls:?}"
     );
     // Only what the killed process had in flight (its 8 workers) may be fetched again by the
     // others once its leases expired: a page whose record it wrote but whose completion it
@@ -451,13 +471,8 @@ async fn a_redis_restart_with_aof_loses_no_url() {
         }
     }
     let errs = finish_all(children).await;
-    let (missing, extra_urls, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
+    let twice = assert_whole(&site, &procs, &errs);
     println!("{} recorded twice", twice.len());
-    assert!(missing.is_empty(), "lost: {missing:?}\n{errs:?}");
-    assert!(
-        extra_urls.is_empty(),
-        "not in the ground truth: {extra_urls:?}"
-    );
     assert!(
         errs.iter()
             .all(|e| e.contains("frontier unavailable") && e.contains("frontier reachable again")),

@@ -4,8 +4,9 @@
 //!
 //! `cargo bench -p redis-frontier --bench admit -- [--urls N] [--page N] [--tasks N] [--same-host 1] [--cluster 1]`
 //!
-//! `--cluster 1`: the same on a private Redis Cluster of one master with a replica
-//! (`redis+cluster://`), what the cluster client and the replication cost a crawl (one slot).
+//! `--cluster 1`: the same on a private Redis Cluster of 3 masters with a replica each
+//! (`redis+cluster://`; `redis-cli --cluster create` makes no fewer): a crawl is one slot, so
+//! one master serves it, and this measures what the cluster client and replication cost.
 //!
 //! One process (this one) offers `--urls` new URLs on 1,000 hosts in pages of `--page` links
 //! from `--tasks` concurrent tasks (workers offering their pages at once), then offers them
@@ -121,7 +122,7 @@ async fn main() {
     // where `INFO` and `MEMORY` are read.
     let (_server, _cluster, server_url, node) = if cluster {
         let mut c =
-            RedisCluster::start(1).expect("a private Redis Cluster (apt-get install redis-server)");
+            RedisCluster::start(3).expect("a private Redis Cluster (apt-get install redis-server)");
         let master = c.master_of("crawl:{bench}:stats").unwrap();
         let url = c.url();
         (None, Some(c), url, format!("redis://{master}/0"))
@@ -134,7 +135,7 @@ async fn main() {
     println!(
         "on {}",
         if cluster {
-            "a cluster of one master with a replica"
+            "a cluster of 3 masters with a replica each (the crawl on one)"
         } else {
             "one Redis"
         }
