@@ -278,3 +278,56 @@ async fn a_dead_holders_refetch_is_served_again_with_its_history() {
         "the history of the fetch before"
     );
 }
+
+/// Redis rolled back (it lost its last writes: a crash of its machine, a replica promoted
+/// before it had them) while this process held a lease handed out in the lost stretch. A
+/// lease id from that stretch is never handed out again, so the process' late completion of
+/// its lost lease cannot end another URL's lease (ids once counted on from the rolled-back
+/// counter: the second hand-out got the first one's id, and completing the first completed
+/// the second's URL unfetched).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolled_back_redis_never_hands_a_lease_id_out_again() {
+    let Some(mut server) = redis(&["--appendonly", "no"]) else {
+        return;
+    };
+    let f = RedisFrontier::connect(
+        cfg(),
+        settings(&server, "rollback", Duration::from_secs(30)),
+        &[],
+    )
+    .await
+    .unwrap();
+    f.offer(None, links(&["http://a.test/1", "http://b.test/1"]))
+        .await
+        .unwrap();
+    // The state Redis will come back with: both URLs queued, none handed out.
+    assert_eq!(server.command(&["SAVE"]).unwrap().trim(), "+OK");
+    let Next::Lease(lost) = f.next().await.unwrap() else {
+        panic!("two URLs are queued")
+    };
+    tokio::task::block_in_place(|| server.crash_and_restart(Duration::from_millis(200))).unwrap();
+    // The other host's URL, from the rolled-back state, to the same process.
+    let other = if lost.host() == "a.test" {
+        "b.test"
+    } else {
+        "a.test"
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let again = loop {
+        match f.try_next_from(other).await {
+            Ok(Some(l)) => break l,
+            Ok(None) | Err(_) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            r => panic!("no lease of {other} after the restart: {r:?}"),
+        }
+    };
+    assert_ne!(again.token(), lost.token(), "a lease id handed out twice");
+    // The late completion of the lost lease changes nothing; the new one is still held.
+    f.complete(lost, Outcome::Done).await.unwrap();
+    assert!(
+        f.hold(&again).await.unwrap(),
+        "the new lease was ended by the old one's completion"
+    );
+    assert_eq!(f.stats().await.unwrap().pages, 0);
+}

@@ -30,7 +30,9 @@
 //!   fetched next (ms);
 //! - `leases` — lease ids scored by expiry (ms); `leased` — id → `HOLDER\nHOST\nENTRY`;
 //! - `stats` — crawl-wide counters (`queued`, `pages`, `offered`, `admitted`, `duplicates`,
-//!   `oos:REASON`, `expired`, `lease_seq`); `seeds` — seed URLs (they widen the scope);
+//!   `oos:REASON`, `expired`, `lease_seq`: the newest lease id, at least the server's ms ×
+//!   1024 when it was handed out, so ids never come back after Redis lost its last writes);
+//!   `seeds` — seed URLs (they widen the scope);
 //! - `due:S` — URLs asleep until second `S` of the server's clock (fetched under a recrawl
 //!   schedule, or given a date by a client) (elements `HOST\nENTRY`, the entry carrying its history); `duez` — those
 //!   seconds, scored by themselves; `stats.scheduled` counts the URLs in them; `dueat:B` —
@@ -141,8 +143,7 @@ end
 /// The end of a lease (after the schedule's helpers, which it calls).
 const FINISH: &str = r"
 -- Ends lease `id` with `kind` (done, error, skip, retry, release); false if it is not out
--- (or, `holder` given, not that holder's: after a crash of Redis lost its last writes, a lease
--- id may have been handed out again). A final kind (done, error, skip) with `again` (an entry
+-- (or, `holder` given, not that holder's). A final kind (done, error, skip) with `again` (an entry
 -- carrying its next visit) puts the URL to sleep for `again_s` seconds of the server's clock.
 local function finish(id, kind, hint, retry_entry, now, holder, again, again_s, at_b, at_f)
   local blob = redis.call('HGET', P .. 'leased', id)
@@ -403,7 +404,12 @@ local function take(host, g)
   redis.call('HINCRBY', P .. 'stats', 'queued', -1)
   redis.call('HSET', hk, 'last_start', I(now), 'next_at', I(now + eff_delay(hk)))
   reschedule(host)
-  local id = redis.call('HINCRBY', P .. 'stats', 'lease_seq', 1)
+  -- An id past every one handed out and past the server's time in ms × 1024: a Redis
+  -- that lost its last writes (a crash, a replica promoted) counts on from a later time,
+  -- never from the rolled-back counter, so no id of the lost stretch is handed out again
+  -- (a holder's late completion of its lost lease would end another URL's).
+  local id = math.max(hnum(P .. 'stats', 'lease_seq', 0) + 1, SERVER_MS * 1024)
+  redis.call('HSET', P .. 'stats', 'lease_seq', I(id))
   redis.call('HSET', P .. 'leased', id, holder .. '\n' .. host .. '\n' .. entry)
   redis.call('ZADD', P .. 'leases', I(now + lease_ms), id)
   -- After the lease is out: a group's count is checked against the leases out.
