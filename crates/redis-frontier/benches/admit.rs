@@ -109,6 +109,36 @@ async fn memory_usage(conn: &mut redis::aio::MultiplexedConnection, key: &str) -
         .unwrap()
 }
 
+/// Each node's CPU time so far (`INFO cpu`: user + system), in seconds.
+async fn cpu_seconds(nodes: &[String]) -> Vec<f64> {
+    let mut out = Vec::new();
+    for url in nodes {
+        let mut conn = redis::Client::open(url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let info: String = redis::cmd("INFO")
+            .arg("cpu")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| {
+                    l.strip_prefix(name)?
+                        .strip_prefix(':')?
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                })
+                .unwrap_or(0.0)
+        };
+        out.push(field("used_cpu_user") + field("used_cpu_sys"));
+    }
+    out
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let (urls, page, tasks) = (
@@ -120,17 +150,21 @@ async fn main() {
     let cluster = arg("--cluster", 0) == 1;
     // The server (kept running to the end) and, on a cluster, the master holding the crawl:
     // where `INFO` and `MEMORY` are read.
-    let (_server, _cluster, server_url, node) = if cluster {
+    // Every node, the crawl's master first: whose CPU time the new offers took.
+    let (_server, _cluster, server_url, node, nodes) = if cluster {
         let mut c =
             RedisCluster::start(3).expect("a private Redis Cluster (apt-get install redis-server)");
         let master = c.master_of("crawl:{bench}:stats").unwrap();
         let url = c.url();
-        (None, Some(c), url, format!("redis://{master}/0"))
+        let mut nodes = c.addrs();
+        nodes.sort_by_key(|a| *a != master);
+        let nodes = nodes.iter().map(|a| format!("redis://{a}/0")).collect();
+        (None, Some(c), url, format!("redis://{master}/0"), nodes)
     } else {
         let s =
             RedisServer::start(&[]).expect("a private redis-server (apt-get install redis-server)");
         let url = s.url();
-        (Some(s), None, url.clone(), url)
+        (Some(s), None, url.clone(), url.clone(), vec![url])
     };
     println!(
         "on {}",
@@ -182,8 +216,20 @@ async fn main() {
             s
         }
     };
+    let cpu_before = cpu_seconds(&nodes).await;
     let t0 = Instant::now();
     let new = offer_all(&f, urls, page, tasks, same).await;
+    let cpu_new: Vec<String> = cpu_seconds(&nodes)
+        .await
+        .iter()
+        .zip(&cpu_before)
+        .map(|(after, before)| format!("{:.2}", after - before))
+        .collect();
+    println!(
+        "CPU seconds of the new offers ({:.2} s) by node, the crawl's master first: {}",
+        t0.elapsed().as_secs_f64(),
+        cpu_new.join(", ")
+    );
     let (t1, b1) = (t0.elapsed(), busy(info(&mut conn).await));
     let dup = offer_all(&f, urls, page, tasks, same).await;
     let (t2, b2) = (t0.elapsed(), busy(info(&mut conn).await));
