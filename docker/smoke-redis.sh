@@ -54,14 +54,14 @@ done
 if [[ -n ${CLUSTER:-} ]]; then
     say "compose up cluster-init"
     compose up --no-deps cluster-init >/dev/null
-    code=$(docker wait "$(compose ps -q cluster-init)")
+    code=$(docker wait "$(compose ps -a -q cluster-init)")
     [[ $code == 0 ]] || { compose logs cluster-init >&2; fail "cluster-init exited $code"; }
     cli() { docker exec "$(compose ps -q redis-1)" redis-cli "$@"; }
     for _ in $(seq 1 60); do
-        cli cluster info | grep -q '^cluster_state:ok' && break
+        [[ $(cli cluster info) == *cluster_state:ok* ]] && break
         sleep 0.5
     done
-    cli cluster info | grep -q '^cluster_state:ok' || fail "the cluster is not ok after 30 s"
+    [[ $(cli cluster info) == *cluster_state:ok* ]] || fail "the cluster is not ok after 30 s"
 fi
 
 say "compose up crawler-1 crawler-2 crawler-3"

@@ -408,10 +408,12 @@ local function take(host, g)
   -- that lost its last writes (a crash, a replica promoted) counts on from a later time,
   -- never from the rolled-back counter, so no id of the lost stretch is handed out again
   -- (a holder's late completion of its lost lease would end another URL's).
+  -- Written as a decimal string (a Lua number may be written in exponent form by Redis).
   local id = math.max(hnum(P .. 'stats', 'lease_seq', 0) + 1, SERVER_MS * 1024)
-  redis.call('HSET', P .. 'stats', 'lease_seq', I(id))
-  redis.call('HSET', P .. 'leased', id, holder .. '\n' .. host .. '\n' .. entry)
-  redis.call('ZADD', P .. 'leases', I(now + lease_ms), id)
+  local sid = I(id)
+  redis.call('HSET', P .. 'stats', 'lease_seq', sid)
+  redis.call('HSET', P .. 'leased', sid, holder .. '\n' .. host .. '\n' .. entry)
+  redis.call('ZADD', P .. 'leases', I(now + lease_ms), sid)
   -- After the lease is out: a group's count is checked against the leases out.
   local grouped = 0
   if group_started(g, now) then grouped = 1 end
