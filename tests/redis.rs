@@ -332,9 +332,16 @@ pub(crate) fn stats(out: &Path) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_crawl_the_site_once_and_politely_together() {
     let Some(server) = redis(&[]) else { return };
+    three_crawl_once_and_politely(&server.url()).await;
+}
+
+/// Three processes on the shared frontier at `redis_url` crawl the 10^4-page, 20-host site to
+/// its ground truth: each URL once, each process a share, every one finished, and politeness
+/// held over the three together.
+pub(crate) async fn three_crawl_once_and_politely(redis_url: &str) {
     let delay = 20.0;
     let (site, procs, children) = start_shared(
-        &server.url(),
+        redis_url,
         (10_000, 20, 0),
         3,
         "delay_ms = 20\nmax_per_host = 2",

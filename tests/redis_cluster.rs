@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 
 use test_support::redis_cluster::RedisCluster;
 
-use crate::redis::{assert_whole, finish_all, refused_start, start_shared, stats, Process};
+use crate::redis::{
+    assert_whole, finish_all, refused_start, start_shared, stats, three_crawl_once_and_politely,
+    Process,
+};
 
 /// The crawl's keys (crawl id `shared`, as [`Process`] names it) all sit in this key's slot.
 const CRAWL_KEY: &str = "crawl:{shared}:stats";
@@ -32,7 +35,7 @@ fn an_unreachable_cluster_is_69_without_its_password() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_processes_crawl_the_site_once_on_a_cluster() {
+async fn three_processes_crawl_the_site_once_and_politely_on_a_cluster() {
     let Some(mut cluster) = RedisCluster::for_test(3) else {
         return;
     };
@@ -42,25 +45,7 @@ async fn three_processes_crawl_the_site_once_on_a_cluster() {
     assert_eq!(code, Some(64), "{err}");
     assert!(err.contains("redis+cluster://"), "{err}");
 
-    let (site, procs, children) = start_shared(
-        &cluster.url(),
-        (10_000, 20, 0),
-        3,
-        "delay_ms = 5\nmax_per_host = 2",
-    )
-    .await;
-    let errs = finish_all(children).await;
-    let twice = assert_whole(&site, &procs, &errs);
-    let counts: Vec<usize> = procs.iter().map(Process::line_count).collect();
-    println!("records per process: {counts:?}");
-    assert!(twice.is_empty(), "recorded twice: {twice:?}");
-    for p in &procs {
-        assert_eq!(stats(&p.out)["stopped_by"], "finished");
-    }
-    for (host, s) in site.observer().host_stats() {
-        assert!(s.max_concurrent <= 2, "{host}: {s:?}");
-    }
-    site.stop().await;
+    three_crawl_once_and_politely(&cluster.url()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
