@@ -25,12 +25,17 @@ pub fn run(cmd: BloomCommand) -> Result<(), Failure> {
     }
 }
 
-/// `bloom export`: the shared visited set of a crawl in Redis, as a Guava file.
+/// `bloom export`: the shared visited set of a crawl in Redis, as a Guava file — one per
+/// partition for a crawl of several (`OUT.0` … `OUT.N-1`), with `OUT.json` saying how a
+/// reader finds a URL's file.
 fn export(args: ExportArgs) -> Result<(), Failure> {
     use redis_frontier::RedisFrontierError as E;
     let runtime = crate::crawl_cmd::runtime()?;
-    let bytes = runtime
-        .block_on(redis_frontier::export_guava(&args.redis, &args.crawl_id))
+    let files = runtime
+        .block_on(redis_frontier::export_partitions(
+            &args.redis,
+            &args.crawl_id,
+        ))
         .map_err(|e| {
             let code = match &e {
                 E::Redis(_) => UNAVAILABLE,
@@ -39,8 +44,36 @@ fn export(args: ExportArgs) -> Result<(), Failure> {
             };
             Failure::new(code, format!("bloom export from Redis: {e}"))
         })?;
-    write_atomically(&args.out, |out| out.write_all(&bytes))
-        .map_err(|e| Failure::new(IO, format!("cannot write {}: {e}", args.out.display())))
+    let write = |path: &Path, bytes: &[u8]| {
+        write_atomically(path, |out| out.write_all(bytes))
+            .map_err(|e| Failure::new(IO, format!("cannot write {}: {e}", path.display())))
+    };
+    if let [one] = &files[..] {
+        return write(&args.out, one);
+    }
+    let name = |suffix: String| {
+        let mut p = args.out.clone().into_os_string();
+        p.push(suffix);
+        PathBuf::from(p)
+    };
+    let mut names = Vec::with_capacity(files.len());
+    for (p, bytes) in files.iter().enumerate() {
+        let path = name(format!(".{p}"));
+        write(&path, bytes)?;
+        names.push(
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        );
+    }
+    let manifest = serde_json::json!({
+        "crawl_id": args.crawl_id,
+        "partitions": files.len(),
+        "partition_of": "Long.remainderUnsigned(Hashing.murmur3_128().hashString(queueKey, UTF_8).asLong(), partitions)",
+        "queue_key": "the canonical URL's authority without user info (host, or host:port for a port not the scheme's default), unless a client named a queue key",
+        "files": names,
+    });
+    write(&name(".json".into()), manifest.to_string().as_bytes())
 }
 
 fn build(args: BuildArgs) -> Result<(), Failure> {

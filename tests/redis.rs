@@ -27,12 +27,17 @@ pub(crate) struct Process {
 impl Process {
     /// `politeness`: lines of the `[politeness]` section.
     pub(crate) fn new(redis_url: &str, politeness: &str) -> Self {
+        Self::with_frontier(redis_url, politeness, "")
+    }
+
+    /// As [`new`](Self::new), with more lines of the `[frontier]` section.
+    pub(crate) fn with_frontier(redis_url: &str, politeness: &str, frontier: &str) -> Self {
         let dir = CrawlDir::new(&format!(
             "[crawl]\nconcurrency = 8\nprogress_secs = 60\n\
              [fetch]\nretry_base_ms = 20\n[politeness]\nbackoff_base_ms = 20\n{politeness}\n\
              [frontier]\nscope = \"domains\"\ndomains = [\"test\"]\n\
              backend = \"redis\"\nredis_url = \"{redis_url}\"\ncrawl_id = \"shared\"\n\
-             lease_secs = 2\n"
+             lease_secs = 2\n{frontier}\n"
         ));
         Self {
             out: dir.out.clone(),
@@ -108,6 +113,17 @@ pub(crate) async fn start_shared(
     n: usize,
     politeness: &str,
 ) -> (TestSite, Vec<Process>, Vec<Child>) {
+    start_shared_with(redis_url, (pages, hosts, latency_ms), n, politeness, "").await
+}
+
+/// As [`start_shared`], with more lines of the processes' `[frontier]` section.
+pub(crate) async fn start_shared_with(
+    redis_url: &str,
+    (pages, hosts, latency_ms): (u64, u32, u64),
+    n: usize,
+    politeness: &str,
+    frontier: &str,
+) -> (TestSite, Vec<Process>, Vec<Child>) {
     let site = TestSite::start(SiteConfig {
         pages,
         hosts,
@@ -118,7 +134,7 @@ pub(crate) async fn start_shared(
     .unwrap();
     let seed = site.site().seed_url();
     let procs: Vec<Process> = (0..n)
-        .map(|_| Process::new(redis_url, politeness))
+        .map(|_| Process::with_frontier(redis_url, politeness, frontier))
         .collect();
     let children = procs.iter().map(|p| p.spawn(&seed)).collect();
     (site, procs, children)
@@ -262,6 +278,7 @@ async fn bloom_export_equals_the_local_filter_of_the_same_urls() {
         crawl_id: "exported".into(),
         lease: Duration::from_secs(30),
         holder: None,
+        partitions: 0,
     };
     let f = redis_frontier::RedisFrontier::connect(cfg, settings, &[])
         .await
@@ -332,19 +349,21 @@ pub(crate) fn stats(out: &Path) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_crawl_the_site_once_and_politely_together() {
     let Some(server) = redis(&[]) else { return };
-    three_crawl_once_and_politely(&server.url()).await;
+    three_crawl_once_and_politely(&server.url(), "").await;
 }
 
 /// Three processes on the shared frontier at `redis_url` crawl the 10^4-page, 20-host site to
 /// its ground truth: each URL once, each process a share, every one finished, and politeness
 /// held over the three together.
-pub(crate) async fn three_crawl_once_and_politely(redis_url: &str) {
+/// `frontier`: more lines of the processes' `[frontier]` section.
+pub(crate) async fn three_crawl_once_and_politely(redis_url: &str, frontier: &str) {
     let delay = 20.0;
-    let (site, procs, children) = start_shared(
+    let (site, procs, children) = start_shared_with(
         redis_url,
         (10_000, 20, 0),
         3,
         "delay_ms = 20\nmax_per_host = 2",
+        frontier,
     )
     .await;
     let errs = finish_all(children).await;

@@ -45,7 +45,58 @@ async fn three_processes_crawl_the_site_once_and_politely_on_a_cluster() {
     assert_eq!(code, Some(64), "{err}");
     assert!(err.contains("redis+cluster://"), "{err}");
 
-    three_crawl_once_and_politely(&cluster.url()).await;
+    // The crawl split into 6 partitions: the three processes' work spread over the masters.
+    three_crawl_once_and_politely(&cluster.url(), "partitions = 6").await;
+    // Every key of the crawl is under one of its partitions' tags, and the partitions are
+    // on more than one master.
+    let mut masters = 0;
+    let mut tags = std::collections::BTreeSet::new();
+    for addr in cluster.addrs() {
+        let node = cluster.node(addr).unwrap();
+        if !node
+            .command(&["INFO", "replication"])
+            .is_ok_and(|i| i.contains("role:master"))
+        {
+            continue;
+        }
+        // One bulk string (the test client reads no arrays): the node's keys, a line each.
+        let keys = node
+            .command(&[
+                "EVAL",
+                "return table.concat(redis.call('KEYS', ARGV[1]), '\\n')",
+                "0",
+                "crawl:*",
+            ])
+            .unwrap();
+        let mut here = 0;
+        for key in keys
+            .lines()
+            .map(str::trim)
+            .filter(|k| k.starts_with("crawl:"))
+        {
+            let tag = key
+                .strip_prefix("crawl:{")
+                .and_then(|k| k.split_once("}:"))
+                .map(|(tag, _)| tag.to_owned())
+                .unwrap_or_default();
+            let ours = tag == "shared"
+                || tag
+                    .strip_prefix("shared ")
+                    .and_then(|p| p.parse::<u32>().ok())
+                    .is_some_and(|p| (1..6).contains(&p));
+            assert!(ours, "a key outside the crawl's partitions: {key}");
+            tags.insert(tag);
+            here += 1;
+        }
+        if here > 0 {
+            masters += 1;
+        }
+    }
+    assert_eq!(tags.len(), 6, "partitions holding keys: {tags:?}");
+    assert!(
+        masters >= 2,
+        "the partitions all sat on {masters} master(s)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

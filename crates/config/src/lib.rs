@@ -269,6 +269,9 @@ pub struct FrontierSection {
     pub crawl_id: String,
     /// `backend = "redis"`: seconds a lease lasts without a heartbeat.
     pub lease_secs: u64,
+    /// `backend = "redis"`: partitions of the crawl's state (0: the crawl's own, 1 for a
+    /// new crawl).
+    pub partitions: u32,
     /// URLs the Bloom filter is sized for (it grows beyond, keeping its FPP).
     pub expected_urls: u64,
     /// Target false-positive probability of the visited set.

@@ -188,6 +188,7 @@ pub(crate) async fn connect(
         crawl_id: f.crawl_id.clone(),
         lease: Duration::from_secs(f.lease_secs),
         holder: None,
+        partitions: f.partitions,
     };
     let frontier = redis_frontier::RedisFrontier::connect(fcfg, settings, seeds)
         .await

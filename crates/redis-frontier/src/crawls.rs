@@ -13,9 +13,10 @@
 //!   replica takes a crawl up by joining an alive incarnation, never by making one, so a
 //!   crawl deleted meanwhile is not brought back.
 //! - **No crawl is made while one of the same ID is being deleted**, and none is joined while
-//!   it is being made: a delete marks the ID `deleting` first, removes the visited set's
-//!   shape (`meta`) and then every key of the namespace (a cursor `SCAN`, `UNLINK`: the server
-//!   is never held long), then marks it `deleted`. A delete cut short is finished by the next.
+//!   it is being made: a delete marks the ID `deleting` first, removes the keys of the
+//!   crawl's other partitions (while `meta` still says how many), the visited set's shape
+//!   (`meta`) and then every key of the namespace (a cursor `SCAN`, `UNLINK`: the server is
+//!   never held long), then marks it `deleted`. A delete cut short is finished by the next.
 //! - **A crawl made where one was deleted starts from an empty namespace**: keys a lagging
 //!   replica wrote after the delete are removed while no one may join ([`clear_namespace`]).
 //!   An ID never deleted has nothing to clear, so making it costs no scan.
@@ -238,6 +239,22 @@ async fn clear_namespace(conn: &mut Conn, crawl_id: &str) -> Result<(), RedisFro
     .await
 }
 
+/// Unlinks every key whose name starts with the glob-escaped `prefix`, on the node of `key`:
+/// how many.
+async fn unlink_all(conn: &mut Conn, key: &str, prefix: &str) -> Result<u64, RedisFrontierError> {
+    let more = std::sync::atomic::AtomicU64::new(0);
+    scan(conn, key, &format!("{prefix}*"), |mut conn, keys| {
+        let more = &more;
+        async move {
+            let n: u64 = conn.unlink(keys).await?;
+            more.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            Ok(true)
+        }
+    })
+    .await?;
+    Ok(more.into_inner())
+}
+
 /// Deletes the named crawl `id` of `base` (or finishes a delete cut short): marked
 /// `deleting`, its `meta` removed, then every key of its namespace, then marked `deleted`.
 /// Answers how many keys there were (0 when there was nothing to delete).
@@ -254,19 +271,17 @@ pub async fn delete_crawl(url: &str, base: &str, id: &str) -> Result<u64, RedisF
         return Ok(0);
     }
     let meta = format!("crawl:{{{crawl_id}}}:meta");
-    let mut removed: u64 = conn.unlink(&meta).await?;
-    let pattern = format!("crawl:{{{}}}:*", glob_literal(&crawl_id));
-    let more = std::sync::atomic::AtomicU64::new(0);
-    scan(&mut conn, &meta, &pattern, |mut conn, keys| {
-        let more = &more;
-        async move {
-            let n: u64 = conn.unlink(keys).await?;
-            more.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-            Ok(true)
-        }
-    })
-    .await?;
-    removed += more.into_inner();
+    // The partitions after the first go first: until `meta` goes, a delete cut short
+    // still knows them.
+    let parts: Option<u32> = conn.hget(&meta, "partitions").await?;
+    let mut removed = 0;
+    for p in (1..parts.unwrap_or(1).min(crate::MAX_PARTITIONS)).rev() {
+        let prefix = crate::visited::partition_prefix(&crawl_id, p);
+        removed += unlink_all(&mut conn, &format!("{prefix}meta"), &glob_literal(&prefix)).await?;
+    }
+    removed += conn.unlink::<_, u64>(&meta).await?;
+    let pattern = format!("crawl:{{{}}}:", glob_literal(&crawl_id));
+    removed += unlink_all(&mut conn, &meta, &pattern).await?;
     let _: i64 = redis::Script::new(DELETE_END)
         .key(registry(base))
         .arg(id)

@@ -76,10 +76,12 @@ return stored
 
 /// Records `visited`'s shape for its crawl if none is, checks it against the one that is, and
 /// creates the bitmap at its full size; then records the entry format ([`ENTRY_FORMAT`]).
+/// Every partition's bitmap is created at that size (they share one shape).
 pub(crate) async fn check_shape<C: ConnectionLike + Send>(
     conn: &mut C,
-    visited: &Visited,
+    parts: &[Visited],
 ) -> Result<(), RedisFrontierError> {
+    let visited = &parts[0];
     let key = format!("{}meta", visited.prefix());
     let ours = (visited.bit_size(), visited.hashes());
     let (_, _, bits, hashes): (u8, u8, Option<u64>, Option<u32>) = redis::pipe()
@@ -114,11 +116,13 @@ pub(crate) async fn check_shape<C: ConnectionLike + Send>(
                     ours: ENTRY_FORMAT,
                 });
             }
-            let _: u8 = redis::Script::new(PRESIZE)
-                .key(visited.bits_key())
-                .arg(ours.0 - 1)
-                .invoke_async(conn)
-                .await?;
+            for v in parts {
+                let _: u8 = redis::Script::new(PRESIZE)
+                    .key(v.bits_key())
+                    .arg(ours.0 - 1)
+                    .invoke_async(conn)
+                    .await?;
+            }
             Ok(())
         }
         (b, k) => Err(RedisFrontierError::ShapeMismatch {
@@ -128,30 +132,112 @@ pub(crate) async fn check_shape<C: ConnectionLike + Send>(
     }
 }
 
-/// The visited set of crawl `crawl_id` at `url`, in Guava's `BloomFilter.writeTo` format:
-/// byte-identical to a local filter of the same shape given the same URLs.
-pub async fn export_guava(url: &str, crawl_id: &str) -> Result<Vec<u8>, RedisFrontierError> {
-    crate::frontier::check_crawl_id(crawl_id)?;
-    let mut conn = Conn::open(url).await?;
-    let prefix = format!("crawl:{{{crawl_id}}}:");
-    let (bits, hashes, bitmap): (Option<u64>, Option<u8>, Option<Vec<u8>>) = redis::pipe()
+/// The partitions of the crawl whose home prefix is `home`: the number recorded (a crawl
+/// recorded before partitions existed has one), else `ours` (0: one) recorded now. `ours`
+/// other than 0 and the recorded number is refused.
+pub(crate) async fn agree_partitions(
+    conn: &mut Conn,
+    home: &str,
+    ours: u32,
+) -> Result<u32, RedisFrontierError> {
+    if ours > crate::MAX_PARTITIONS {
+        return Err(RedisFrontierError::Unsupported(format!(
+            "frontier.partitions = {ours}: a crawl has at most {} partitions",
+            crate::MAX_PARTITIONS
+        )));
+    }
+    let key = format!("{home}meta");
+    let (bits, stored): (Option<u64>, Option<u32>) = redis::pipe()
         .cmd("HGET")
-        .arg(format!("{prefix}meta"))
+        .arg(&key)
         .arg("bits")
         .cmd("HGET")
-        .arg(format!("{prefix}meta"))
+        .arg(&key)
+        .arg("partitions")
+        .query_async(conn)
+        .await?;
+    let stored = match (stored, bits) {
+        (Some(n), _) => n,
+        // Made before partitions were recorded: one.
+        (None, Some(_)) => 1,
+        (None, None) => {
+            let _: u8 = redis::cmd("HSETNX")
+                .arg(&key)
+                .arg("partitions")
+                .arg(ours.max(1))
+                .query_async(conn)
+                .await?;
+            let n: Option<u32> = redis::cmd("HGET")
+                .arg(&key)
+                .arg("partitions")
+                .query_async(conn)
+                .await?;
+            n.unwrap_or(1)
+        }
+    };
+    if !(1..=crate::MAX_PARTITIONS).contains(&stored) {
+        return Err(RedisFrontierError::Partitions { stored, ours });
+    }
+    if ours != 0 && ours != stored {
+        return Err(RedisFrontierError::Partitions { stored, ours });
+    }
+    Ok(stored)
+}
+
+/// The visited set of crawl `crawl_id` at `url`, in Guava's `BloomFilter.writeTo` format:
+/// byte-identical to a local filter of the same shape given the same URLs. A crawl of
+/// several partitions is refused: see [`export_partitions`].
+pub async fn export_guava(url: &str, crawl_id: &str) -> Result<Vec<u8>, RedisFrontierError> {
+    let mut files = export_partitions(url, crawl_id).await?;
+    if files.len() > 1 {
+        return Err(RedisFrontierError::Unsupported(format!(
+            "crawl `{crawl_id}` has {} partitions: its visited set is one filter per partition",
+            files.len()
+        )));
+    }
+    Ok(files.remove(0))
+}
+
+/// The visited set of each partition of crawl `crawl_id` at `url` (see [`crate::Visited`]), in
+/// Guava's format, in partition order: each byte-identical to a local filter of that
+/// partition's shape given the URLs of that partition's queues ([`crate::partition_of`]).
+pub async fn export_partitions(
+    url: &str,
+    crawl_id: &str,
+) -> Result<Vec<Vec<u8>>, RedisFrontierError> {
+    crate::frontier::check_crawl_id(crawl_id)?;
+    let mut conn = Conn::open(url).await?;
+    let meta = format!("{}meta", crate::visited::partition_prefix(crawl_id, 0));
+    let (bits, hashes, parts): (Option<u64>, Option<u8>, Option<u32>) = redis::pipe()
+        .cmd("HGET")
+        .arg(&meta)
+        .arg("bits")
+        .cmd("HGET")
+        .arg(&meta)
         .arg("hashes")
-        .cmd("GET")
-        .arg(format!("{prefix}visited"))
+        .cmd("HGET")
+        .arg(&meta)
+        .arg("partitions")
         .query_async(&mut conn)
         .await?;
     let (Some(bits), Some(hashes)) = (bits, hashes) else {
         return Err(RedisFrontierError::NoCrawl(crawl_id.to_owned()));
     };
-    if bits == 0 || bits % 64 != 0 || bits > 1 << 32 {
+    let parts = parts.unwrap_or(1);
+    if bits == 0
+        || bits % 64 != 0
+        || bits > 1 << 32
+        || !(1..=crate::MAX_PARTITIONS).contains(&parts)
+    {
         return Err(RedisFrontierError::NoCrawl(crawl_id.to_owned()));
     }
-    Ok(guava_bytes(bits, hashes, &bitmap.unwrap_or_default()))
+    let mut out = Vec::with_capacity(parts as usize);
+    for p in 0..parts {
+        let key = format!("{}visited", crate::visited::partition_prefix(crawl_id, p));
+        let bitmap: Option<Vec<u8>> = redis::cmd("GET").arg(key).query_async(&mut conn).await?;
+        out.push(guava_bytes(bits, hashes, &bitmap.unwrap_or_default()));
+    }
+    Ok(out)
 }
 
 /// Guava's bytes of a filter of `bits` bits and `hashes` hash functions whose bits are the

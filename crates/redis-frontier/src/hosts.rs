@@ -1,5 +1,5 @@
-//! The host listing of a shared frontier: every host's state hash read in one pipeline and
-//! paginated as the local frontier does, with each host's address group (see
+//! The host listing of a shared frontier: every host's state hash read in one pipeline per
+//! partition and paginated as the local frontier does, with each host's address group (see
 //! `scripts/groups.rs`). It reads every host of the crawl (one host's
 //! figures read that host alone), so it is an operator's call, not a worker's.
 
@@ -28,13 +28,28 @@ const FIELDS: [&str; 14] = [
     "lat",
 ];
 
-/// One page of the crawl's hosts.
+/// One page of the crawl's hosts, of the partitions under `prefixes` (each on its own
+/// clock).
 pub(crate) async fn page(
+    conn: &mut Conn,
+    prefixes: &[&str],
+    cfg: &FrontierConfig,
+    query: &HostQuery,
+) -> Result<HostPage, FrontierError> {
+    let mut all = Vec::new();
+    for prefix in prefixes {
+        all.extend(infos(conn, prefix, cfg, query).await?);
+    }
+    Ok(paginate(all, query))
+}
+
+/// The hosts of one partition.
+async fn infos(
     conn: &mut Conn,
     prefix: &str,
     cfg: &FrontierConfig,
     query: &HostQuery,
-) -> Result<HostPage, FrontierError> {
+) -> Result<Vec<HostInfo>, FrontierError> {
     let hosts: Vec<String> = match &query.host {
         // One host: its hash alone, when the crawl knows it.
         Some(host) => {
@@ -85,7 +100,7 @@ pub(crate) async fn page(
     let now = crawl_now(time.0 * 1000 + time.1 / 1000, clock);
     // A host without its own delay has the crawl's: an operator's, else the configured one.
     let default_delay = default_delay.map_or(cfg.politeness.delay, Duration::from_millis);
-    let all = hosts
+    Ok(hosts
         .into_iter()
         .zip(rows)
         .zip(groups)
@@ -101,8 +116,7 @@ pub(crate) async fn page(
             }
             info
         })
-        .collect();
-    Ok(paginate(all, query))
+        .collect())
 }
 
 /// A host's address group as the listing shows it.

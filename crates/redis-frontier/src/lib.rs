@@ -41,9 +41,12 @@ mod visited;
 
 pub use crate::frontier::{RedisConfig, RedisFrontier};
 pub use crawls::{create_crawl, delete_crawl, join_crawl, named_crawl_id, named_crawls, Created};
-pub use export::export_guava;
+pub use export::{export_guava, export_partitions};
 pub use rules::agree_rules;
-pub use visited::Visited;
+pub use visited::{partition_of, partition_prefix, Visited};
+
+/// The most partitions a crawl may have (a lease token is its id × partitions + partition).
+pub const MAX_PARTITIONS: u32 = 1024;
 
 /// What can go wrong opening a shared frontier.
 #[derive(Debug, thiserror::Error)]
@@ -100,6 +103,20 @@ pub enum RedisFrontierError {
     /// node, or a `redis+cluster://` URL reaching a plain Redis (the settings' fault).
     #[error("{0}")]
     WrongKind(String),
+    /// The crawl was made with another number of partitions than these settings give.
+    #[error(
+        "the crawl in Redis has {stored} partitions, these settings give {ours}: give every \
+         process of the crawl the same frontier.partitions (0: the crawl's own)"
+    )]
+    Partitions {
+        /// Partitions the crawl's first process recorded.
+        stored: u32,
+        /// This process' setting.
+        ours: u32,
+    },
+    /// Settings this crawl's shape does not serve yet.
+    #[error("{0}")]
+    Unsupported(String),
     /// Redis has no room for the crawl: its `maxmemory` is reached, or would be by the
     /// visited set the crawl needs before it queues a URL.
     #[error("Redis has no room for this crawl: {0}")]

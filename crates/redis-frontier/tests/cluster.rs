@@ -23,6 +23,7 @@ fn settings(url: &str, crawl_id: &str) -> RedisConfig {
         crawl_id: crawl_id.into(),
         lease: Duration::from_secs(5),
         holder: None,
+        partitions: 0,
     }
 }
 
@@ -142,4 +143,120 @@ async fn a_crawl_on_a_cluster_is_the_crawl_on_one_redis() {
         create_crawl(&curl, "svc", "news").await.unwrap(),
         Created::Alive(2)
     );
+}
+
+/// Settings of a crawl split into `partitions`.
+fn parted(url: &str, crawl_id: &str, partitions: u32) -> RedisConfig {
+    RedisConfig {
+        partitions,
+        ..settings(url, crawl_id)
+    }
+}
+
+/// A crawl split into 6 partitions: its keys spread over the masters, its visited set is one
+/// Guava file per partition — each the filter a local one of that shape builds from the URLs
+/// of that partition's hosts —, every process must agree on the number, what it does not
+/// serve yet is refused, and a named crawl's delete removes every partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_crawl_is_spread_exported_agreed_and_deleted_whole() {
+    let Some(mut cluster) = RedisCluster::for_test(3) else {
+        return;
+    };
+    let curl = cluster.url();
+    let cfg = common::unpaced();
+    let f = RedisFrontier::connect(cfg.clone(), parted(&curl, "parted", 6), &[])
+        .await
+        .expect("connect");
+    assert_eq!(f.partitions(), 6);
+    let hosts: Vec<String> = (0..24).map(|h| format!("h{h}.test")).collect();
+    let mut urls = Vec::new();
+    for h in &hosts {
+        let page = links(h, 10);
+        urls.extend(page.iter().map(|l| l.url.to_string()));
+        assert_eq!(
+            f.offer(None, page).await.unwrap(),
+            vec![frontier::Admission::Admitted; 10]
+        );
+    }
+    for _ in 0..30 {
+        let Next::Lease(lease) = f.next().await.unwrap() else {
+            panic!("URLs are queued");
+        };
+        f.complete(lease, Outcome::Done).await.unwrap();
+    }
+    let stats = f.stats().await.unwrap();
+    assert_eq!((stats.admitted, stats.pages, stats.queued), (240, 30, 210));
+    assert_eq!(stats.hosts, 24);
+    assert!(keys_on_masters(&mut cluster, "crawl:{parted *") > 0);
+
+    // One file per partition, each a local filter of the partition's shape.
+    let e = export_guava(&curl, "parted").await.unwrap_err();
+    assert!(matches!(e, RedisFrontierError::Unsupported(_)), "{e}");
+    let files = redis_frontier::export_partitions(&curl, "parted")
+        .await
+        .unwrap();
+    assert_eq!(files.len(), 6);
+    let shape =
+        redis_frontier::Visited::partition("parted", 1, 6, cfg.expected_urls, cfg.fpp).unwrap();
+    let mut nonempty = 0;
+    for (p, file) in files.iter().enumerate() {
+        let local = bloom::BloomFilter::<str, bloom::StringFunnel>::new(
+            bloom::StringFunnel,
+            (cfg.expected_urls * 3 / 2).div_ceil(6),
+            cfg.fpp,
+        )
+        .unwrap();
+        assert_eq!(local.bit_size(), shape.bit_size());
+        for u in &urls {
+            let host = Url::parse(u).unwrap().host_str().unwrap().to_owned();
+            if redis_frontier::partition_of(&host, 6) as usize == p {
+                local.put(u.as_str());
+            }
+        }
+        nonempty += usize::from(local.bit_count() > 0);
+        assert!(local.to_bytes() == *file, "partition {p}'s file");
+    }
+    assert!(nonempty >= 4, "{nonempty} partitions hold URLs");
+
+    // Every process gives the same number, or 0 (the crawl's own).
+    let e = RedisFrontier::connect(cfg.clone(), parted(&curl, "parted", 4), &[])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, RedisFrontierError::Partitions { stored: 6, ours: 4 }),
+        "{e}"
+    );
+    let g = RedisFrontier::connect(cfg.clone(), parted(&curl, "parted", 0), &[])
+        .await
+        .unwrap();
+    assert_eq!(g.partitions(), 6);
+    // A crawl-wide page budget needs one partition (for now): refused, not run over.
+    let budget = frontier::FrontierConfig {
+        max_pages: Some(10),
+        ..cfg.clone()
+    };
+    let e = RedisFrontier::connect(budget, parted(&curl, "parted", 0), &[])
+        .await
+        .unwrap_err();
+    assert!(matches!(e, RedisFrontierError::Unsupported(_)), "{e}");
+    assert!(!e.is_unavailable());
+
+    // A named crawl's delete removes every partition's keys.
+    assert_eq!(
+        create_crawl(&curl, "svc", "wide").await.unwrap(),
+        Created::Alive(1)
+    );
+    let id = named_crawl_id("svc", "wide");
+    let w = RedisFrontier::connect(cfg.clone(), parted(&curl, &id, 6), &[])
+        .await
+        .unwrap();
+    for h in &hosts {
+        w.offer(None, links(h, 3)).await.unwrap();
+    }
+    drop(w);
+    let pattern = format!("crawl:{{{id}*");
+    let before = keys_on_masters(&mut cluster, &pattern);
+    assert!(before > 6 * 3, "{before} keys");
+    assert_eq!(delete_crawl(&curl, "svc", "wide").await.unwrap(), before);
+    assert_eq!(keys_on_masters(&mut cluster, &pattern), 0);
 }

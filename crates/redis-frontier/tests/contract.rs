@@ -16,6 +16,7 @@ use test_support::redis_cluster::RedisCluster;
 
 struct OnRedis {
     url: String,
+    partitions: u32,
     crawls: AtomicU64,
     last: Mutex<String>,
 }
@@ -27,6 +28,7 @@ impl OnRedis {
             crawl_id: id.into(),
             lease: Duration::from_millis(400),
             holder: None,
+            partitions: self.partitions,
         };
         let f = tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(RedisFrontier::connect(cfg, settings, seeds))
@@ -55,10 +57,26 @@ async fn redis_frontier_keeps_the_contract() {
     };
     let harness = OnRedis {
         url: server.url(),
+        partitions: 0,
         crawls: AtomicU64::new(0),
         last: Mutex::default(),
     };
     contract::run_all(&harness).await;
+}
+
+/// A crawl split into 4 partitions on one Redis keeps the contract (what it does not refuse).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_partitioned_redis_frontier_keeps_the_contract() {
+    let Some(server) = common::redis(&[]) else {
+        return;
+    };
+    let harness = OnRedis {
+        url: server.url(),
+        partitions: 4,
+        crawls: AtomicU64::new(0),
+        last: Mutex::default(),
+    };
+    contract::run_partitioned(&harness).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -68,10 +86,19 @@ async fn redis_frontier_keeps_the_contract_on_a_cluster() {
     };
     let harness = OnRedis {
         url: cluster.url(),
+        partitions: 0,
         crawls: AtomicU64::new(0),
         last: Mutex::default(),
     };
     contract::run_all(&harness).await;
+    // And split into 6 partitions, each check's crawl over the masters.
+    let parted = OnRedis {
+        url: cluster.url(),
+        partitions: 6,
+        crawls: AtomicU64::new(1000),
+        last: Mutex::default(),
+    };
+    contract::run_partitioned(&parted).await;
     // The crawls were not all on one master (each check's crawl is its own slot).
     let mut used = 0;
     for addr in cluster.addrs() {

@@ -26,6 +26,7 @@ fn settings(
         crawl_id: id.into(),
         lease,
         holder: None,
+        partitions: 0,
     }
 }
 

@@ -41,5 +41,6 @@ pub fn settings(url: String, lease: Duration) -> RedisConfig {
         crawl_id: "bench".into(),
         lease,
         holder: None,
+        partitions: 0,
     }
 }

@@ -1,5 +1,5 @@
 //! Admission: canonicalise and scope-check a page's links here, answer the duplicates the
-//! near cache knows, and admit the rest in one script call.
+//! near cache knows, and admit the rest in one script call per partition their hosts are in.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -27,6 +27,8 @@ struct Admitting {
     index: usize,
     url: String,
     host: String,
+    /// Its host's partition.
+    part: usize,
     /// The encoded entry.
     entry: Vec<u8>,
     /// A client's date (see [`frontier::Link::due`]).
@@ -124,6 +126,7 @@ impl Shared {
                 batch.push(Admitting {
                     index: i,
                     url,
+                    part: self.part_of(&host),
                     host,
                     entry: bytes,
                     due,
@@ -144,78 +147,69 @@ impl Shared {
             // Nothing for Redis: count the answers with the next call.
             self.near_dups.fetch_add(near_dups, Ordering::Relaxed);
         } else if fence.is_some() || !batch.is_empty() || (!requeue && !counted.is_empty()) {
-            // Grouped by host (stable: a host's URLs keep their order), as the script takes them.
-            batch.sort_by(|a, b| a.host.cmp(&b.host));
-            let hosts = 1 + batch.windows(2).filter(|w| w[0].host != w[1].host).count();
-            let hosts = if batch.is_empty() { 0 } else { hosts };
-            let exact = self.cfg.dedup == frontier::Dedup::Exact;
-            let dated = batch.iter().any(|b| b.due.is_some());
-            let k = self.visited.hashes();
-            let mut call = self.invoke(&self.scripts.admit);
-            let budget = self.cfg.max_pages_per_host.unwrap_or(0);
-            let order = match self.cfg.order {
-                Order::BreadthFirst => "b",
-                Order::DepthFirst => "d",
-            };
-            call.arg(k)
-                .arg(batch.len())
-                .arg(hosts)
-                .arg(u8::from(exact))
-                .arg(budget)
-                .arg(order)
-                .arg(u8::from(requeue))
-                .arg(near_dups)
-                .arg(u8::from(dated))
-                .arg(if requeue { 0 } else { counted.len() });
-            if !requeue {
-                for (reason, n) in &counted {
-                    call.arg(reason.name()).arg(*n);
+            // Grouped by partition, then host (stable: a host's URLs keep their order), as
+            // the scripts take them: one call per partition, sent together; the counts ride
+            // with the first, the fence with its lease's partition.
+            batch.sort_by(|a, b| (a.part, &a.host).cmp(&(b.part, &b.host)));
+            let fence = fence.map(|token| (token, self.untoken(token)));
+            let mut calls: Vec<(usize, &[Admitting])> = batch
+                .chunk_by(|a, b| a.part == b.part)
+                .map(|g| (g[0].part, g))
+                .collect();
+            if let Some((_, (fp, _))) = fence {
+                if !calls.iter().any(|(p, _)| *p == fp) {
+                    calls.push((fp, &[]));
                 }
             }
-            for Admitting { url, .. } in &batch {
-                for bit in self.visited.indices(url) {
-                    call.arg(bit);
-                }
+            if calls.is_empty() {
+                calls.push((0, &[]));
             }
-            for group in batch.chunk_by(|a, b| a.host == b.host) {
-                call.arg(group[0].host.as_str()).arg(group.len());
-                for Admitting {
-                    url, entry, due, ..
-                } in group
-                {
-                    // Hashed only when the script needs it: most admissions need neither.
-                    let fp = (exact || dated).then(|| frontier::fingerprint(url));
-                    if let (true, Some(fp)) = (exact, fp) {
-                        call.arg(&fp.to_le_bytes()[..]);
+            let replies = super::parts::join_all(
+                calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (p, group))| {
+                        let first = i == 0;
+                        let fenced = fence.and_then(|(_, (fp, id))| (fp == *p).then_some(id));
+                        self.admit_call(
+                            *p,
+                            group,
+                            if first { near_dups } else { 0 },
+                            if first { &counted[..] } else { &[] },
+                            requeue,
+                            fenced,
+                        )
+                    })
+                    .collect(),
+            )
+            .await;
+            let mut codes: Vec<u8> = Vec::with_capacity(batch.len());
+            let mut failed = None;
+            for (i, ((p, _), reply)) in calls.iter().zip(replies).enumerate() {
+                match reply {
+                    Ok(mut c) => {
+                        if let Some((token, _)) = fence.filter(|(_, (fp, _))| fp == p) {
+                            let answer = c.pop() == Some(1);
+                            if !answer {
+                                self.lost_lease(token);
+                            }
+                            held = Some(answer);
+                        }
+                        if c.contains(&1) {
+                            self.admitted_into(*p);
+                        }
+                        codes.extend(c);
                     }
-                    call.arg(entry.as_slice());
-                    if let (true, Some(fp)) = (dated, fp) {
-                        // A date of 0 would mean "now": the earliest date is 1.
-                        let (bucket, field) = self.due_index(fp);
-                        call.arg(due.map_or(0, |d| d.max(1)))
-                            .arg(bucket)
-                            .arg(&field[..]);
+                    Err(e) => {
+                        if i == 0 {
+                            self.near_dups.fetch_add(near_dups, Ordering::Relaxed);
+                        }
+                        failed.get_or_insert(e);
                     }
                 }
             }
-            if let Some(id) = fence {
-                call.arg(self.holder.as_str())
-                    .arg(super::ms(self.lease))
-                    .arg(id);
-            }
-            let mut codes: Vec<u8> = match call.invoke_async(&mut self.conn.clone()).await {
-                Ok(c) => c,
-                Err(e) => {
-                    self.near_dups.fetch_add(near_dups, Ordering::Relaxed);
-                    return Err(self.failed(e));
-                }
-            };
-            if let Some(id) = fence {
-                let answer = codes.pop() == Some(1);
-                if !answer {
-                    self.lost_lease(id);
-                }
-                held = Some(answer);
+            if let Some(e) = failed {
+                return Err(self.failed(e));
             }
             if let Some(n) = &near {
                 // Not one refused for its host's budget: Redis left it unseen.
@@ -241,6 +235,79 @@ impl Shared {
             .map(|a| a.unwrap_or(Admission::Duplicate))
             .collect();
         Ok((out, held))
+    }
+
+    /// One admission call into partition `p` of `batch` (that partition's URLs, grouped by
+    /// host), counting `near_dups` and `counted`, with the fence of lease `fence` (an id of
+    /// this partition).
+    async fn admit_call(
+        &self,
+        p: usize,
+        batch: &[Admitting],
+        near_dups: u64,
+        counted: &[(OutOfScope, u64)],
+        requeue: bool,
+        fence: Option<u64>,
+    ) -> Result<Vec<u8>, redis::RedisError> {
+        let hosts = 1 + batch.windows(2).filter(|w| w[0].host != w[1].host).count();
+        let hosts = if batch.is_empty() { 0 } else { hosts };
+        let exact = self.cfg.dedup == frontier::Dedup::Exact;
+        let dated = batch.iter().any(|b| b.due.is_some());
+        let visited = &self.parts[p];
+        let k = visited.hashes();
+        let mut call = self.invoke_on(p, &self.scripts.admit);
+        let budget = self.cfg.max_pages_per_host.unwrap_or(0);
+        let order = match self.cfg.order {
+            Order::BreadthFirst => "b",
+            Order::DepthFirst => "d",
+        };
+        call.arg(k)
+            .arg(batch.len())
+            .arg(hosts)
+            .arg(u8::from(exact))
+            .arg(budget)
+            .arg(order)
+            .arg(u8::from(requeue))
+            .arg(near_dups)
+            .arg(u8::from(dated))
+            .arg(if requeue { 0 } else { counted.len() });
+        if !requeue {
+            for (reason, n) in counted {
+                call.arg(reason.name()).arg(*n);
+            }
+        }
+        for Admitting { url, .. } in batch {
+            for bit in visited.indices(url) {
+                call.arg(bit);
+            }
+        }
+        for group in batch.chunk_by(|a, b| a.host == b.host) {
+            call.arg(group[0].host.as_str()).arg(group.len());
+            for Admitting {
+                url, entry, due, ..
+            } in group
+            {
+                // Hashed only when the script needs it: most admissions need neither.
+                let fp = (exact || dated).then(|| frontier::fingerprint(url));
+                if let (true, Some(fp)) = (exact, fp) {
+                    call.arg(&fp.to_le_bytes()[..]);
+                }
+                call.arg(entry.as_slice());
+                if let (true, Some(fp)) = (dated, fp) {
+                    // A date of 0 would mean "now": the earliest date is 1.
+                    let (bucket, field) = self.due_index(fp);
+                    call.arg(due.map_or(0, |d| d.max(1)))
+                        .arg(bucket)
+                        .arg(&field[..]);
+                }
+            }
+        }
+        if let Some(id) = fence {
+            call.arg(self.holder.as_str())
+                .arg(super::ms(self.lease))
+                .arg(id);
+        }
+        call.invoke_async(&mut self.conn.clone()).await
     }
 
     /// A failed call: the near cache is dropped (Redis may have restarted without its last

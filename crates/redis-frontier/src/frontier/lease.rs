@@ -1,5 +1,4 @@
-//! Leases: handing out URLs (waiting, with one poller per process), completing them, and the
-//! heartbeat that keeps this process' leases alive.
+//! Leases: handing out URLs (waiting, with one poller per process) and completing them.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -8,7 +7,8 @@ use std::time::Duration;
 use frontier::{reschedule, End, Entry, FrontierError, Lease, Next, Outcome, Politeness};
 use redis::Value;
 
-use super::{ms, Shared, IDLE, POLL};
+use super::parts::Quiet;
+use super::{ms, Shared, IDLE};
 
 /// What the lease script answered.
 pub(super) enum Leased {
@@ -23,58 +23,37 @@ pub(super) enum Leased {
         scheduled: u64,
         /// When the first of them is due, on the crawl clock (ms).
         wake: Option<u64>,
+        /// The partition's newest lease id and admitted count (the end's double collect).
+        quiet: Quiet,
     },
 }
 
-/// Renews this process' leases every third of a lease, until the frontier is dropped; after
-/// a failed renewal, every quarter of that (at most 250 ms) until one goes through, so that
-/// leases are renewed at once when Redis answers again after an outage.
-pub(super) async fn heartbeat(shared: std::sync::Weak<Shared>) {
-    let period = match shared.upgrade() {
-        Some(s) => s.lease / 3,
-        None => return,
-    };
-    let mut wait = period;
-    loop {
-        tokio::time::sleep(wait).await;
-        wait = period;
-        let Some(s) = shared.upgrade() else { return };
-        let ids: Vec<u64> = s
-            .held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .copied()
-            .collect();
-        if ids.is_empty() {
-            continue;
+impl Leased {
+    /// A wait answer's figures when the partition has nothing queued, leased or asleep.
+    fn empty(&self) -> Option<Quiet> {
+        match self {
+            Leased::Wait {
+                queued: 0,
+                leases: 0,
+                scheduled: 0,
+                quiet,
+                ..
+            } => Some(*quiet),
+            _ => None,
         }
-        let mut call = s.invoke(&s.scripts.renew);
-        call.arg(s.holder.as_str()).arg(ms(s.lease));
-        for id in &ids {
-            call.arg(*id);
-        }
-        let mut conn = s.conn.clone();
-        match call.invoke_async::<Vec<u64>>(&mut conn).await {
-            Ok(lost) if !lost.is_empty() => {
-                let mut held = s.held.lock().unwrap_or_else(|e| e.into_inner());
-                let gone: Vec<u64> = lost.into_iter().filter(|id| held.remove(id)).collect();
-                drop(held);
-                if !gone.is_empty() {
-                    s.lost.fetch_add(gone.len() as u64, Ordering::Relaxed);
-                    tracing::warn!(
-                        leases = gone.len(),
-                        "leases expired before their heartbeat; other processes fetch those URLs"
-                    );
-                }
+    }
+
+    /// When a wait answer says a URL is due, from now (`None`: nothing due).
+    fn due_in(&self) -> Option<Duration> {
+        match self {
+            Leased::Wait { due, now, wake, .. } => {
+                let due = match (due, wake) {
+                    (Some(a), Some(b)) => Some(*a.min(b)),
+                    (a, b) => a.or(*b),
+                };
+                due.map(|d| Duration::from_millis(d.saturating_sub(*now)))
             }
-            Ok(_) => {}
-            Err(e) => {
-                // Under the crawl clock, leases do not expire while Redis is unreachable or
-                // full (no script runs); a renewal soon after it answers again keeps them.
-                tracing::debug!(error = %e, "lease heartbeat failed; retrying");
-                wait = (period / 4).min(Duration::from_millis(250));
-            }
+            _ => None,
         }
     }
 }
@@ -160,18 +139,20 @@ fn unix_now() -> u64 {
 
 impl Shared {
     /// One call of the lease script, making `completion` first if given.
+    /// One call of the lease script on partition `p` (the completion's, if given).
     pub(super) async fn lease_once(
         &self,
         completion: Option<&Completion>,
         only: Option<&str>,
+        p: usize,
     ) -> Result<Leased, FrontierError> {
-        let mut call = self.invoke(&self.scripts.lease);
+        let mut call = self.invoke_on(p, &self.scripts.lease);
         call.arg(self.holder.as_str())
             .arg(ms(self.lease))
             .arg(self.cfg.max_pages.unwrap_or(0))
             .arg(only.unwrap_or(""));
         if let Some(c) = completion {
-            call.arg(c.id)
+            call.arg(self.untoken(c.id).1)
                 .arg(c.kind)
                 .arg(hint_ms(c.kind, c.hint))
                 .arg(c.retry.as_slice())
@@ -198,6 +179,7 @@ impl Shared {
             Some(b"lease") if reply.len() == 7 => {
                 let id = int(&reply[1])
                     .and_then(|n| u64::try_from(n).ok())
+                    .map(|id| self.token(p, id))
                     .ok_or_else(bad)?;
                 let host = text(&reply[2])
                     .and_then(|h| String::from_utf8(h).ok())
@@ -232,7 +214,7 @@ impl Shared {
                 ))
             }
             Some(b"budget") => Ok(Leased::Budget),
-            Some(b"wait") if reply.len() == 7 => {
+            Some(b"wait") if reply.len() == 9 => {
                 let n = |i: usize| int(&reply[i]).ok_or_else(bad);
                 Ok(Leased::Wait {
                     due: u64::try_from(n(1)?).ok(),
@@ -241,6 +223,10 @@ impl Shared {
                     now: u64::try_from(n(4)?).unwrap_or(0),
                     scheduled: u64::try_from(n(5)?).unwrap_or(0),
                     wake: u64::try_from(n(6)?).ok(),
+                    quiet: Quiet {
+                        lease_seq: u64::try_from(n(7)?).unwrap_or(0),
+                        admitted: u64::try_from(n(8)?).unwrap_or(0),
+                    },
                 })
             }
             _ => Err(bad()),
@@ -271,8 +257,9 @@ impl Shared {
         retry: &[u8],
         again: (&[u8], u64, (&str, &[u8])),
     ) -> Result<bool, FrontierError> {
-        let mut call = self.invoke(&self.scripts.complete);
-        call.arg(id)
+        let (p, lua_id) = self.untoken(id);
+        let mut call = self.invoke_on(p, &self.scripts.complete);
+        call.arg(lua_id)
             .arg(kind)
             .arg(hint_ms(kind, hint))
             .arg(retry)
@@ -370,6 +357,15 @@ impl Shared {
             .insert(id);
     }
 
+    /// Records partition `p`'s answer in its hint.
+    fn note(&self, p: usize, leased: &Leased) {
+        match leased {
+            Leased::Lease(_) => self.answered(p, None),
+            Leased::Wait { .. } => self.answered(p, Some(leased.due_in())),
+            Leased::Budget => {}
+        }
+    }
+
     /// Waits for a URL, the first call making `completion` if given; an error says whether
     /// the completion was made before it.
     async fn next_after(
@@ -377,6 +373,7 @@ impl Shared {
         completion: Option<&Completion>,
     ) -> Result<Next, (FrontierError, bool)> {
         let mut pending = completion;
+        let single = self.parts() == 1;
         loop {
             if self.closed.load(Ordering::Acquire) && pending.is_none() {
                 return Ok(Next::End(End::Closed));
@@ -385,62 +382,104 @@ impl Shared {
             let notified = self.wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let leased = match self.lease_once(pending, None).await {
-                Ok(l) => {
-                    if pending.take().is_some() {
-                        self.wake.notify_one();
-                    }
-                    l
+            // The partitions to ask: the completion's first (it rides along); with one
+            // partition, always that one.
+            let order = match (single, pending) {
+                (true, _) => vec![0],
+                (false, Some(c)) => {
+                    let own = self.untoken(c.id).0;
+                    let mut order = vec![own];
+                    order.extend(self.lease_order().into_iter().filter(|p| *p != own));
+                    order
                 }
-                Err(e) => return Err((e, pending.is_none())),
+                (false, None) => self.lease_order(),
             };
-            match leased {
-                Leased::Lease(l) => {
-                    // More may be ready: let the next waiting worker look.
-                    self.wake.notify_one();
-                    return Ok(Next::Lease(l));
-                }
-                Leased::Budget => {
-                    self.wake.notify_waiters();
-                    return Ok(Next::End(End::Budget));
-                }
-                Leased::Wait {
-                    due,
-                    queued,
-                    leases,
-                    now,
-                    scheduled,
-                    wake,
-                } => {
-                    if queued == 0 && leases == 0 && scheduled == 0 && !self.cfg.keep_open {
-                        self.wake.notify_waiters();
-                        return Ok(Next::End(End::Finished));
-                    }
-                    let due = match (due, wake) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
-                    let nap = due.map_or(POLL, |d| {
-                        Duration::from_millis(d.saturating_sub(now))
-                            .clamp(Duration::from_millis(1), POLL)
-                    });
-                    match self.poller.try_lock() {
-                        Ok(_polling) => {
-                            tokio::select! {
-                                _ = tokio::time::sleep(nap) => {}
-                                _ = notified => {}
-                            }
+            for p in order {
+                let leased = match self.lease_once(pending, None, p).await {
+                    Ok(l) => {
+                        if pending.take().is_some() {
+                            self.wake.notify_one();
                         }
-                        Err(_) => {
-                            tokio::select! {
-                                _ = tokio::time::sleep(IDLE) => {}
-                                _ = notified => {}
-                            }
+                        l
+                    }
+                    Err(e) => return Err((e, pending.is_none())),
+                };
+                self.note(p, &leased);
+                match leased {
+                    Leased::Lease(l) => {
+                        // More may be ready: let the next waiting worker look.
+                        self.wake.notify_one();
+                        return Ok(Next::Lease(l));
+                    }
+                    Leased::Budget => {
+                        self.wake.notify_waiters();
+                        return Ok(Next::End(End::Budget));
+                    }
+                    Leased::Wait { .. } => {
+                        if single && leased.empty().is_some() && !self.cfg.keep_open {
+                            self.wake.notify_waiters();
+                            return Ok(Next::End(End::Finished));
                         }
                     }
                 }
             }
+            match self.poller.try_lock() {
+                Ok(_polling) => {
+                    if !single {
+                        match self.round().await {
+                            Ok(Some(next)) => return Ok(next),
+                            Ok(None) => {}
+                            Err(e) => return Err((e, true)),
+                        }
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(self.nap()) => {}
+                        _ = notified => {}
+                    }
+                }
+                Err(_) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(IDLE) => {}
+                        _ = notified => {}
+                    }
+                }
+            }
         }
+    }
+
+    /// The poller's round over every partition (see `parts.rs`): a lease if one has a URL
+    /// due, the end if this round and the one before found the crawl over, else nothing.
+    async fn round(&self) -> Result<Option<Next>, FrontierError> {
+        let mut quiet = Vec::with_capacity(self.parts());
+        for p in 0..self.parts() {
+            let leased = self.lease_once(None, None, p).await?;
+            self.note(p, &leased);
+            match leased {
+                Leased::Lease(l) => {
+                    *self.quiet.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    self.wake.notify_one();
+                    return Ok(Some(Next::Lease(l)));
+                }
+                Leased::Budget => {
+                    self.wake.notify_waiters();
+                    return Ok(Some(Next::End(End::Budget)));
+                }
+                Leased::Wait { .. } => quiet.extend(leased.empty()),
+            }
+        }
+        let mut last = self.quiet.lock().unwrap_or_else(|e| e.into_inner());
+        if quiet.len() < self.parts() {
+            *last = None;
+            return Ok(None);
+        }
+        if last.as_ref() == Some(&quiet) && !self.cfg.keep_open {
+            // The other waiting workers' next round ends too (unless something changed).
+            drop(last);
+            self.wake.notify_waiters();
+            return Ok(Some(Next::End(End::Finished)));
+        }
+        *last = Some(quiet);
+        Ok(None)
     }
 
     pub(super) async fn try_next(&self) -> Result<Option<Lease>, FrontierError> {
@@ -455,18 +494,37 @@ impl Shared {
         if self.closed.load(Ordering::Acquire) {
             return Ok(None);
         }
-        match self.lease_once(None, host).await? {
-            Leased::Lease(l) => Ok(Some(l)),
-            Leased::Budget | Leased::Wait { .. } => Ok(None),
+        // One host: its partition. Any: every partition, the likeliest first.
+        let order = match host {
+            Some(h) => vec![self.part_of(h)],
+            None => {
+                let first = self.lease_order();
+                let rest = (0..self.parts()).filter(|p| !first.contains(p));
+                let rest: Vec<usize> = rest.collect();
+                [first, rest].concat()
+            }
+        };
+        for p in order {
+            let leased = self.lease_once(None, host, p).await?;
+            self.note(p, &leased);
+            match leased {
+                Leased::Lease(l) => return Ok(Some(l)),
+                Leased::Budget => return Ok(None),
+                Leased::Wait { .. } => {}
+            }
         }
+        Ok(None)
     }
 
     /// Whether this process still holds `lease` (renewing it); a lease found gone counts as
     /// lost, as the heartbeat's do.
     pub(super) async fn hold(&self, lease: &Lease) -> Result<bool, FrontierError> {
         let id = lease.token();
-        let mut call = self.invoke(&self.scripts.hold);
-        call.arg(self.holder.as_str()).arg(ms(self.lease)).arg(id);
+        let (p, lua_id) = self.untoken(id);
+        let mut call = self.invoke_on(p, &self.scripts.hold);
+        call.arg(self.holder.as_str())
+            .arg(ms(self.lease))
+            .arg(lua_id);
         let held: u8 = call
             .invoke_async(&mut self.conn.clone())
             .await

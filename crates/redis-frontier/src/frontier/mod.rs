@@ -21,7 +21,7 @@
 //! idle process makes at most one call per poll interval.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -36,7 +36,9 @@ use crate::conn::Conn;
 use crate::scripts::Scripts;
 
 mod admit;
+mod heartbeat;
 mod lease;
+mod parts;
 mod robots;
 mod stats;
 mod urls;
@@ -44,7 +46,7 @@ mod urls;
 use crate::errors::start_error;
 use crate::{hosts, RedisFrontierError, Visited};
 use admit::{near_cache, Near};
-use lease::heartbeat;
+use heartbeat::heartbeat;
 
 /// The longest default delay an operator may set (as a host's own): a year.
 const MAX_DEFAULT_DELAY: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -66,6 +68,10 @@ pub struct RedisConfig {
     pub lease: Duration,
     /// This process' name in the leases (`None`: host name, pid and start time).
     pub holder: Option<String>,
+    /// Partitions of the crawl's state (see [`crate::Visited`]); 0: the crawl's recorded
+    /// number, 1 for a new crawl. Recorded by the crawl's first process; another number is
+    /// refused.
+    pub partitions: u32,
 }
 
 impl RedisConfig {
@@ -85,7 +91,15 @@ pub struct RedisFrontier {
 struct Shared {
     conn: Conn,
     scripts: Scripts,
-    visited: Visited,
+    /// The crawl's partitions: each one's visited set and key prefix; the first is the
+    /// crawl's home (seeds, rules, shape).
+    parts: Vec<Visited>,
+    /// Per partition, when a lease call there is worth making (see `parts.rs`).
+    hints: Mutex<Vec<parts::Hint>>,
+    /// Where the next choice of a partition starts.
+    rotor: AtomicUsize,
+    /// The poller's last round, when it found every partition empty (see `parts.rs`).
+    quiet: Mutex<Option<Vec<parts::Quiet>>>,
     canon: Canonicalizer,
     scope: RwLock<Scope>,
     cfg: FrontierConfig,
@@ -122,12 +136,26 @@ impl RedisFrontier {
         seeds: &[&str],
     ) -> Result<Self, RedisFrontierError> {
         check_crawl_id(&redis.crawl_id)?;
-        let visited = Visited::new(&redis.crawl_id, cfg.expected_urls, cfg.fpp)?;
+        // The shape's first check, before Redis is asked: the whole crawl's filter.
+        Visited::new(&redis.crawl_id, cfg.expected_urls, cfg.fpp)?;
         let mut conn = Conn::open(&redis.url).await?;
-        check_version(&mut conn, visited.prefix()).await?;
+        let home = crate::visited::partition_prefix(&redis.crawl_id, 0);
+        check_version(&mut conn, &home).await?;
+        let n = crate::export::agree_partitions(&mut conn, &home, redis.partitions)
+            .await
+            .map_err(|e| match e {
+                RedisFrontierError::Redis(e) => start_error(e),
+                e => e,
+            })?;
+        check_partitioned(&cfg, n)?;
+        let parts = (0..n)
+            .map(|p| Visited::partition(&redis.crawl_id, p, n, cfg.expected_urls, cfg.fpp))
+            .collect::<Result<Vec<_>, _>>()?;
         let lease = redis.lease.max(Duration::from_millis(100));
-        crate::export::check_room(&mut conn, &visited).await?;
-        crate::export::check_shape(&mut conn, &visited)
+        for v in &parts {
+            crate::export::check_room(&mut conn, v).await?;
+        }
+        crate::export::check_shape(&mut conn, &parts)
             .await
             .map_err(|e| match e {
                 RedisFrontierError::Redis(e) => start_error(e),
@@ -136,14 +164,17 @@ impl RedisFrontier {
         // The crawl clock counts a silence of up to a quarter of a lease whole (less than the
         // heartbeat's period: a live holder renews with room to spare after an outage);
         // longer, it is an outage (see `scripts`). Every process agrees on the lease (the
-        // engine's rules).
-        let _: () = redis::cmd("HSET")
-            .arg(format!("{}clock", visited.prefix()))
-            .arg("step")
-            .arg(ms(lease) / 4)
-            .query_async(&mut conn)
-            .await
-            .map_err(start_error)?;
+        // engine's rules). Each partition has its own clock.
+        for v in &parts {
+            let _: () = redis::cmd("HSET")
+                .arg(format!("{}clock", v.prefix()))
+                .arg("step")
+                .arg(ms(lease) / 4)
+                .query_async(&mut conn)
+                .await
+                .map_err(start_error)?;
+        }
+        let visited = &parts[0];
         let canon = Canonicalizer::new(cfg.canon.clone());
         let stored: Vec<String> = redis::cmd("SMEMBERS")
             .arg(format!("{}seeds", visited.prefix()))
@@ -167,7 +198,10 @@ impl RedisFrontier {
         let shared = Arc::new(Shared {
             conn,
             scripts: Scripts::new(visited.hashes()),
-            visited,
+            hints: Mutex::new(vec![parts::Hint::NEW; parts.len()]),
+            rotor: AtomicUsize::new(std::process::id() as usize),
+            quiet: Mutex::default(),
+            parts,
             canon,
             scope: RwLock::new(scope),
             lease,
@@ -187,9 +221,14 @@ impl RedisFrontier {
         Ok(Self { shared, heartbeat })
     }
 
-    /// The visited set's shape and keys.
+    /// The visited set's shape and keys (of the crawl's first partition).
     pub fn visited(&self) -> &Visited {
-        &self.shared.visited
+        &self.shared.parts[0]
+    }
+
+    /// Partitions of the crawl's state.
+    pub fn partitions(&self) -> u32 {
+        self.shared.parts.len() as u32
     }
 
     /// This process' name in the leases.
@@ -217,6 +256,26 @@ pub(crate) fn check_crawl_id(id: &str) -> Result<(), RedisFrontierError> {
     } else {
         Err(RedisFrontierError::CrawlId(id.to_owned()))
     }
+}
+
+/// What a crawl of several partitions does not do yet: a crawl-wide page budget (one
+/// partition's lease script decides it) and politeness per address (an address' hosts may
+/// lie in different partitions).
+fn check_partitioned(cfg: &FrontierConfig, parts: u32) -> Result<(), RedisFrontierError> {
+    if parts <= 1 {
+        return Ok(());
+    }
+    let p = &cfg.politeness;
+    let what = if cfg.max_pages.is_some() {
+        "a crawl-wide page budget (max_pages)"
+    } else if !p.ip_delay.is_zero() || p.max_per_ip > 0 {
+        "politeness per address (politeness.ip_delay_ms, politeness.max_per_ip)"
+    } else {
+        return Ok(());
+    };
+    Err(RedisFrontierError::Unsupported(format!(
+        "{what} needs a crawl of one partition; this crawl has {parts} (frontier.partitions)"
+    )))
 }
 
 /// The scripts need Redis 6.2 or later (`ZRANGE … BYSCORE`).
@@ -261,23 +320,11 @@ impl Shared {
         (bucket, ((fp >> 64) as u64).to_be_bytes())
     }
 
-    /// A call of `script` with the arguments every script takes.
-    fn invoke<'s>(&self, script: &'s redis::Script) -> redis::ScriptInvocation<'s> {
-        let p = &self.cfg.politeness;
-        let mut call = script.key(format!("{}stats", self.visited.prefix()));
-        call.arg(self.visited.prefix())
-            .arg(ms(p.delay))
-            .arg(p.max_per_host.max(1))
-            .arg(ms(p.backoff_base))
-            .arg(ms(p.max_backoff));
-        call
-    }
-
     async fn seed(&self, links: Vec<Link>) -> Result<Vec<Admission>, FrontierError> {
         let (canonical, seeds) = prepare_seeds(&self.canon, links);
         if !canonical.is_empty() {
             let mut cmd = redis::cmd("SADD");
-            cmd.arg(format!("{}seeds", self.visited.prefix()));
+            cmd.arg(format!("{}seeds", self.prefix(0)));
             for u in &canonical {
                 cmd.arg(u.as_str());
             }
@@ -301,7 +348,7 @@ impl Shared {
         host: &str,
         args: &[String],
     ) -> Result<bool, FrontierError> {
-        let mut call = self.invoke(script);
+        let mut call = self.invoke_on(self.part_of(host), script);
         call.arg(host);
         for a in args {
             call.arg(a.as_str());
@@ -430,7 +477,11 @@ impl Frontier for RedisFrontier {
     fn hosts(&self, query: HostQuery) -> BoxFuture<'_, Result<HostPage, FrontierError>> {
         Box::pin(async move {
             let s = &self.shared;
-            hosts::page(&mut s.conn.clone(), s.visited.prefix(), &s.cfg, &query).await
+            let prefixes: Vec<&str> = match &query.host {
+                Some(h) => vec![s.prefix(s.part_of(h))],
+                None => s.parts.iter().map(Visited::prefix).collect(),
+            };
+            hosts::page(&mut s.conn.clone(), &prefixes, &s.cfg, &query).await
         })
     }
 
@@ -457,13 +508,17 @@ impl Frontier for RedisFrontier {
     fn set_default_delay(&self, delay: Duration) -> BoxFuture<'_, Result<(), FrontierError>> {
         Box::pin(async move {
             let s = &self.shared;
-            let mut call = s.invoke(&s.scripts.set_default_delay);
-            // At most a year, as a host's own delay: the scripts add it to times in ms.
-            call.arg(ms(delay.min(MAX_DEFAULT_DELAY)).to_string());
-            let _: u8 = call
-                .invoke_async(&mut s.conn.clone())
-                .await
-                .map_err(|e| s.failed(e))?;
+            // Every partition's hosts read it from their own partition.
+            for p in 0..s.parts() {
+                let mut call = s.invoke_on(p, &s.scripts.set_default_delay);
+                // At most a year, as a host's own delay: the scripts add it to times in ms.
+                call.arg(ms(delay.min(MAX_DEFAULT_DELAY)).to_string());
+                let _: u8 = call
+                    .invoke_async(&mut s.conn.clone())
+                    .await
+                    .map_err(|e| s.failed(e))?;
+            }
+            s.wake.notify_waiters();
             Ok(())
         })
     }
@@ -479,7 +534,7 @@ impl Frontier for RedisFrontier {
             // The sleeping URLs first: one due meanwhile is promoted into the queue, which
             // the script then drops (the other order would leave it queued).
             let asleep = s.drop_asleep(host, cutoff).await?;
-            let mut call = s.invoke(&s.scripts.delete_queue);
+            let mut call = s.invoke_on(s.part_of(host), &s.scripts.delete_queue);
             call.arg(host).arg(cutoff.unwrap_or(0));
             let n: u64 = call
                 .invoke_async(&mut s.conn.clone())

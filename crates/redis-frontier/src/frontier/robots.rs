@@ -1,5 +1,6 @@
 //! robots.txt verdicts shared through Redis ([`RobotsShare`]): one process of the crawl
-//! fetches an origin's robots.txt and the others read its verdict.
+//! fetches an origin's robots.txt and the others read its verdict (kept in the partition of
+//! the origin, as a queue key).
 
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ impl RobotsShare for RedisFrontier {
     ) -> BoxFuture<'a, Result<SharedRobots, FrontierError>> {
         Box::pin(async move {
             let s = &self.shared;
-            let mut call = s.invoke(&s.scripts.robots_get);
+            let mut call = s.invoke_on(s.part_of(origin), &s.scripts.robots_get);
             // A claim outlives a robots.txt fetch (its timeouts), not a dead process for long.
             call.arg(origin).arg(s.holder.as_str()).arg(60_000u64);
             let reply: Value = call
@@ -40,7 +41,7 @@ impl RobotsShare for RedisFrontier {
     ) -> BoxFuture<'a, Result<(), FrontierError>> {
         Box::pin(async move {
             let s = &self.shared;
-            let mut call = s.invoke(&s.scripts.robots_put);
+            let mut call = s.invoke_on(s.part_of(origin), &s.scripts.robots_put);
             call.arg(origin).arg(record).arg(ms(ttl).max(1));
             let _: u8 = call
                 .invoke_async(&mut s.conn.clone())

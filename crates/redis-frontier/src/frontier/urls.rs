@@ -51,19 +51,29 @@ impl Shared {
         }
     }
 
-    /// The lengths of the lists `keys`, in order.
+    /// The lengths of the lists `keys`, in order: one pipeline per hash tag (a partition;
+    /// a cluster refuses a pipeline across slots) and [`LENGTHS_AT_ONCE`] keys.
     async fn lengths(&self, keys: &[String]) -> Result<Vec<u64>, FrontierError> {
-        let mut out = Vec::with_capacity(keys.len());
-        for group in keys.chunks(LENGTHS_AT_ONCE) {
-            let mut pipe = redis::pipe();
-            for k in group {
-                pipe.cmd("LLEN").arg(k);
+        let tag = |k: &str| k.split('}').next().unwrap_or_default().to_owned();
+        let mut by_tag: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+        for (i, k) in keys.iter().enumerate() {
+            by_tag.entry(tag(k)).or_default().push(i);
+        }
+        let mut out = vec![0; keys.len()];
+        for indices in by_tag.values() {
+            for group in indices.chunks(LENGTHS_AT_ONCE) {
+                let mut pipe = redis::pipe();
+                for i in group {
+                    pipe.cmd("LLEN").arg(&keys[*i]);
+                }
+                let lens: Vec<u64> = pipe
+                    .query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| self.failed(e))?;
+                for (i, n) in group.iter().zip(lens) {
+                    out[*i] = n;
+                }
             }
-            let lens: Vec<u64> = pipe
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| self.failed(e))?;
-            out.extend(lens);
         }
         Ok(out)
     }
@@ -76,34 +86,47 @@ impl Shared {
         at: Option<u64>,
     ) -> Result<Vec<Recrawled>, FrontierError> {
         // Without a schedule only URLs a client gave a date sleep; they move all the same.
-        let mut call = self.invoke(&self.scripts.recrawl);
-        call.arg(at.unwrap_or(0));
-        for u in &urls {
-            let (bucket, field) = self.due_index(frontier::fingerprint(u.as_str()));
-            call.arg(bucket).arg(field.as_slice()).arg(u.as_str());
-        }
-        let moved: Vec<i64> = call
-            .invoke_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.failed(e))?;
-        let mut pipe = redis::pipe();
-        for u in &urls {
-            let mut cmd = redis::cmd("BITFIELD_RO");
-            cmd.arg(self.visited.bits_key());
-            for i in self.visited.indices(u.as_str()) {
-                cmd.arg("GET").arg("u1").arg(i);
+        // A URL is looked for in every partition: one queued under a client's key is in
+        // that key's partition, not its host's.
+        let mut moved = vec![0i64; urls.len()];
+        let mut seen = vec![false; urls.len()];
+        for p in 0..self.parts() {
+            let mut call = self.invoke_on(p, &self.scripts.recrawl);
+            call.arg(at.unwrap_or(0));
+            for u in &urls {
+                let (bucket, field) = self.due_index(frontier::fingerprint(u.as_str()));
+                call.arg(bucket).arg(field.as_slice()).arg(u.as_str());
             }
-            pipe.add_command(cmd);
+            let here: Vec<i64> = call
+                .invoke_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| self.failed(e))?;
+            for (m, h) in moved.iter_mut().zip(here) {
+                *m = (*m).max(h);
+            }
+            let visited = &self.parts[p];
+            let mut pipe = redis::pipe();
+            for u in &urls {
+                let mut cmd = redis::cmd("BITFIELD_RO");
+                cmd.arg(visited.bits_key());
+                for i in visited.indices(u.as_str()) {
+                    cmd.arg("GET").arg("u1").arg(i);
+                }
+                pipe.add_command(cmd);
+            }
+            let bits: Vec<Vec<i64>> = pipe
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| self.failed(e))?;
+            for (s, b) in seen.iter_mut().zip(&bits) {
+                *s |= b.iter().all(|x| *x == 1);
+            }
         }
-        let bits: Vec<Vec<i64>> = pipe
-            .query_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.failed(e))?;
         self.wake.notify_waiters();
         Ok(moved
             .iter()
-            .zip(&bits)
-            .map(|(m, b)| match (m, b.iter().all(|x| *x == 1)) {
+            .zip(&seen)
+            .map(|(m, seen)| match (m, seen) {
                 (1, _) => Recrawled::Scheduled,
                 (_, true) => Recrawled::Queued,
                 _ => Recrawled::NeverSeen,
@@ -119,8 +142,9 @@ impl Shared {
         key: &str,
         cutoff: Option<u32>,
     ) -> Result<u64, FrontierError> {
+        let p = self.part_of(key);
         let seconds: Vec<String> = redis::cmd("ZRANGE")
-            .arg(format!("{}duez", self.visited.prefix()))
+            .arg(format!("{}duez", self.prefix(p)))
             .arg(0)
             .arg(-1)
             .query_async(&mut self.conn.clone())
@@ -128,7 +152,7 @@ impl Shared {
             .map_err(|e| self.failed(e))?;
         let mut dropped = 0;
         for second in seconds {
-            let mut call = self.invoke(&self.scripts.drop_asleep);
+            let mut call = self.invoke_on(p, &self.scripts.drop_asleep);
             call.arg(key).arg(second).arg(cutoff.unwrap_or(0));
             let n: u64 = call
                 .invoke_async(&mut self.conn.clone())
@@ -140,21 +164,59 @@ impl Shared {
     }
 
     /// Where the canonical `url` is: asleep (found by the `dueat` index), queued for `key`,
-    /// or only in the visited set — asked first: a URL it never saw is in no queue.
+    /// or only in the visited set — asked first: a URL it never saw is in no queue. With
+    /// several partitions, `key`'s is asked first, then the URL's host's, then the others (a
+    /// URL asleep is found whatever key is asked; one a client keyed is in its key's).
     pub(super) async fn find_url(&self, url: &Url, key: &str) -> Result<Found, FrontierError> {
+        let own = self.part_of(key);
+        let mut order = vec![own];
+        let host = self.part_of(frontier::host_key(url));
+        if host != own {
+            order.push(host);
+        }
+        order.extend((0..self.parts()).filter(|p| *p != own && *p != host));
+        let mut seen = false;
+        for part in order {
+            if !self.seen_in(part, url).await? {
+                continue;
+            }
+            seen = true;
+            if let Some(entry) = self.asleep_in(part, url).await? {
+                return Ok(Found::Asleep(entry));
+            }
+            if part == own {
+                let mut found = None;
+                self.read_list(&format!("{}q:{key}", self.prefix(part)), |el| {
+                    found = queued(el).filter(|e| e.url == url.as_str());
+                    found.is_none()
+                })
+                .await?;
+                if let Some(entry) = found {
+                    return Ok(Found::Queued(entry));
+                }
+            }
+        }
+        Ok(if seen { Found::Seen } else { Found::Unseen })
+    }
+
+    /// Whether partition `part`'s visited set has `url`.
+    async fn seen_in(&self, part: usize, url: &Url) -> Result<bool, FrontierError> {
+        let visited = &self.parts[part];
         let mut cmd = redis::cmd("BITFIELD_RO");
-        cmd.arg(self.visited.bits_key());
-        for i in self.visited.indices(url.as_str()) {
+        cmd.arg(visited.bits_key());
+        for i in visited.indices(url.as_str()) {
             cmd.arg("GET").arg("u1").arg(i);
         }
         let bits: Vec<i64> = cmd
             .query_async(&mut self.conn.clone())
             .await
             .map_err(|e| self.failed(e))?;
-        if !bits.iter().all(|b| *b == 1) {
-            return Ok(Found::Unseen);
-        }
-        let p = self.visited.prefix();
+        Ok(bits.iter().all(|b| *b == 1))
+    }
+
+    /// `url`'s entry when it sleeps in partition `part` (found by the `dueat` index).
+    async fn asleep_in(&self, part: usize, url: &Url) -> Result<Option<Entry>, FrontierError> {
+        let p = self.prefix(part);
         let (bucket, field) = self.due_index(frontier::fingerprint(url.as_str()));
         let second: Option<String> = redis::cmd("HGET")
             .arg(format!("{p}dueat:{bucket}"))
@@ -170,37 +232,36 @@ impl Shared {
             })
             .await?;
         }
-        if let Some(entry) = found {
-            return Ok(Found::Asleep(entry));
-        }
-        self.read_list(&format!("{p}q:{key}"), |el| {
-            found = queued(el).filter(|e| e.url == url.as_str());
-            found.is_none()
-        })
-        .await?;
-        Ok(match found {
-            Some(entry) => Found::Queued(entry),
-            None => Found::Seen,
-        })
+        Ok(found)
     }
 
     /// A page of the URLs queued (each queue in key order) then asleep (earliest second
-    /// first).
+    /// first), over every partition.
     pub(super) async fn list_urls(&self, query: &UrlQuery) -> Result<UrlPage, FrontierError> {
-        let p = self.visited.prefix();
         let mut pager = Pager::new(query);
-        let mut keys: Vec<String> = match &query.key {
-            Some(k) => vec![k.clone()],
-            None => redis::cmd("SMEMBERS")
-                .arg(format!("{p}hosts"))
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| self.failed(e))?,
-        };
-        keys.sort_unstable();
-        let lists: Vec<String> = keys.iter().map(|k| format!("{p}q:{k}")).collect();
+        // Every queue as (key, its list), in key order.
+        let mut queues: Vec<(String, String)> = Vec::new();
+        match &query.key {
+            Some(k) => queues.push((k.clone(), format!("{}q:{k}", self.prefix(self.part_of(k))))),
+            None => {
+                for p in 0..self.parts() {
+                    let prefix = self.prefix(p);
+                    let keys: Vec<String> = redis::cmd("SMEMBERS")
+                        .arg(format!("{prefix}hosts"))
+                        .query_async(&mut self.conn.clone())
+                        .await
+                        .map_err(|e| self.failed(e))?;
+                    queues.extend(keys.into_iter().map(|k| {
+                        let list = format!("{prefix}q:{k}");
+                        (k, list)
+                    }));
+                }
+            }
+        }
+        queues.sort_unstable();
+        let lists: Vec<String> = queues.iter().map(|(_, l)| l.clone()).collect();
         let lens = self.lengths(&lists).await?;
-        for ((key, list), n) in keys.iter().zip(&lists).zip(lens) {
+        for ((key, list), n) in queues.iter().zip(lens) {
             if !pager.must_read(n) {
                 pager.count(n);
                 continue;
@@ -213,14 +274,25 @@ impl Shared {
             })
             .await?;
         }
-        let seconds: Vec<String> = redis::cmd("ZRANGE")
-            .arg(format!("{p}duez"))
-            .arg(0)
-            .arg(-1)
-            .query_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.failed(e))?;
-        let lists: Vec<String> = seconds.iter().map(|s| format!("{p}due:{s}")).collect();
+        // Every due list as (second, its list), earliest first.
+        let mut due: Vec<(u64, String)> = Vec::new();
+        for p in 0..self.parts() {
+            let prefix = self.prefix(p);
+            let seconds: Vec<String> = redis::cmd("ZRANGE")
+                .arg(format!("{prefix}duez"))
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| self.failed(e))?;
+            due.extend(
+                seconds
+                    .into_iter()
+                    .map(|s| (s.parse().unwrap_or(u64::MAX), format!("{prefix}due:{s}"))),
+            );
+        }
+        due.sort_unstable();
+        let lists: Vec<String> = due.into_iter().map(|(_, l)| l).collect();
         // A list mixes queues: with one asked for, every list is read.
         let lens = match query.key {
             Some(_) => vec![u64::MAX; lists.len()],

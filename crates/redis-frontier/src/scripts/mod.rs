@@ -361,7 +361,7 @@ return out
 /// promoted. Returns `{'lease', id, host, entry, last_of_host, host's recrawl_secs (0: none),
 /// handed out under its address group (1/0)}`,
 /// `{'budget'}` or `{'wait', next due (ms, -1: none), queued, leases out, now, scheduled,
-/// next scheduled (crawl ms, -1: none)}`.
+/// next scheduled (crawl ms, -1: none), newest lease id, admitted}`.
 const LEASE: &str = r"
 local holder, lease_ms, max_pages, only = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
 local now = now_ms()
@@ -379,10 +379,17 @@ promote(64)
 local leases = redis.call('ZCARD', P .. 'leases')
 local pages = tonumber(redis.call('HGET', P .. 'stats', 'pages') or 0)
 local queued = tonumber(redis.call('HGET', P .. 'stats', 'queued') or 0)
+-- What the end's double collect compares (several partitions): the newest lease id, and the
+-- URLs admitted.
+local function versions()
+  local v = redis.call('HMGET', P .. 'stats', 'lease_seq', 'admitted')
+  return tonumber(v[1] or 0), tonumber(v[2] or 0)
+end
 if max_pages > 0 then
   if pages >= max_pages then return {'budget'} end
   if pages + leases >= max_pages then
-    return {'wait', -1, queued, leases, now, tonumber(redis.call('HGET', P .. 'stats', 'scheduled') or 0), -1}
+    local seq, admitted = versions()
+    return {'wait', -1, queued, leases, now, tonumber(redis.call('HGET', P .. 'stats', 'scheduled') or 0), -1, seq, admitted}
   end
 end
 -- The lease of `host`'s next URL (the host is ready; `g` its address group, or nil), or false
@@ -447,7 +454,8 @@ local sleeping = tonumber(redis.call('HGET', P .. 'stats', 'scheduled') or 0)
 local soonest = redis.call('ZRANGE', P .. 'duez', 0, 0, 'WITHSCORES')
 local wake = -1
 if #soonest > 0 then wake = math.max(0, tonumber(soonest[2]) * 1000 - (SERVER_MS - now)) end
-return {'wait', due, queued, leases, now, sleeping, wake}
+local seq, admitted = versions()
+return {'wait', due, queued, leases, now, sleeping, wake, seq, admitted}
 ";
 
 /// Gives a lease back. ARGV: id, kind (done, error, skip, retry, release), the hint (ms: for

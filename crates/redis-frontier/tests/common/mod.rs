@@ -21,6 +21,7 @@ pub fn settings(server: &RedisServer, crawl_id: &str, lease: Duration) -> RedisC
         crawl_id: crawl_id.into(),
         lease,
         holder: None,
+        partitions: 0,
     }
 }
 

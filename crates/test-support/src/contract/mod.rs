@@ -28,6 +28,7 @@ mod hosts;
 mod keyed;
 mod pace;
 mod recrawl;
+mod restart;
 mod seeds;
 mod urls;
 pub use backoff::{a_success_ends_the_back_off_at_once, failures_in_flight_together_back_off_once};
@@ -50,6 +51,7 @@ pub use recrawl::{
     a_dated_link_sleeps_until_its_date, a_fetched_url_is_due_again, an_operator_moves_a_schedule,
     scheduled_config, skipped_urls_back_off_and_one_shot_crawls_end,
 };
+pub use restart::{a_restart_serves_what_was_not_done, restore};
 pub use seeds::{
     a_kept_open_frontier_waits_for_seeds, a_requeued_url_is_served_again, seeds_widen_the_scope,
 };
@@ -169,6 +171,42 @@ pub async fn run_all(h: &dyn Harness) {
     a_held_back_host_does_not_hold_its_group(h).await;
     a_waiting_host_asked_for_by_name_is_served_when_its_group_has_room(h).await;
     the_groups_are_counted(h).await;
+    a_kept_open_frontier_waits_for_seeds(h).await;
+    a_requeued_url_is_served_again(h).await;
+    entries_carry_how_they_were_found(h).await;
+    completing_and_leasing_in_one_call(h).await;
+    a_held_lease_is_held(h).await;
+    a_fetched_url_is_due_again(h).await;
+    skipped_urls_back_off_and_one_shot_crawls_end(h).await;
+    an_operator_moves_a_schedule(h).await;
+}
+
+/// Every check a frontier split into partitions keeps today (the Redis frontier's
+/// `frontier.partitions` > 1): all but a crawl-wide page budget (`budgets`, `restore`) and
+/// politeness per address, which such a frontier refuses; a restart across partitions
+/// instead of `restore`.
+pub async fn run_partitioned(h: &dyn Harness) {
+    exactly_once_under_concurrent_offers(h).await;
+    politeness_delay_and_in_flight_limit(h).await;
+    completion_retry_and_backoff(h).await;
+    failures_in_flight_together_back_off_once(h).await;
+    a_success_ends_the_back_off_at_once(h).await;
+    end_of_crawl_and_close(h).await;
+    a_restart_serves_what_was_not_done(h).await;
+    seeds_widen_the_scope(h).await;
+    released_leases_and_leases_without_waiting(h).await;
+    a_lease_of_one_host(h).await;
+    a_dated_link_sleeps_until_its_date(h).await;
+    client_fields_come_back_with_the_lease(h).await;
+    a_client_key_is_the_queue(h).await;
+    an_update_replaces_the_client_fields(h).await;
+    urls_are_found_listed_and_counted(h).await;
+    host_listing_and_controls(h).await;
+    a_limit_of_finished_urls_stops_a_host(h).await;
+    a_deleted_queue_drops_its_urls(h).await;
+    a_default_delay_paces_hosts_without_their_own(h).await;
+    a_host_delay_counts_from_its_last_fetch(h).await;
+    a_fetch_duration_paces_its_host(h).await;
     a_kept_open_frontier_waits_for_seeds(h).await;
     a_requeued_url_is_served_again(h).await;
     entries_carry_how_they_were_found(h).await;
@@ -520,46 +558,4 @@ pub async fn budgets(h: &dyn Harness) {
     assert_eq!(next(&*f).await, Next::End(End::Budget));
     let stats = f.stats().await.unwrap();
     assert_eq!((stats.pages, stats.queued), (3, 0));
-}
-
-/// A restart: what was done stays done and seen, what was queued or leased (never
-/// completed) is served again, and the page budget counts the pages of before.
-pub async fn restore(h: &dyn Harness) {
-    let cfg = || FrontierConfig {
-        max_pages: Some(5),
-        ..base_config()
-    };
-    let f = h.open(cfg(), &[]);
-    let urls: Vec<String> = (0..5).map(|i| format!("http://s.test/{i}")).collect();
-    offer(&*f, None, &urls).await;
-    let done = lease(&*f).await;
-    let lost = lease(&*f).await;
-    complete(&*f, done, Outcome::Done).await;
-    drop(lost);
-    drop(f);
-    let Some(g) = h.reopen(cfg(), &[]) else {
-        return;
-    };
-    assert_eq!(
-        offer(&*g, None, &urls).await,
-        [Admission::Duplicate; 5],
-        "the visited set survives"
-    );
-    let mut served = BTreeMap::new();
-    loop {
-        match next(&*g).await {
-            Next::Lease(l) => {
-                *served.entry(l.entry().url.clone()).or_insert(0) += 1;
-                complete(&*g, l, Outcome::Done).await;
-            }
-            Next::End(e) => {
-                assert_eq!(e, End::Budget, "1 page before + 4 now");
-                break;
-            }
-        }
-    }
-    // The leased-but-lost URL and the three queued ones, each once; the done one not.
-    let want: BTreeMap<String, u32> = urls[1..].iter().map(|u| (u.clone(), 1)).collect();
-    assert_eq!(served, want);
-    assert_eq!(g.stats().await.unwrap().pages, 5);
 }
