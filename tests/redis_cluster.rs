@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use test_support::redis_cluster::RedisCluster;
 
 use crate::redis::{
-    assert_whole, finish_all, refused_start, start_shared, stats, three_crawl_once_and_politely,
-    Process,
+    assert_whole, finish_all, refused_start, start_shared_with, stats,
+    three_crawl_once_and_politely, Process,
 };
 
 /// The crawl's keys (crawl id `shared`, as [`Process`] names it) all sit in this key's slot.
@@ -104,12 +104,14 @@ async fn a_master_killed_mid_crawl_loses_no_url() {
     let Some(mut cluster) = RedisCluster::for_test(3) else {
         return;
     };
-    // Pages answer after 50 ms, so leases are out when the master dies.
-    let (site, procs, children) = start_shared(
+    // Pages answer after 50 ms, so leases are out when the master dies; the crawl is split
+    // into 6 partitions, so the dead master held some of them and links crossed to it.
+    let (site, procs, children) = start_shared_with(
         &cluster.url(),
         (3_000, 10, 50),
         3,
         "delay_ms = 5\nmax_per_host = 4",
+        "partitions = 6",
     )
     .await;
     let recorded = || procs.iter().map(Process::line_count).sum::<usize>();
@@ -119,21 +121,31 @@ async fn a_master_killed_mid_crawl_loses_no_url() {
     }
     assert!(recorded() >= 800, "{} records", recorded());
     let master = cluster.master_of(CRAWL_KEY).unwrap();
-    let node = cluster.node(master).unwrap();
-    let leases: u64 = node
-        .command(&["ZCARD", "crawl:{shared}:leases"])
-        .unwrap()
-        .trim()
-        .trim_start_matches(':')
-        .parse()
-        .unwrap();
+    // The leases out in the partitions on that master.
+    let mut leases = 0u64;
+    let mut held = 0;
+    for p in 0..6 {
+        let key = redis_frontier::partition_prefix("shared", p);
+        if cluster.master_of(&format!("{key}stats")).unwrap() != master {
+            continue;
+        }
+        held += 1;
+        let node = cluster.node(master).unwrap();
+        leases += node
+            .command(&["ZCARD", &format!("{key}leases")])
+            .unwrap()
+            .trim()
+            .trim_start_matches(':')
+            .parse::<u64>()
+            .unwrap();
+    }
     let at = recorded();
     let killed = Instant::now();
     tokio::task::block_in_place(|| cluster.kill(master)).unwrap();
     let promoted = cluster.master_of(CRAWL_KEY).unwrap();
     println!(
-        "master {master} killed after {at} records with {leases} leases out; {promoted} took \
-         over in {:?}",
+        "master {master} (partitions: {held} of 6) killed after {at} records with {leases} \
+         leases out there; {promoted} took over in {:?}",
         killed.elapsed()
     );
     assert_ne!(promoted, master);

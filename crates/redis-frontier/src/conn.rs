@@ -150,6 +150,11 @@ impl Conn {
         }
     }
 
+    /// Whether this is a Redis Cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self, Conn::Cluster(_))
+    }
+
     /// Sends `cmd` to the master serving `key`'s slot (on one Redis, to it): for commands
     /// that name no key but concern the crawl's node (`INFO`, `SCAN`).
     pub(crate) async fn on_node_of<T: redis::FromRedisValue>(

@@ -260,3 +260,57 @@ async fn a_partitioned_crawl_is_spread_exported_agreed_and_deleted_whole() {
     assert_eq!(delete_crawl(&curl, "svc", "wide").await.unwrap(), before);
     assert_eq!(keys_on_masters(&mut cluster, &pattern), 0);
 }
+
+/// On a cluster a page's links are on a replica before its fence answers (before its record
+/// is written), and an offer without a fence before it is acknowledged: with every replica
+/// stopped (SIGSTOP) both fail as unavailable — the engine retries — and succeed once the
+/// replicas run again. Waited for, a failover cannot lose links whose page is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pages_links_are_on_a_replica_before_its_fence_answers() {
+    let Some(mut cluster) = RedisCluster::for_test(3) else {
+        return;
+    };
+    let curl = cluster.url();
+    let f = RedisFrontier::connect(common::unpaced(), parted(&curl, "durable", 3), &[])
+        .await
+        .expect("connect");
+    f.offer(None, links("a.test", 1)).await.unwrap();
+    let Next::Lease(lease) = f.next().await.unwrap() else {
+        panic!("a URL is queued");
+    };
+    let replicas: Vec<_> = cluster
+        .view()
+        .unwrap()
+        .into_iter()
+        .filter(|n| !n.master)
+        .map(|n| n.addr)
+        .collect();
+    assert_eq!(replicas.len(), 3);
+    for r in &replicas {
+        cluster.node(*r).unwrap().pause().unwrap();
+    }
+    let page: Vec<Link> = ["a.test", "b.test", "c.test", "d.test"]
+        .iter()
+        .flat_map(|h| links(h, 3))
+        .collect();
+    let fenced = f.offer_and_hold(&lease, page.clone()).await;
+    let plain = f.offer(None, links("e.test", 2)).await;
+    for r in &replicas {
+        cluster.node(*r).unwrap().resume().unwrap();
+    }
+    let e = fenced.unwrap_err();
+    assert!(e.is_retryable(), "{e}");
+    assert!(plain.unwrap_err().is_retryable());
+    // Offered again (as the engine retries): admitted by the first try, now on a replica.
+    let (_, held) = f.offer_and_hold(&lease, page).await.unwrap();
+    assert_eq!(held, Some(true));
+    f.offer(None, links("e.test", 2)).await.unwrap();
+    f.complete(lease, Outcome::Done).await.unwrap();
+    let stats = f.stats().await.unwrap();
+    assert_eq!(stats.extra["wait_skipped"], 0);
+    assert_eq!(
+        stats.admitted,
+        1 + 12 - 1 + 2,
+        "a.test/0 was the leased page"
+    );
+}

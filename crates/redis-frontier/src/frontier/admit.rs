@@ -211,6 +211,10 @@ impl Shared {
             if let Some(e) = failed {
                 return Err(self.failed(e));
             }
+            // On a cluster, a replica has the links before the page's fence answers (and
+            // before any offer is acknowledged): see `durable.rs`.
+            let parts: Vec<usize> = calls.iter().map(|(p, _)| *p).collect();
+            self.make_durable(&parts).await?;
             if let Some(n) = &near {
                 // Not one refused for its host's budget: Redis left it unseen.
                 for (Admitting { url, .. }, code) in batch.iter().zip(&codes) {

@@ -29,53 +29,69 @@ pub(super) async fn heartbeat(shared: std::sync::Weak<Shared>) {
         if ids.is_empty() {
             continue;
         }
-        match s.renew(&ids).await {
-            Ok(lost) if !lost.is_empty() => {
-                let mut held = s.held.lock().unwrap_or_else(|e| e.into_inner());
-                let gone: Vec<u64> = lost.into_iter().filter(|id| held.remove(id)).collect();
-                drop(held);
-                if !gone.is_empty() {
-                    s.lost.fetch_add(gone.len() as u64, Ordering::Relaxed);
-                    tracing::warn!(
-                        leases = gone.len(),
-                        "leases expired before their heartbeat; other processes fetch those URLs"
-                    );
-                }
+        let (lost, failed) = s.renew(&ids).await;
+        if !lost.is_empty() {
+            let mut held = s.held.lock().unwrap_or_else(|e| e.into_inner());
+            let gone: Vec<u64> = lost.into_iter().filter(|id| held.remove(id)).collect();
+            drop(held);
+            if !gone.is_empty() {
+                s.lost.fetch_add(gone.len() as u64, Ordering::Relaxed);
+                tracing::warn!(
+                    leases = gone.len(),
+                    "leases expired before their heartbeat; other processes fetch those URLs"
+                );
             }
-            Ok(_) => {}
-            Err(e) => {
-                // Under the crawl clock, leases do not expire while Redis is unreachable or
-                // full (no script runs); a renewal soon after it answers again keeps them.
-                tracing::debug!(error = %e, "lease heartbeat failed; retrying");
-                wait = (period / 4).min(Duration::from_millis(250));
-            }
+        }
+        if let Some(e) = failed {
+            // Under the crawl clock, leases do not expire while Redis is unreachable or
+            // full (no script runs); a renewal soon after it answers again keeps them.
+            tracing::debug!(error = %e, "lease heartbeat failed; retrying");
+            wait = (period / 4).min(Duration::from_millis(250));
         }
     }
 }
 
 impl Shared {
-    /// Renews this process' leases `tokens`, each partition's in one call: the tokens no
-    /// longer held.
-    async fn renew(&self, tokens: &[u64]) -> Result<Vec<u64>, redis::RedisError> {
+    /// Renews this process' leases `tokens`, each partition's in one call, the partitions
+    /// together (one that fails — its master failing over — holds up no other's): the
+    /// tokens no longer held, and a failure if any.
+    async fn renew(&self, tokens: &[u64]) -> (Vec<u64>, Option<redis::RedisError>) {
+        let by_part: Vec<(usize, Vec<u64>)> = (0..self.parts())
+            .map(|p| {
+                let ids = tokens
+                    .iter()
+                    .map(|t| self.untoken(*t))
+                    .filter(|(tp, _)| *tp == p)
+                    .map(|(_, id)| id)
+                    .collect();
+                (p, ids)
+            })
+            .filter(|(_, ids): &(usize, Vec<u64>)| !ids.is_empty())
+            .collect();
+        let calls = by_part
+            .iter()
+            .map(|(p, ids)| async move {
+                let mut call = self.invoke_on(*p, &self.scripts.renew);
+                call.arg(self.holder.as_str()).arg(ms(self.lease));
+                for id in ids {
+                    call.arg(*id);
+                }
+                let gone: Result<Vec<u64>, _> = call.invoke_async(&mut self.conn.clone()).await;
+                gone.map(|g| {
+                    g.into_iter()
+                        .map(|id| self.token(*p, id))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
         let mut lost = Vec::new();
-        for p in 0..self.parts() {
-            let ids: Vec<u64> = tokens
-                .iter()
-                .map(|t| self.untoken(*t))
-                .filter(|(tp, _)| *tp == p)
-                .map(|(_, id)| id)
-                .collect();
-            if ids.is_empty() {
-                continue;
+        let mut failed = None;
+        for r in super::parts::join_all(calls).await {
+            match r {
+                Ok(gone) => lost.extend(gone),
+                Err(e) => failed = Some(e),
             }
-            let mut call = self.invoke_on(p, &self.scripts.renew);
-            call.arg(self.holder.as_str()).arg(ms(self.lease));
-            for id in &ids {
-                call.arg(*id);
-            }
-            let gone: Vec<u64> = call.invoke_async(&mut self.conn.clone()).await?;
-            lost.extend(gone.into_iter().map(|id| self.token(p, id)));
         }
-        Ok(lost)
+        (lost, failed)
     }
 }

@@ -36,6 +36,7 @@ use crate::conn::Conn;
 use crate::scripts::Scripts;
 
 mod admit;
+mod durable;
 mod heartbeat;
 mod lease;
 mod parts;
@@ -98,6 +99,10 @@ struct Shared {
     hints: Mutex<Vec<parts::Hint>>,
     /// Where the next choice of a partition starts.
     rotor: AtomicUsize,
+    /// Per partition, whether its master has a replica to wait for (see `durable.rs`).
+    replicas: Mutex<Vec<durable::ReplicaSeen>>,
+    /// Admissions not waited for: their master had no replica.
+    wait_skipped: AtomicU64,
     /// The poller's last round, when it found every partition empty (see `parts.rs`).
     quiet: Mutex<Option<Vec<parts::Quiet>>>,
     canon: Canonicalizer,
@@ -200,6 +205,8 @@ impl RedisFrontier {
             scripts: Scripts::new(visited.hashes()),
             hints: Mutex::new(vec![parts::Hint::NEW; parts.len()]),
             rotor: AtomicUsize::new(std::process::id() as usize),
+            replicas: Mutex::new(vec![None; parts.len()]),
+            wait_skipped: AtomicU64::new(0),
             quiet: Mutex::default(),
             parts,
             canon,

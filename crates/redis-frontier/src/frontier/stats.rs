@@ -76,6 +76,11 @@ impl Shared {
         stats.offered += pending;
         stats.duplicates += pending;
         stats.extra.insert("leases_expired", get("expired"));
+        if self.conn.is_cluster() {
+            stats
+                .extra
+                .insert("wait_skipped", self.wait_skipped.load(Ordering::Relaxed));
+        }
         // Address groups (politeness per address), as the local scheduler counts them.
         for (ours, theirs) in [
             ("address_groups", "ip_groups"),
