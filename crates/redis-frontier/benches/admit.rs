@@ -2,11 +2,13 @@
 //! visited URL against scrapy-redis' duplicate filter (a SET of SHA1 hex fingerprints) in the
 //! same Redis.
 //!
-//! `cargo bench -p redis-frontier --bench admit -- [--urls N] [--page N] [--tasks N] [--same-host 1] [--cluster 1]`
+//! `cargo bench -p redis-frontier --bench admit -- [--urls N] [--page N] [--tasks N] [--same-host 1] [--cluster 1 | --masters M] [--partitions P]`
 //!
 //! `--cluster 1`: the same on a private Redis Cluster of 3 masters with a replica each
-//! (`redis+cluster://`; `redis-cli --cluster create` makes no fewer): a crawl is one slot, so
-//! one master serves it, and this measures what the cluster client and replication cost.
+//! (`redis+cluster://`; every admission then waits for a replica, see the frontier's
+//! `durable.rs`). `--masters M`: a cluster of M masters without replicas (each master's CPU
+//! time is the figure: this machine's 2 cores cap the total). `--partitions P`: the crawl
+//! split into P partitions (`frontier.partitions`), spread over the masters.
 //!
 //! One process (this one) offers `--urls` new URLs on 1,000 hosts in pages of `--page` links
 //! from `--tasks` concurrent tasks (workers offering their pages at once), then offers them
@@ -109,8 +111,8 @@ async fn memory_usage(conn: &mut redis::aio::MultiplexedConnection, key: &str) -
         .unwrap()
 }
 
-/// Each node's CPU time so far (`INFO cpu`: user + system), in seconds.
-async fn cpu_seconds(nodes: &[String]) -> Vec<f64> {
+/// Each node's `INFO section`.
+async fn node_info(nodes: &[String], section: &str) -> Vec<String> {
     let mut out = Vec::new();
     for url in nodes {
         let mut conn = redis::Client::open(url.as_str())
@@ -119,24 +121,44 @@ async fn cpu_seconds(nodes: &[String]) -> Vec<f64> {
             .await
             .unwrap();
         let info: String = redis::cmd("INFO")
-            .arg("cpu")
+            .arg(section)
             .query_async(&mut conn)
             .await
             .unwrap();
-        let field = |name: &str| {
-            info.lines()
-                .find_map(|l| {
-                    l.strip_prefix(name)?
-                        .strip_prefix(':')?
-                        .trim()
-                        .parse::<f64>()
-                        .ok()
-                })
-                .unwrap_or(0.0)
-        };
-        out.push(field("used_cpu_user") + field("used_cpu_sys"));
+        out.push(info);
     }
     out
+}
+
+/// The number `name` of an `INFO` text (0 when absent).
+fn info_number(info: &str, name: &str) -> f64 {
+    info.lines()
+        .find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(':')?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .unwrap_or(0.0)
+}
+
+/// Each node's CPU time so far (`INFO cpu`: user + system), in seconds.
+async fn cpu_seconds(nodes: &[String]) -> Vec<f64> {
+    node_info(nodes, "cpu")
+        .await
+        .iter()
+        .map(|i| info_number(i, "used_cpu_user") + info_number(i, "used_cpu_sys"))
+        .collect()
+}
+
+/// Each node's memory in use (`INFO memory`: `used_memory`), in bytes.
+async fn used_memory(nodes: &[String]) -> Vec<f64> {
+    node_info(nodes, "memory")
+        .await
+        .iter()
+        .map(|i| info_number(i, "used_memory"))
+        .collect()
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -148,34 +170,44 @@ async fn main() {
     );
     let same = arg("--same-host", 0) == 1;
     let cluster = arg("--cluster", 0) == 1;
-    // The server (kept running to the end) and, on a cluster, the master holding the crawl:
-    // where `INFO` and `MEMORY` are read.
-    // Every node, the crawl's master first: whose CPU time the new offers took.
-    let (_server, _cluster, server_url, node, nodes) = if cluster {
-        let mut c =
-            RedisCluster::start(3).expect("a private Redis Cluster (apt-get install redis-server)");
+    let masters = arg("--masters", 0) as usize;
+    let partitions = arg("--partitions", 1) as u32;
+    // The server or cluster (kept running to the end); every node's URL, the master of the
+    // crawl's first partition first (where `MEMORY` is read and the dupefilter SET goes).
+    let (_server, _cluster, server_url, nodes) = if cluster || masters > 0 {
+        let mut c = if cluster {
+            RedisCluster::start(3).expect("a private Redis Cluster (apt-get install redis-server)")
+        } else {
+            RedisCluster::start_bare(masters).expect("a private Redis Cluster of bare masters")
+        };
         let master = c.master_of("crawl:{bench}:stats").unwrap();
         let url = c.url();
         let mut nodes = c.addrs();
         nodes.sort_by_key(|a| *a != master);
         let nodes = nodes.iter().map(|a| format!("redis://{a}/0")).collect();
-        (None, Some(c), url, format!("redis://{master}/0"), nodes)
+        (None, Some(c), url, nodes)
     } else {
         let s =
             RedisServer::start(&[]).expect("a private redis-server (apt-get install redis-server)");
         let url = s.url();
-        (Some(s), None, url.clone(), url.clone(), vec![url])
+        (Some(s), None, url.clone(), vec![url])
     };
+    let node = nodes[0].clone();
     println!(
-        "on {}",
+        "on {}, the crawl in {partitions} partition(s)",
         if cluster {
-            "a cluster of 3 masters with a replica each (the crawl on one)"
+            "a cluster of 3 masters with a replica each".to_owned()
+        } else if masters > 0 {
+            format!("a cluster of {masters} master(s) without replicas")
         } else {
-            "one Redis"
+            "one Redis".to_owned()
         }
     );
     let cfg = bench_config(urls);
-    let settings = settings(server_url, Duration::from_secs(30));
+    let settings = redis_frontier::RedisConfig {
+        partitions,
+        ..settings(server_url, Duration::from_secs(30))
+    };
     let f = Arc::new(
         RedisFrontier::connect(cfg.clone(), settings.clone(), &[])
             .await
@@ -191,7 +223,7 @@ async fn main() {
     let third = Arc::new(RedisFrontier::connect(cfg, settings, &[]).await.unwrap());
     let client = redis::Client::open(node).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let busy = |info: String| {
+    let busy = |info: &str| {
         // Microseconds Redis spent in scripts (`INFO commandstats`).
         info.lines()
             .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
@@ -205,17 +237,18 @@ async fn main() {
             })
             .sum::<u64>()
     };
-    let info = |conn: &mut redis::aio::MultiplexedConnection| {
-        let mut conn = conn.clone();
+    // Script time summed over the nodes.
+    let script_usec = || {
+        let nodes = nodes.clone();
         async move {
-            let s: String = redis::cmd("INFO")
-                .arg("commandstats")
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            s
+            let mut total = 0;
+            for info in node_info(&nodes, "commandstats").await {
+                total += busy(&info);
+            }
+            total
         }
     };
+    let mem_before = used_memory(&nodes).await;
     let cpu_before = cpu_seconds(&nodes).await;
     let t0 = Instant::now();
     let new = offer_all(&f, urls, page, tasks, same).await;
@@ -226,15 +259,25 @@ async fn main() {
         .map(|(after, before)| format!("{:.2}", after - before))
         .collect();
     println!(
-        "CPU seconds of the new offers ({:.2} s) by node, the crawl's master first: {}",
+        "CPU seconds of the new offers ({:.2} s) by node, the first partition's master first: {}",
         t0.elapsed().as_secs_f64(),
         cpu_new.join(", ")
     );
-    let (t1, b1) = (t0.elapsed(), busy(info(&mut conn).await));
+    let mem_new: Vec<String> = used_memory(&nodes)
+        .await
+        .iter()
+        .zip(&mem_before)
+        .map(|(after, before)| format!("{:.1}", (after - before) / urls as f64))
+        .collect();
+    println!(
+        "memory used per new URL (bytes) by node, the first partition's master first: {}",
+        mem_new.join(", ")
+    );
+    let (t1, b1) = (t0.elapsed(), script_usec().await);
     let dup = offer_all(&f, urls, page, tasks, same).await;
-    let (t2, b2) = (t0.elapsed(), busy(info(&mut conn).await));
+    let (t2, b2) = (t0.elapsed(), script_usec().await);
     let theirs = offer_all(&other, urls, page, tasks, same).await;
-    let (t3, b3) = (t0.elapsed(), busy(info(&mut conn).await));
+    let (t3, b3) = (t0.elapsed(), script_usec().await);
     let mixed = offer_mix(&third, urls, page, tasks, same).await;
     println!(
         "Redis busy in scripts: {:.0}% of the new offers' time, {:.0}% of the duplicates', \

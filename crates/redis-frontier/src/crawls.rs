@@ -116,6 +116,12 @@ fn registry(base: &str) -> String {
     format!("crawl:{{{base}}}:named")
 }
 
+/// How many partitions each deleted named crawl of `base` had (IDs of more than one only),
+/// in the registry's slot: a crawl made again where one was deleted clears them all.
+fn deleted_partitions(base: &str) -> String {
+    format!("crawl:{{{base}}}:named-partitions")
+}
+
 async fn connect(url: &str) -> Result<Conn, RedisFrontierError> {
     Conn::open(url).await
 }
@@ -191,6 +197,12 @@ pub async fn create_crawl(url: &str, base: &str, id: &str) -> Result<Created, Re
         return Ok(Created::Deleting);
     };
     if state == 2 {
+        // The other partitions first (no process joins while the ID is being cleared).
+        let parts: Option<u32> = conn.hget(deleted_partitions(base), id).await?;
+        for p in 1..parts.unwrap_or(1).min(crate::MAX_PARTITIONS) {
+            let prefix = crate::visited::partition_prefix(&crawl_id, p);
+            unlink_all(&mut conn, &format!("{prefix}meta"), &glob_literal(&prefix)).await?;
+        }
         clear_namespace(&mut conn, &crawl_id).await?;
         let _: i64 = redis::Script::new(CLEARED)
             .key(registry(base))
@@ -274,6 +286,13 @@ pub async fn delete_crawl(url: &str, base: &str, id: &str) -> Result<u64, RedisF
     // The partitions after the first go first: until `meta` goes, a delete cut short
     // still knows them.
     let parts: Option<u32> = conn.hget(&meta, "partitions").await?;
+    if let Some(n) = parts.filter(|n| *n > 1) {
+        // Remembered for a crawl made again where this one was (see `create_crawl`).
+        let known: Option<u32> = conn.hget(deleted_partitions(base), id).await?;
+        if known.is_none_or(|k| k < n) {
+            let _: () = conn.hset(deleted_partitions(base), id, n).await?;
+        }
+    }
     let mut removed = 0;
     for p in (1..parts.unwrap_or(1).min(crate::MAX_PARTITIONS)).rev() {
         let prefix = crate::visited::partition_prefix(&crawl_id, p);

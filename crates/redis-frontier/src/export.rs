@@ -23,18 +23,40 @@ return 1
 
 /// Refuses a crawl whose visited set would not fit: when the bitmap does not exist yet and
 /// Redis has a `maxmemory`, the bitmap's bytes must fit in what is left under it (with a
-/// tenth of it to spare for the first queues). Checked before the crawl writes anything.
+/// tenth of it to spare for the first queues). Checked before the crawl writes anything. On
+/// one Redis every partition's missing bitmap counts against it; on a cluster each against
+/// its partition's master (partitions that share a master are not added up).
 pub(crate) async fn check_room(
     conn: &mut Conn,
-    visited: &Visited,
+    parts: &[Visited],
 ) -> Result<(), RedisFrontierError> {
-    let exists: bool = redis::cmd("EXISTS")
-        .arg(visited.bits_key())
-        .query_async(conn)
-        .await?;
-    if exists {
-        return Ok(());
+    let mut missing = Vec::new();
+    for v in parts {
+        let exists: bool = redis::cmd("EXISTS")
+            .arg(v.bits_key())
+            .query_async(conn)
+            .await?;
+        if !exists {
+            missing.push(v);
+        }
     }
+    if conn.is_cluster() {
+        for v in missing {
+            check_node_room(conn, v, v.bit_size().div_ceil(8)).await?;
+        }
+    } else if let Some(first) = missing.first() {
+        let needed = missing.iter().map(|v| v.bit_size().div_ceil(8)).sum();
+        check_node_room(conn, first, needed).await?;
+    }
+    Ok(())
+}
+
+/// Refuses `needed` bytes more on the node of `visited`'s bitmap when they would not fit.
+async fn check_node_room(
+    conn: &mut Conn,
+    visited: &Visited,
+    needed: u64,
+) -> Result<(), RedisFrontierError> {
     let info: String = conn
         .on_node_of(&visited.bits_key(), redis::cmd("INFO").arg("memory"))
         .await?;
@@ -44,7 +66,6 @@ pub(crate) async fn check_room(
             .unwrap_or(0)
     };
     let (used, max) = (field("used_memory"), field("maxmemory"));
-    let needed = visited.bit_size().div_ceil(8);
     if max == 0 || used.saturating_add(needed + needed / 10) <= max {
         return Ok(());
     }
@@ -133,12 +154,13 @@ pub(crate) async fn check_shape<C: ConnectionLike + Send>(
 }
 
 /// The partitions of the crawl whose home prefix is `home`: the number recorded (a crawl
-/// recorded before partitions existed has one), else `ours` (0: one) recorded now. `ours`
-/// other than 0 and the recorded number is refused.
+/// recorded before partitions existed has one), else `ours` (0: one), recorded now if
+/// `record`. `ours` other than 0 and the recorded number is refused.
 pub(crate) async fn agree_partitions(
     conn: &mut Conn,
     home: &str,
     ours: u32,
+    record: bool,
 ) -> Result<u32, RedisFrontierError> {
     if ours > crate::MAX_PARTITIONS {
         return Err(RedisFrontierError::Unsupported(format!(
@@ -160,6 +182,7 @@ pub(crate) async fn agree_partitions(
         (Some(n), _) => n,
         // Made before partitions were recorded: one.
         (None, Some(_)) => 1,
+        (None, None) if !record => ours.max(1),
         (None, None) => {
             let _: u8 = redis::cmd("HSETNX")
                 .arg(&key)

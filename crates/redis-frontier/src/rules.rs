@@ -35,7 +35,7 @@ pub async fn agree_rules(
     check_crawl_id(crawl_id)?;
     let visited = Visited::new(crawl_id, expected_urls, fpp)?;
     let mut conn = crate::conn::Conn::open(url).await?;
-    crate::export::check_room(&mut conn, &visited).await?;
+    crate::export::check_room(&mut conn, std::slice::from_ref(&visited)).await?;
     let script = redis::Script::new(AGREE);
     let mut call = script.key(format!("crawl:{{{crawl_id}}}:rules"));
     for (k, v) in ours {

@@ -259,6 +259,21 @@ async fn a_partitioned_crawl_is_spread_exported_agreed_and_deleted_whole() {
     assert!(before > 6 * 3, "{before} keys");
     assert_eq!(delete_crawl(&curl, "svc", "wide").await.unwrap(), before);
     assert_eq!(keys_on_masters(&mut cluster, &pattern), 0);
+    // A process that had not heard of the delete writes into a partition afterwards; the
+    // crawl made again under the ID starts without it.
+    let stray = format!("crawl:{{{id} 3}}:stats");
+    let master = cluster.master_of(&stray).unwrap();
+    cluster
+        .node(master)
+        .unwrap()
+        .command(&["HSET", &stray, "queued", "7"])
+        .unwrap();
+    assert_eq!(keys_on_masters(&mut cluster, &pattern), 1);
+    assert_eq!(
+        create_crawl(&curl, "svc", "wide").await.unwrap(),
+        Created::Alive(2)
+    );
+    assert_eq!(keys_on_masters(&mut cluster, &pattern), 0);
 }
 
 /// On a cluster a page's links are on a replica before its fence answers (before its record

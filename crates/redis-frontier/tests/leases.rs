@@ -332,3 +332,61 @@ async fn a_rolled_back_redis_never_hands_a_lease_id_out_again() {
     );
     assert_eq!(f.stats().await.unwrap().pages, 0);
 }
+
+/// With several partitions, a dead process' lease in a partition this process is not busy
+/// with still expires and is served, while this process' workers always have URLs due in
+/// another partition (a crawl that keeps finding links on one host): no partition is left
+/// without calls, so none keeps a dead holder's URL for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_holders_lease_in_a_quiet_partition_is_served() {
+    let Some(server) = redis(&[]) else { return };
+    let lease = Duration::from_millis(400);
+    let parted = || RedisConfig {
+        partitions: 4,
+        ..settings(&server, "quiet", lease)
+    };
+    // Two hosts in different partitions.
+    let busy = "busy.test";
+    let quiet = (0..64)
+        .map(|i| format!("q{i}.test"))
+        .find(|h| redis_frontier::partition_of(h, 4) != redis_frontier::partition_of(busy, 4))
+        .unwrap();
+    let dead = RedisFrontier::connect(cfg(), parted(), &[]).await.unwrap();
+    let lost = format!("http://{quiet}/lost");
+    dead.offer(None, links(&[&lost])).await.unwrap();
+    let Next::Lease(l) = dead.next().await.unwrap() else {
+        panic!("no lease")
+    };
+    assert_eq!(l.entry().url, lost);
+    drop(l);
+    drop(dead);
+
+    let f = RedisFrontier::connect(cfg(), parted(), &[]).await.unwrap();
+    f.offer(None, links(&[&format!("http://{busy}/0")]))
+        .await
+        .unwrap();
+    // Due a lease (0.4 s) after the death and a tick (50 ms) later: 5 s is ten times that.
+    // (Without the ticks, a partition asked only when no other has a URL due took 16 s.)
+    let served = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut next = f.next().await.unwrap();
+        for i in 1.. {
+            let Next::Lease(l) = next else {
+                panic!("the crawl ended: {next:?}")
+            };
+            if l.entry().url == lost {
+                return i;
+            }
+            // Each busy page finds the next: that host always has a URL due.
+            f.offer(None, links(&[&format!("http://{busy}/{i}")]))
+                .await
+                .unwrap();
+            next = f.complete_and_next(l, Outcome::Done).await.unwrap();
+        }
+        unreachable!()
+    })
+    .await
+    .expect("the dead process' URL was never served");
+    println!("served after {served} pages of the busy host");
+    let stats = f.stats().await.unwrap();
+    assert_eq!(stats.extra["leases_expired"], 1);
+}

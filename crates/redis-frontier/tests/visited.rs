@@ -223,3 +223,41 @@ async fn exact_dedup_admits_what_a_full_filter_calls_seen() {
     assert_eq!(admitted["tiny-exact"], 2000, "{admitted:?}");
     assert!(admitted["tiny-bloom"] < 1000, "{admitted:?}");
 }
+
+/// A crawl of several partitions needs room for every partition's bitmap at once (together
+/// half as large again as one): refused where one bitmap would fit but all of them not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_partitions_bitmap_must_fit() {
+    let Some(server) = common::redis(&["--maxmemory-policy", "noeviction"]) else {
+        return;
+    };
+    let info = server.command(&["INFO", "memory"]).unwrap();
+    let used: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // 2 × 10^6 URLs at 1%: one bitmap of 2.4 MB, or six of 0.6 MB (3.6 MB together).
+    let limit = (used + 3_200_000).to_string();
+    server
+        .command(&["CONFIG", "SET", "maxmemory", &limit])
+        .unwrap();
+    let sized = FrontierConfig {
+        expected_urls: 2_000_000,
+        ..base_config()
+    };
+    let parted = redis_frontier::RedisConfig {
+        partitions: 6,
+        ..common::settings(&server, "six", std::time::Duration::from_secs(5))
+    };
+    let err = redis_frontier::RedisFrontier::connect(sized.clone(), parted, &[])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, redis_frontier::RedisFrontierError::Full(_)),
+        "{err}"
+    );
+    common::open(&server, "one", sized).await;
+}

@@ -1,5 +1,11 @@
 //! The heartbeat that keeps this process' leases alive: every third of a lease, each
-//! partition's leases renewed in one call.
+//! partition's leases renewed in one call. And, with several partitions, the ticker: a
+//! partition this process has not asked for a lease for half a clock step gets a *tick*
+//! (the lease script handing nothing out), so that every partition's crawl clock, lease
+//! expiry and due URLs keep moving while this process' workers are busy elsewhere — a
+//! partition left uncalled for longer than a step would count the silence as an outage and
+//! hold back its expiries (the grace after an outage), and a dead process' leases there
+//! would never go back.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -47,6 +53,33 @@ pub(super) async fn heartbeat(shared: std::sync::Weak<Shared>) {
             // full (no script runs); a renewal soon after it answers again keeps them.
             tracing::debug!(error = %e, "lease heartbeat failed; retrying");
             wait = (period / 4).min(Duration::from_millis(250));
+        }
+    }
+}
+
+/// Ticks every partition not asked for a lease for half a clock step (a lease / 8), until the
+/// frontier is dropped.
+pub(super) async fn ticker(shared: std::sync::Weak<Shared>) {
+    let period = match shared.upgrade() {
+        Some(s) => (s.lease / 8).max(Duration::from_millis(10)),
+        None => return,
+    };
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(s) = shared.upgrade() else { return };
+        let due = s.not_asked_for(period);
+        let ticks = due
+            .iter()
+            .map(|p| {
+                let s = &s;
+                async move { (*p, s.lease_once(None, Some("\n"), *p).await) }
+            })
+            .collect();
+        for (p, r) in super::parts::join_all(ticks).await {
+            match r {
+                Ok(answer) => s.note(p, &answer),
+                Err(e) => tracing::debug!(error = %e, partition = p, "tick failed"),
+            }
         }
     }
 }

@@ -358,7 +358,7 @@ impl Shared {
     }
 
     /// Records partition `p`'s answer in its hint.
-    fn note(&self, p: usize, leased: &Leased) {
+    pub(super) fn note(&self, p: usize, leased: &Leased) {
         match leased {
             Leased::Lease(_) => self.answered(p, None),
             Leased::Wait { .. } => self.answered(p, Some(leased.due_in())),
@@ -387,10 +387,27 @@ impl Shared {
             let order = match (single, pending) {
                 (true, _) => vec![0],
                 (false, Some(c)) => {
+                    // The completion rides along when its partition is the best to ask next;
+                    // else it goes alone first, so that a worker does not stay on one
+                    // partition while others have URLs due earlier.
                     let own = self.untoken(c.id).0;
-                    let mut order = vec![own];
-                    order.extend(self.lease_order().into_iter().filter(|p| *p != own));
-                    order
+                    let order = self.lease_order();
+                    if order.first().is_none_or(|p| *p == own) {
+                        let rest = order.into_iter().filter(|p| *p != own);
+                        std::iter::once(own).chain(rest).collect()
+                    } else {
+                        let index = (c.index.0.as_str(), c.index.1.as_slice());
+                        let again = (c.again.as_slice(), c.again_secs, index);
+                        if let Err(e) = self
+                            .finish_encoded(c.id, c.kind, c.hint, &c.retry, again)
+                            .await
+                        {
+                            return Err((e, false));
+                        }
+                        pending = None;
+                        self.wake.notify_one();
+                        order
+                    }
                 }
                 (false, None) => self.lease_order(),
             };
@@ -425,7 +442,7 @@ impl Shared {
             }
             match self.poller.try_lock() {
                 Ok(_polling) => {
-                    if !single {
+                    if !single && self.round_due() {
                         match self.round().await {
                             Ok(Some(next)) => return Ok(next),
                             Ok(None) => {}

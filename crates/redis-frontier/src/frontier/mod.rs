@@ -47,7 +47,7 @@ mod urls;
 use crate::errors::start_error;
 use crate::{hosts, RedisFrontierError, Visited};
 use admit::{near_cache, Near};
-use heartbeat::heartbeat;
+use heartbeat::{heartbeat, ticker};
 
 /// The longest default delay an operator may set (as a host's own): a year.
 const MAX_DEFAULT_DELAY: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -85,6 +85,8 @@ impl RedisConfig {
 pub struct RedisFrontier {
     shared: Arc<Shared>,
     heartbeat: tokio::task::JoinHandle<()>,
+    /// With several partitions: ticks the ones this process has not called lately.
+    ticker: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// What the heartbeat task shares with the frontier.
@@ -105,6 +107,8 @@ struct Shared {
     wait_skipped: AtomicU64,
     /// The poller's last round, when it found every partition empty (see `parts.rs`).
     quiet: Mutex<Option<Vec<parts::Quiet>>>,
+    /// When the poller's last round began (one per poll interval at most).
+    round_at: Mutex<Option<std::time::Instant>>,
     canon: Canonicalizer,
     scope: RwLock<Scope>,
     cfg: FrontierConfig,
@@ -146,26 +150,40 @@ impl RedisFrontier {
         let mut conn = Conn::open(&redis.url).await?;
         let home = crate::visited::partition_prefix(&redis.crawl_id, 0);
         check_version(&mut conn, &home).await?;
-        let n = crate::export::agree_partitions(&mut conn, &home, redis.partitions)
+        let start = |e| match e {
+            RedisFrontierError::Redis(e) => start_error(e),
+            e => e,
+        };
+        // Read first, recorded once there is room: a crawl refused for want of room records
+        // nothing (its retry with other settings is a new crawl).
+        let n = crate::export::agree_partitions(&mut conn, &home, redis.partitions, false)
             .await
-            .map_err(|e| match e {
-                RedisFrontierError::Redis(e) => start_error(e),
-                e => e,
-            })?;
+            .map_err(start)?;
         check_partitioned(&cfg, n)?;
         let parts = (0..n)
             .map(|p| Visited::partition(&redis.crawl_id, p, n, cfg.expected_urls, cfg.fpp))
             .collect::<Result<Vec<_>, _>>()?;
         let lease = redis.lease.max(Duration::from_millis(100));
-        for v in &parts {
-            crate::export::check_room(&mut conn, v).await?;
+        crate::export::check_room(&mut conn, &parts).await?;
+        let recorded = crate::export::agree_partitions(&mut conn, &home, n, true)
+            .await
+            .map_err(start)?;
+        if recorded != n {
+            // Another process made the crawl meanwhile, with another number.
+            return Err(RedisFrontierError::Partitions {
+                stored: recorded,
+                ours: n,
+            });
+        }
+        if conn.is_cluster() {
+            // Each partition's master runs the scripts too.
+            for v in &parts[1..] {
+                check_version(&mut conn, v.prefix()).await?;
+            }
         }
         crate::export::check_shape(&mut conn, &parts)
             .await
-            .map_err(|e| match e {
-                RedisFrontierError::Redis(e) => start_error(e),
-                e => e,
-            })?;
+            .map_err(start)?;
         // The crawl clock counts a silence of up to a quarter of a lease whole (less than the
         // heartbeat's period: a live holder renews with room to spare after an outage);
         // longer, it is an outage (see `scripts`). Every process agrees on the lease (the
@@ -208,6 +226,7 @@ impl RedisFrontier {
             replicas: Mutex::new(vec![None; parts.len()]),
             wait_skipped: AtomicU64::new(0),
             quiet: Mutex::default(),
+            round_at: Mutex::default(),
             parts,
             canon,
             scope: RwLock::new(scope),
@@ -225,7 +244,12 @@ impl RedisFrontier {
             poller: tokio::sync::Mutex::new(()),
         });
         let heartbeat = tokio::spawn(heartbeat(Arc::downgrade(&shared)));
-        Ok(Self { shared, heartbeat })
+        let ticker = (shared.parts() > 1).then(|| tokio::spawn(ticker(Arc::downgrade(&shared))));
+        Ok(Self {
+            shared,
+            heartbeat,
+            ticker,
+        })
     }
 
     /// The visited set's shape and keys (of the crawl's first partition).
@@ -248,6 +272,9 @@ impl Drop for RedisFrontier {
     fn drop(&mut self) {
         // Leases still held expire and go to the other processes.
         self.heartbeat.abort();
+        if let Some(t) = &self.ticker {
+            t.abort();
+        }
     }
 }
 

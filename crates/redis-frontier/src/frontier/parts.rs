@@ -113,8 +113,18 @@ impl Shared {
             .map(|i| (start + i) % n)
             .filter(|p| hints[*p].worth_asking(now))
             .collect();
-        order.sort_by_key(|p| hints[*p].ready_at.map_or(u8::from(true), |_| 0));
+        // Earliest due first; those due at no known time after (stable: the rotation stays).
+        order.sort_by_key(|p| (hints[*p].ready_at.is_none(), hints[*p].ready_at));
         order
+    }
+
+    /// The partitions this process has not asked for a lease for `period`.
+    pub(super) fn not_asked_for(&self, period: Duration) -> Vec<usize> {
+        let now = Instant::now();
+        let hints = self.hints.lock().unwrap_or_else(|e| e.into_inner());
+        (0..hints.len())
+            .filter(|p| hints[*p].asked.is_none_or(|t| now >= t + period))
+            .collect()
     }
 
     /// Records partition `p`'s answer: a lease (more may be due: ask again first) or a wait
@@ -135,6 +145,17 @@ impl Shared {
     pub(super) fn admitted_into(&self, p: usize) {
         let mut hints = self.hints.lock().unwrap_or_else(|e| e.into_inner());
         hints[p].ready_at = Some(Instant::now());
+    }
+
+    /// Whether the poller's round is due (at most one per poll interval); if so, it begins.
+    pub(super) fn round_due(&self) -> bool {
+        let now = Instant::now();
+        let mut at = self.round_at.lock().unwrap_or_else(|e| e.into_inner());
+        if at.is_some_and(|t| now < t + POLL) {
+            return false;
+        }
+        *at = Some(now);
+        true
     }
 
     /// How long the poller may sleep: until the first hint comes due, at most a poll interval.

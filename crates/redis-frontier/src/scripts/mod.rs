@@ -354,7 +354,8 @@ return out
 ";
 
 /// Hands out a URL whose host is ready. ARGV: holder, lease (ms), most pages (0: none), the
-/// one host to take from (empty: any), and optionally a completion of this holder's to make
+/// one host to take from (empty: any; a newline: none — a *tick*, which keeps the partition's
+/// clock, lease expiry and due URLs moving and answers its figures), and optionally a completion of this holder's to make
 /// first (as `COMPLETE`'s: id, kind, hint, retry entry, next visit, its delay, its index bucket
 /// and field) — a worker's completion and its next lease in one call.
 /// Expired leases go back to the front of their hosts' queues first, then URLs due again are
@@ -428,7 +429,9 @@ local function take(host, g)
   if left <= 0 and inflight == 1 then last = 1 end
   return {'lease', id, host, entry, last, hnum(hk, 'recrawl_secs', 0), grouped}
 end
-if only ~= '' then
+if only == '\n' then
+  -- A tick: nothing handed out.
+elseif only ~= '' then
   -- One host: queued, room for a fetch, under its limits, due, and its address group (if
   -- any) takes a fetch — a host waiting in the group's line is served out of turn.
   local ok, own, g = host_state(only)
