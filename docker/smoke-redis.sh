@@ -7,7 +7,8 @@
 # had fetches in flight. SKIP_STATIC_BUILD=1 reuses docker/dist/ as it is.
 #
 # CLUSTER=1 does the same on docker/compose.redis-cluster.yaml (a Redis Cluster of three
-# masters with a replica each) and also kills the master that holds the crawl right after
+# masters with a replica each; the crawl split into 6 partitions) and also kills the master
+# that holds the crawl's first partition right after
 # the replica: the cluster promotes its replica, and the union must still be whole.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -83,7 +84,8 @@ at=$(lines 0)
 docker kill "${ids[0]}" >/dev/null
 say "docker kill crawler-1 after $at records"
 if [[ -n ${CLUSTER:-} ]]; then
-    # The master serving the crawl's slot (its address's last octet names the service).
+    # The master serving the slot of the crawl's first partition (of 6; its address's last
+    # octet names the service).
     slot=$(cli cluster keyslot 'crawl:{smoke}:stats')
     ip=$(cli cluster nodes | python3 -c '
 import sys
@@ -100,7 +102,7 @@ for line in sys.stdin:
     [[ -n $ip ]] || fail "no master serves slot $slot"
     master="redis-$(( ${ip##*.} - 10 ))"
     docker kill "$(compose ps -q "$master")" >/dev/null
-    say "docker kill $master (the crawl's master, slot $slot)"
+    say "docker kill $master (the master of the crawl's first partition, slot $slot)"
 fi
 
 for n in 1 2; do

@@ -47,10 +47,11 @@ async fn three_processes_crawl_the_site_once_and_politely_on_a_cluster() {
 
     // The crawl split into 6 partitions: the three processes' work spread over the masters.
     three_crawl_once_and_politely(&cluster.url(), "partitions = 6").await;
-    // Every key of the crawl is under one of its partitions' tags, and the partitions are
-    // on more than one master.
-    let mut masters = 0;
-    let mut tags = std::collections::BTreeSet::new();
+    // Every key of the crawl is under one of its partitions' tags (as recorded), and the
+    // tags were chosen so that each master holds two of the six partitions.
+    let prefixes = partition_prefixes(&mut cluster, "shared");
+    assert_eq!(prefixes.len(), 6);
+    let mut per_master = Vec::new();
     for addr in cluster.addrs() {
         let node = cluster.node(addr).unwrap();
         if !node
@@ -68,35 +69,39 @@ async fn three_processes_crawl_the_site_once_and_politely_on_a_cluster() {
                 "crawl:*",
             ])
             .unwrap();
-        let mut here = 0;
+        let mut here = std::collections::BTreeSet::new();
         for key in keys
             .lines()
             .map(str::trim)
             .filter(|k| k.starts_with("crawl:"))
         {
-            let tag = key
-                .strip_prefix("crawl:{")
-                .and_then(|k| k.split_once("}:"))
-                .map(|(tag, _)| tag.to_owned())
-                .unwrap_or_default();
-            let ours = tag == "shared"
-                || tag
-                    .strip_prefix("shared ")
-                    .and_then(|p| p.parse::<u32>().ok())
-                    .is_some_and(|p| (1..6).contains(&p));
-            assert!(ours, "a key outside the crawl's partitions: {key}");
-            tags.insert(tag);
-            here += 1;
+            let p = prefixes
+                .iter()
+                .position(|prefix| key.starts_with(prefix.as_str()));
+            assert!(p.is_some(), "a key outside the crawl's partitions: {key}");
+            here.extend(p);
         }
-        if here > 0 {
-            masters += 1;
-        }
+        per_master.push(here.len());
     }
-    assert_eq!(tags.len(), 6, "partitions holding keys: {tags:?}");
-    assert!(
-        masters >= 2,
-        "the partitions all sat on {masters} master(s)"
-    );
+    assert_eq!(per_master, [2, 2, 2], "partitions per master");
+}
+
+/// The key prefixes of crawl `id`'s partitions, from the tags its first process recorded.
+fn partition_prefixes(cluster: &mut RedisCluster, id: &str) -> Vec<String> {
+    let meta = format!("crawl:{{{id}}}:meta");
+    let home = cluster.master_of(&meta).unwrap();
+    let node = cluster.node(home).unwrap();
+    let parts: u32 = node
+        .command(&["HGET", &meta, "partitions"])
+        .unwrap()
+        .parse()
+        .unwrap();
+    let tags = node.command(&["HGET", &meta, "tags"]).unwrap();
+    let mut out = vec![redis_frontier::partition_prefix(id, 0, 0)];
+    for (p, t) in (1..parts).zip(tags.split(',')) {
+        out.push(redis_frontier::partition_prefix(id, p, t.parse().unwrap()));
+    }
+    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -124,8 +129,7 @@ async fn a_master_killed_mid_crawl_loses_no_url() {
     // The leases out in the partitions on that master.
     let mut leases = 0u64;
     let mut held = 0;
-    for p in 0..6 {
-        let key = redis_frontier::partition_prefix("shared", p);
+    for key in partition_prefixes(&mut cluster, "shared") {
         if cluster.master_of(&format!("{key}stats")).unwrap() != master {
             continue;
         }

@@ -303,7 +303,8 @@ async fn main() {
         stats.admitted
     );
 
-    let bitmap = memory_usage(&mut conn, &f.visited().bits_key()).await;
+    // Every partition's bitmap is the first's size (one shape).
+    let bitmap = memory_usage(&mut conn, &f.visited().bits_key()).await * u64::from(f.partitions());
     // scrapy-redis' RFPDupeFilter: SADD of each request's SHA1 hex fingerprint.
     for chunk in (0..urls).collect::<Vec<_>>().chunks(10_000) {
         let mut cmd = redis::cmd("SADD");

@@ -116,8 +116,9 @@ fn registry(base: &str) -> String {
     format!("crawl:{{{base}}}:named")
 }
 
-/// How many partitions each deleted named crawl of `base` had (IDs of more than one only),
-/// in the registry's slot: a crawl made again where one was deleted clears them all.
+/// The partitions each deleted named crawl of `base` had (`N:TAGS`, `crate::tags`; IDs of
+/// more than one only), in the registry's slot: a crawl made again where one was deleted
+/// clears them all.
 fn deleted_partitions(base: &str) -> String {
     format!("crawl:{{{base}}}:named-partitions")
 }
@@ -198,9 +199,13 @@ pub async fn create_crawl(url: &str, base: &str, id: &str) -> Result<Created, Re
     };
     if state == 2 {
         // The other partitions first (no process joins while the ID is being cleared).
-        let parts: Option<u32> = conn.hget(deleted_partitions(base), id).await?;
-        for p in 1..parts.unwrap_or(1).min(crate::MAX_PARTITIONS) {
-            let prefix = crate::visited::partition_prefix(&crawl_id, p);
+        let record: Option<String> = conn.hget(deleted_partitions(base), id).await?;
+        let layout = record.as_deref().and_then(|r| {
+            let (n, tags) = r.split_once(':')?;
+            crate::tags::decode(tags, n.parse().ok()?)
+        });
+        for (p, t) in layout.unwrap_or_default().into_iter().enumerate().skip(1) {
+            let prefix = crate::visited::partition_prefix(&crawl_id, p as u32, t);
             unlink_all(&mut conn, &format!("{prefix}meta"), &glob_literal(&prefix)).await?;
         }
         clear_namespace(&mut conn, &crawl_id).await?;
@@ -282,20 +287,20 @@ pub async fn delete_crawl(url: &str, base: &str, id: &str) -> Result<u64, RedisF
     if begun == 0 {
         return Ok(0);
     }
-    let meta = format!("crawl:{{{crawl_id}}}:meta");
+    let home = crate::visited::partition_prefix(&crawl_id, 0, 0);
+    let meta = format!("{home}meta");
     // The partitions after the first go first: until `meta` goes, a delete cut short
     // still knows them.
-    let parts: Option<u32> = conn.hget(&meta, "partitions").await?;
-    if let Some(n) = parts.filter(|n| *n > 1) {
+    let layout = crate::export::recorded_partitions(&mut conn, &home).await?;
+    if let Some((n, tags)) = layout.as_ref().filter(|(n, _)| *n > 1) {
         // Remembered for a crawl made again where this one was (see `create_crawl`).
-        let known: Option<u32> = conn.hget(deleted_partitions(base), id).await?;
-        if known.is_none_or(|k| k < n) {
-            let _: () = conn.hset(deleted_partitions(base), id, n).await?;
-        }
+        let record = format!("{n}:{}", crate::tags::encode(tags));
+        let _: () = conn.hset(deleted_partitions(base), id, record).await?;
     }
     let mut removed = 0;
-    for p in (1..parts.unwrap_or(1).min(crate::MAX_PARTITIONS)).rev() {
-        let prefix = crate::visited::partition_prefix(&crawl_id, p);
+    let tags = layout.map(|(_, t)| t).unwrap_or_default();
+    for (p, t) in tags.into_iter().enumerate().skip(1).rev() {
+        let prefix = crate::visited::partition_prefix(&crawl_id, p as u32, t);
         removed += unlink_all(&mut conn, &format!("{prefix}meta"), &glob_literal(&prefix)).await?;
     }
     removed += conn.unlink::<_, u64>(&meta).await?;

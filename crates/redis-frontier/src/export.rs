@@ -153,58 +153,65 @@ pub(crate) async fn check_shape<C: ConnectionLike + Send>(
     }
 }
 
-/// The partitions of the crawl whose home prefix is `home`: the number recorded (a crawl
-/// recorded before partitions existed has one), else `ours` (0: one), recorded now if
-/// `record`. `ours` other than 0 and the recorded number is refused.
-pub(crate) async fn agree_partitions(
+/// The partitions of the crawl whose home prefix is `home` and their tags' suffixes (see
+/// `crate::tags`), as recorded: `None` when the crawl has no shape yet; one partition for a
+/// crawl recorded before partitions existed.
+pub(crate) async fn recorded_partitions(
     conn: &mut Conn,
     home: &str,
-    ours: u32,
-    record: bool,
-) -> Result<u32, RedisFrontierError> {
-    if ours > crate::MAX_PARTITIONS {
-        return Err(RedisFrontierError::Unsupported(format!(
-            "frontier.partitions = {ours}: a crawl has at most {} partitions",
-            crate::MAX_PARTITIONS
-        )));
-    }
-    let key = format!("{home}meta");
-    let (bits, stored): (Option<u64>, Option<u32>) = redis::pipe()
-        .cmd("HGET")
-        .arg(&key)
-        .arg("bits")
-        .cmd("HGET")
-        .arg(&key)
-        .arg("partitions")
+) -> Result<Option<(u32, Vec<u32>)>, RedisFrontierError> {
+    let (bits, parts, tags): (Option<u64>, Option<u32>, Option<String>) = redis::cmd("HMGET")
+        .arg(format!("{home}meta"))
+        .arg(&["bits", "partitions", "tags"])
         .query_async(conn)
         .await?;
-    let stored = match (stored, bits) {
+    let parts = match (parts, bits) {
         (Some(n), _) => n,
-        // Made before partitions were recorded: one.
         (None, Some(_)) => 1,
-        (None, None) if !record => ours.max(1),
-        (None, None) => {
-            let _: u8 = redis::cmd("HSETNX")
-                .arg(&key)
-                .arg("partitions")
-                .arg(ours.max(1))
-                .query_async(conn)
-                .await?;
-            let n: Option<u32> = redis::cmd("HGET")
-                .arg(&key)
-                .arg("partitions")
-                .query_async(conn)
-                .await?;
-            n.unwrap_or(1)
-        }
+        (None, None) => return Ok(None),
     };
-    if !(1..=crate::MAX_PARTITIONS).contains(&stored) {
-        return Err(RedisFrontierError::Partitions { stored, ours });
+    let tags = (1..=crate::MAX_PARTITIONS)
+        .contains(&parts)
+        .then(|| match &tags {
+            Some(t) => crate::tags::decode(t, parts),
+            // Recorded without tags: every tag the plain one.
+            None => Some(vec![0; parts as usize]),
+        })
+        .flatten();
+    match tags {
+        Some(t) => Ok(Some((parts, t))),
+        None => Err(RedisFrontierError::Unsupported(format!(
+            "the crawl's record of its partitions in Redis is not one this build reads \
+             ({parts} partitions)"
+        ))),
     }
-    if ours != 0 && ours != stored {
-        return Err(RedisFrontierError::Partitions { stored, ours });
-    }
-    Ok(stored)
+}
+
+/// Records `parts` partitions with their tags for the crawl whose `meta` is `KEYS[1]`, unless
+/// it has a shape already.
+const RECORD_PARTITIONS: &str = r"
+if redis.call('HEXISTS', KEYS[1], 'partitions') == 0 and redis.call('HEXISTS', KEYS[1], 'bits') == 0 then
+  redis.call('HSET', KEYS[1], 'partitions', ARGV[1], 'tags', ARGV[2])
+end
+return 1
+";
+
+/// Records the crawl's partitions (see [`RECORD_PARTITIONS`]): the recorded ones after.
+pub(crate) async fn record_partitions(
+    conn: &mut Conn,
+    home: &str,
+    parts: u32,
+    tags: &[u32],
+) -> Result<(u32, Vec<u32>), RedisFrontierError> {
+    let _: u8 = redis::Script::new(RECORD_PARTITIONS)
+        .key(format!("{home}meta"))
+        .arg(parts)
+        .arg(crate::tags::encode(tags))
+        .invoke_async(conn)
+        .await?;
+    Ok(recorded_partitions(conn, home)
+        .await?
+        .unwrap_or((parts, tags.to_vec())))
 }
 
 /// The visited set of crawl `crawl_id` at `url`, in Guava's `BloomFilter.writeTo` format:
@@ -230,33 +237,32 @@ pub async fn export_partitions(
 ) -> Result<Vec<Vec<u8>>, RedisFrontierError> {
     crate::frontier::check_crawl_id(crawl_id)?;
     let mut conn = Conn::open(url).await?;
-    let meta = format!("{}meta", crate::visited::partition_prefix(crawl_id, 0));
-    let (bits, hashes, parts): (Option<u64>, Option<u8>, Option<u32>) = redis::pipe()
+    let home = crate::visited::partition_prefix(crawl_id, 0, 0);
+    let meta = format!("{home}meta");
+    let (bits, hashes): (Option<u64>, Option<u8>) = redis::pipe()
         .cmd("HGET")
         .arg(&meta)
         .arg("bits")
         .cmd("HGET")
         .arg(&meta)
         .arg("hashes")
-        .cmd("HGET")
-        .arg(&meta)
-        .arg("partitions")
         .query_async(&mut conn)
         .await?;
     let (Some(bits), Some(hashes)) = (bits, hashes) else {
         return Err(RedisFrontierError::NoCrawl(crawl_id.to_owned()));
     };
-    let parts = parts.unwrap_or(1);
-    if bits == 0
-        || bits % 64 != 0
-        || bits > 1 << 32
-        || !(1..=crate::MAX_PARTITIONS).contains(&parts)
-    {
+    let Some((parts, tags)) = recorded_partitions(&mut conn, &home).await? else {
+        return Err(RedisFrontierError::NoCrawl(crawl_id.to_owned()));
+    };
+    if bits == 0 || bits % 64 != 0 || bits > 1 << 32 {
         return Err(RedisFrontierError::NoCrawl(crawl_id.to_owned()));
     }
     let mut out = Vec::with_capacity(parts as usize);
-    for p in 0..parts {
-        let key = format!("{}visited", crate::visited::partition_prefix(crawl_id, p));
+    for (p, n) in (0..parts).zip(tags) {
+        let key = format!(
+            "{}visited",
+            crate::visited::partition_prefix(crawl_id, p, n)
+        );
         let bitmap: Option<Vec<u8>> = redis::cmd("GET").arg(key).query_async(&mut conn).await?;
         out.push(guava_bytes(bits, hashes, &bitmap.unwrap_or_default()));
     }

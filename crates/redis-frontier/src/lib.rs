@@ -37,6 +37,7 @@ mod frontier;
 mod hosts;
 mod rules;
 mod scripts;
+mod tags;
 mod visited;
 
 pub use crate::frontier::{RedisConfig, RedisFrontier};

@@ -4,8 +4,10 @@
 //!
 //! A crawl split into P partitions (`frontier.partitions`) has one such set per partition,
 //! each under its own hash tag so a Redis Cluster spreads them over its masters: partition 0
-//! keeps the crawl's prefix `crawl:{ID}:`, partition p ≥ 1 is `crawl:{ID p}:` (a space is
-//! never in a crawl id, so no other crawl's tag can be one of these). A URL's bits live in
+//! keeps the crawl's prefix `crawl:{ID}:`, partition p ≥ 1 is `crawl:{ID p}:` or, where the
+//! crawl's first process chose another tag to even out the masters (`crate::tags`),
+//! `crawl:{ID p.n}:` (a space is never in a crawl id, so no other crawl's tag can be one of
+//! these). A URL's bits live in
 //! the partition of its queue key ([`partition_of`]), sized for a P-th of the crawl's URLs
 //! with half again for uneven hosts.
 
@@ -38,6 +40,18 @@ impl Visited {
         expected_urls: u64,
         fpp: f64,
     ) -> Result<Self, RedisFrontierError> {
+        Self::tagged(crawl_id, (p, 0), parts, expected_urls, fpp)
+    }
+
+    /// As [`Visited::partition`], partition `p` under its tag's suffix `n` (see the module
+    /// header).
+    pub fn tagged(
+        crawl_id: &str,
+        (p, n): (u32, u32),
+        parts: u32,
+        expected_urls: u64,
+        fpp: f64,
+    ) -> Result<Self, RedisFrontierError> {
         let expected = if parts > 1 {
             (expected_urls.saturating_mul(3) / 2).div_ceil(u64::from(parts))
         } else {
@@ -49,7 +63,7 @@ impl Visited {
             return Err(RedisFrontierError::TooLarge { bits: bit_size });
         }
         Ok(Self {
-            prefix: partition_prefix(crawl_id, p),
+            prefix: partition_prefix(crawl_id, p, n),
             bit_size,
             hashes,
             strategy: Strategy::default(),
@@ -84,12 +98,13 @@ impl Visited {
     }
 }
 
-/// The key prefix of partition `p` of crawl `crawl_id` (see the module header).
-pub fn partition_prefix(crawl_id: &str, p: u32) -> String {
-    if p == 0 {
-        format!("crawl:{{{crawl_id}}}:")
-    } else {
-        format!("crawl:{{{crawl_id} {p}}}:")
+/// The key prefix of partition `p` of crawl `crawl_id` under its tag's suffix `n` (0: the
+/// plain tag; see the module header).
+pub fn partition_prefix(crawl_id: &str, p: u32, n: u32) -> String {
+    match (p, n) {
+        (0, _) => format!("crawl:{{{crawl_id}}}:"),
+        (p, 0) => format!("crawl:{{{crawl_id} {p}}}:"),
+        (p, n) => format!("crawl:{{{crawl_id} {p}.{n}}}:"),
     }
 }
 

@@ -39,12 +39,14 @@ mod admit;
 mod durable;
 mod heartbeat;
 mod lease;
+mod open;
 mod parts;
+
+pub(crate) use open::check_crawl_id;
 mod robots;
 mod stats;
 mod urls;
 
-use crate::errors::start_error;
 use crate::{hosts, RedisFrontierError, Visited};
 use admit::{near_cache, Near};
 use heartbeat::{heartbeat, ticker};
@@ -144,59 +146,8 @@ impl RedisFrontier {
         redis: RedisConfig,
         seeds: &[&str],
     ) -> Result<Self, RedisFrontierError> {
-        check_crawl_id(&redis.crawl_id)?;
-        // The shape's first check, before Redis is asked: the whole crawl's filter.
-        Visited::new(&redis.crawl_id, cfg.expected_urls, cfg.fpp)?;
-        let mut conn = Conn::open(&redis.url).await?;
-        let home = crate::visited::partition_prefix(&redis.crawl_id, 0);
-        check_version(&mut conn, &home).await?;
-        let start = |e| match e {
-            RedisFrontierError::Redis(e) => start_error(e),
-            e => e,
-        };
-        // Read first, recorded once there is room: a crawl refused for want of room records
-        // nothing (its retry with other settings is a new crawl).
-        let n = crate::export::agree_partitions(&mut conn, &home, redis.partitions, false)
-            .await
-            .map_err(start)?;
-        check_partitioned(&cfg, n)?;
-        let parts = (0..n)
-            .map(|p| Visited::partition(&redis.crawl_id, p, n, cfg.expected_urls, cfg.fpp))
-            .collect::<Result<Vec<_>, _>>()?;
         let lease = redis.lease.max(Duration::from_millis(100));
-        crate::export::check_room(&mut conn, &parts).await?;
-        let recorded = crate::export::agree_partitions(&mut conn, &home, n, true)
-            .await
-            .map_err(start)?;
-        if recorded != n {
-            // Another process made the crawl meanwhile, with another number.
-            return Err(RedisFrontierError::Partitions {
-                stored: recorded,
-                ours: n,
-            });
-        }
-        if conn.is_cluster() {
-            // Each partition's master runs the scripts too.
-            for v in &parts[1..] {
-                check_version(&mut conn, v.prefix()).await?;
-            }
-        }
-        crate::export::check_shape(&mut conn, &parts)
-            .await
-            .map_err(start)?;
-        // The crawl clock counts a silence of up to a quarter of a lease whole (less than the
-        // heartbeat's period: a live holder renews with room to spare after an outage);
-        // longer, it is an outage (see `scripts`). Every process agrees on the lease (the
-        // engine's rules). Each partition has its own clock.
-        for v in &parts {
-            let _: () = redis::cmd("HSET")
-                .arg(format!("{}clock", v.prefix()))
-                .arg("step")
-                .arg(ms(lease) / 4)
-                .query_async(&mut conn)
-                .await
-                .map_err(start_error)?;
-        }
+        let (mut conn, parts) = open::open(&cfg, &redis, lease).await?;
         let visited = &parts[0];
         let canon = Canonicalizer::new(cfg.canon.clone());
         let stored: Vec<String> = redis::cmd("SMEMBERS")
@@ -275,57 +226,6 @@ impl Drop for RedisFrontier {
         if let Some(t) = &self.ticker {
             t.abort();
         }
-    }
-}
-
-/// A crawl id: printable, no braces (they delimit the hash tag), at most 128 bytes.
-pub(crate) fn check_crawl_id(id: &str) -> Result<(), RedisFrontierError> {
-    let ok = !id.is_empty()
-        && id.len() <= 128
-        && id
-            .chars()
-            .all(|c| c.is_ascii_graphic() && c != '{' && c != '}');
-    if ok {
-        Ok(())
-    } else {
-        Err(RedisFrontierError::CrawlId(id.to_owned()))
-    }
-}
-
-/// What a crawl of several partitions does not do yet: a crawl-wide page budget (one
-/// partition's lease script decides it) and politeness per address (an address' hosts may
-/// lie in different partitions).
-fn check_partitioned(cfg: &FrontierConfig, parts: u32) -> Result<(), RedisFrontierError> {
-    if parts <= 1 {
-        return Ok(());
-    }
-    let p = &cfg.politeness;
-    let what = if cfg.max_pages.is_some() {
-        "a crawl-wide page budget (max_pages)"
-    } else if !p.ip_delay.is_zero() || p.max_per_ip > 0 {
-        "politeness per address (politeness.ip_delay_ms, politeness.max_per_ip)"
-    } else {
-        return Ok(());
-    };
-    Err(RedisFrontierError::Unsupported(format!(
-        "{what} needs a crawl of one partition; this crawl has {parts} (frontier.partitions)"
-    )))
-}
-
-/// The scripts need Redis 6.2 or later (`ZRANGE … BYSCORE`).
-async fn check_version(conn: &mut Conn, key: &str) -> Result<(), RedisFrontierError> {
-    let info: String = conn
-        .on_node_of(key, redis::cmd("INFO").arg("server"))
-        .await?;
-    let version = crate::conn::info_field(&info, "redis_version")
-        .unwrap_or("0")
-        .to_owned();
-    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    if (major, minor) >= (6, 2) {
-        Ok(())
-    } else {
-        Err(RedisFrontierError::Version(version))
     }
 }
 
