@@ -87,6 +87,10 @@ async fn check_node_room(
 /// upgraded together (stop them all, then start the new build).
 pub(crate) const ENTRY_FORMAT: u64 = 6;
 
+/// The format a crawl of several partitions records: builds older than partitions (which
+/// read format 6 and no further) would take it for one partition and split it.
+pub(crate) const PARTITIONED_FORMAT: u64 = 7;
+
 /// The crawl's entry format before this call (0: none recorded), raised to ARGV[1] unless
 /// it is higher already.
 const RAISE_FORMAT: &str = r"
@@ -126,15 +130,20 @@ pub(crate) async fn check_shape<C: ConnectionLike + Send>(
         (Some(b), Some(k)) if (b, k) == ours => {
             // Only a process whose shape agrees records its format, in one step: the mark
             // never goes down, and an older process is refused from then on.
+            let format = if parts.len() > 1 {
+                PARTITIONED_FORMAT
+            } else {
+                ENTRY_FORMAT
+            };
             let stored: u64 = redis::Script::new(RAISE_FORMAT)
                 .key(&key)
-                .arg(ENTRY_FORMAT)
+                .arg(format)
                 .invoke_async(conn)
                 .await?;
-            if stored > ENTRY_FORMAT {
+            if stored > PARTITIONED_FORMAT {
                 return Err(RedisFrontierError::NewerEntries {
                     stored,
-                    ours: ENTRY_FORMAT,
+                    ours: PARTITIONED_FORMAT,
                 });
             }
             for v in parts {

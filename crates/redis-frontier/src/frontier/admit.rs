@@ -211,10 +211,6 @@ impl Shared {
             if let Some(e) = failed {
                 return Err(self.failed(e));
             }
-            // On a cluster, a replica has the links before the page's fence answers (and
-            // before any offer is acknowledged): see `durable.rs`.
-            let parts: Vec<usize> = calls.iter().map(|(p, _)| *p).collect();
-            self.make_durable(&parts).await?;
             if let Some(n) = &near {
                 // Not one refused for its host's budget: Redis left it unseen.
                 for (Admitting { url, .. }, code) in batch.iter().zip(&codes) {
@@ -253,13 +249,22 @@ impl Shared {
         requeue: bool,
         fence: Option<u64>,
     ) -> Result<Vec<u8>, redis::RedisError> {
+        // On a cluster, links are waited for on a replica in the same pipeline (see
+        // `durable.rs`); not a call that carries only counts or a fence.
+        let wait = !batch.is_empty() && self.conn.is_cluster() && {
+            let has = self.has_replica(p).await;
+            if !has {
+                self.wait_skipped.fetch_add(1, Ordering::Relaxed);
+            }
+            has
+        };
         let hosts = 1 + batch.windows(2).filter(|w| w[0].host != w[1].host).count();
         let hosts = if batch.is_empty() { 0 } else { hosts };
         let exact = self.cfg.dedup == frontier::Dedup::Exact;
         let dated = batch.iter().any(|b| b.due.is_some());
         let visited = &self.parts[p];
         let k = visited.hashes();
-        let mut call = self.invoke_on(p, &self.scripts.admit);
+        let mut call = self.script_cmd(p, &self.scripts.admit);
         let budget = self.cfg.max_pages_per_host.unwrap_or(0);
         let order = match self.cfg.order {
             Order::BreadthFirst => "b",
@@ -311,12 +316,51 @@ impl Shared {
                 .arg(super::ms(self.lease))
                 .arg(id);
         }
-        call.invoke_async(&mut self.conn.clone()).await
+        let mut conn = self.conn.clone();
+        let mut loaded = false;
+        loop {
+            let reply = if wait {
+                let mut pipe = redis::pipe();
+                pipe.add_command(call.clone())
+                    .cmd("WAIT")
+                    .arg(1)
+                    .arg(super::durable::WAIT_MS);
+                match pipe.query_async::<(Vec<u8>, u64)>(&mut conn).await {
+                    Ok((codes, 0)) => self.unacked(p).await.map(|()| codes),
+                    other => other.map(|(codes, _)| codes),
+                }
+            } else {
+                call.query_async::<Vec<u8>>(&mut conn).await
+            };
+            match reply {
+                // A node without the script (restarted, or a replica promoted): loaded on
+                // every node, then sent again.
+                Err(e)
+                    if !loaded
+                        && e.kind()
+                            == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    self.scripts
+                        .admit
+                        .prepare_invoke()
+                        .load_async(&mut conn)
+                        .await?;
+                    loaded = true;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// A failed call: the near cache is dropped (Redis may have restarted without its last
     /// writes), and the error is the engine's.
     pub(super) fn failed(&self, e: redis::RedisError) -> FrontierError {
+        // A failed call may be a failover: which masters have replicas is read again.
+        self.replicas
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter_mut()
+            .for_each(|r| *r = None);
         if let Some(near) = &self.near {
             if let Some(fresh) = near_cache(&self.cfg) {
                 *near.write().unwrap_or_else(|e| e.into_inner()) = fresh;

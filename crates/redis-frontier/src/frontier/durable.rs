@@ -12,24 +12,24 @@
 //! lose only completions and leases, whose URLs are fetched again (repeats, not losses). The
 //! cost is one round trip to a replica per page and partition its links touch.
 //!
-//! How: `WAIT` counts the replicas that acknowledged the *connection's* writes so far; the
-//! cluster client has one connection per node, shared by this process' calls, so a `WAIT`
-//! sent to the partition's master after the admission's reply covers it (and whatever else
-//! this process wrote there meanwhile). A master without a connected replica (`INFO
-//! replication`, read again every few seconds) is not waited for — nothing can fail over to
-//! it — and counted (`wait_skipped`). No replica acknowledging within [`WAIT_MS`] fails the
-//! offer as unavailable: the engine offers the page's links again (admission is idempotent)
-//! and waits again, and the page's record is not written meanwhile.
+//! How: `WAIT` counts the replicas that acknowledged the *connection's* writes so far, so it
+//! goes in the same pipeline as the admission (`admit.rs`): the cluster client routes the
+//! pipeline by the script's key and sends it, and sends it again after a redirection or a
+//! lost connection, as one — the answer always covers the admission it follows. A master
+//! without a replica online (`INFO replication`, read again every few seconds; a node that
+//! is not a master is taken to have one) is not waited for — nothing can fail over to it —
+//! and counted (`wait_skipped`). No replica acknowledging within [`WAIT_MS`] fails the offer
+//! as unavailable: the engine offers the page's links again (admission is idempotent) and
+//! waits again, and the page's record is not written meanwhile.
 
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-use frontier::FrontierError;
 
 use super::Shared;
 
-/// How long a page's fence waits for a replica.
-const WAIT_MS: u64 = 1000;
+/// How long a page's fence waits for a replica: a healthy one answers within a round trip;
+/// short, because a waiting `WAIT` holds up this process' other calls to that master (one
+/// connection per node), lease renewals among them.
+pub(super) const WAIT_MS: u64 = 200;
 
 /// How long a master's replica count is trusted.
 const RECHECK: Duration = Duration::from_secs(5);
@@ -38,58 +38,47 @@ const RECHECK: Duration = Duration::from_secs(5);
 pub(super) type ReplicaSeen = Option<(Instant, bool)>;
 
 impl Shared {
-    /// Waits until a replica of each partition in `parts` has this process' writes to it
-    /// (see the module header); nothing on one Redis.
-    pub(super) async fn make_durable(&self, parts: &[usize]) -> Result<(), FrontierError> {
-        if !self.conn.is_cluster() || parts.is_empty() {
-            return Ok(());
-        }
-        let waits = parts.iter().map(|p| self.wait_for_replica(*p)).collect();
-        for r in super::parts::join_all(waits).await {
-            r?;
-        }
-        Ok(())
-    }
-
-    async fn wait_for_replica(&self, p: usize) -> Result<(), FrontierError> {
-        let key = format!("{}stats", self.prefix(p));
-        if !self.has_replica(p, &key).await? {
-            self.wait_skipped.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
-        }
-        let acked: u64 = self
-            .conn
-            .clone()
-            .on_node_of(&key, redis::cmd("WAIT").arg(1).arg(WAIT_MS))
-            .await
-            .map_err(|e| self.failed(e))?;
-        if acked >= 1 {
-            return Ok(());
-        }
-        // Counted again next time: it may have lost its replica.
+    /// No replica acknowledged partition `p`'s admission in time: fine if its master has
+    /// none online now (a replica promoted after a failover has none: counted as not waited
+    /// for), else an error (the offer is retried).
+    pub(super) async fn unacked(&self, p: usize) -> redis::RedisResult<()> {
         self.replicas.lock().unwrap_or_else(|e| e.into_inner())[p] = None;
-        Err(FrontierError::Unavailable(format!(
-            "no replica of the Redis master of partition {p} acknowledged a page's links \
-             within {WAIT_MS} ms"
+        if !self.has_replica(p).await {
+            self.wait_skipped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Ok(());
+        }
+        Err(redis::RedisError::from((
+            redis::ErrorKind::Io,
+            "no replica acknowledged a page's links in time",
+            format!("partition {p}, {WAIT_MS} ms"),
         )))
     }
 
-    /// Whether partition `p`'s master has a connected replica (counted every [`RECHECK`]).
-    async fn has_replica(&self, p: usize, key: &str) -> Result<bool, FrontierError> {
+    /// Whether partition `p`'s master has a replica online (counted every [`RECHECK`]);
+    /// when it cannot be told, yes (the `WAIT` then says).
+    pub(super) async fn has_replica(&self, p: usize) -> bool {
         let seen = self.replicas.lock().unwrap_or_else(|e| e.into_inner())[p];
         if let Some((_, has)) = seen.filter(|(at, _)| at.elapsed() < RECHECK) {
-            return Ok(has);
+            return has;
         }
-        let info: String = self
+        let key = format!("{}stats", self.prefix(p));
+        let info: String = match self
             .conn
             .clone()
-            .on_node_of(key, redis::cmd("INFO").arg("replication"))
+            .on_node_of(&key, redis::cmd("INFO").arg("replication"))
             .await
-            .map_err(|e| self.failed(e))?;
-        let has = crate::conn::info_field(&info, "connected_slaves")
-            .and_then(|n| n.parse::<u32>().ok())
-            .is_some_and(|n| n > 0);
+        {
+            Ok(info) => info,
+            Err(_) => return true,
+        };
+        let master = crate::conn::info_field(&info, "role") == Some("master");
+        let online = info
+            .lines()
+            .filter(|l| l.starts_with("slave") && l.contains("state=online"))
+            .count();
+        let has = !master || online > 0;
         self.replicas.lock().unwrap_or_else(|e| e.into_inner())[p] = Some((Instant::now(), has));
-        Ok(has)
+        has
     }
 }

@@ -1,6 +1,6 @@
 //! The heartbeat that keeps this process' leases alive: every third of a lease, each
 //! partition's leases renewed in one call. And, with several partitions, the ticker: a
-//! partition this process has not asked for a lease for half a clock step gets a *tick*
+//! partition this process has not asked for a lease for a quarter of a clock step gets a *tick*
 //! (the lease script handing nothing out), so that every partition's crawl clock, lease
 //! expiry and due URLs keep moving while this process' workers are busy elsewhere — a
 //! partition left uncalled for longer than a step would count the silence as an outage and
@@ -57,29 +57,30 @@ pub(super) async fn heartbeat(shared: std::sync::Weak<Shared>) {
     }
 }
 
-/// Ticks every partition not asked for a lease for half a clock step (a lease / 8), until the
-/// frontier is dropped.
+/// Ticks every partition not asked for a lease for a quarter of a clock step (so none goes a
+/// step without a call), until the frontier is dropped. Each tick runs on its own, at most
+/// one per partition at a time: a master failing over holds up no other partition's ticks.
 pub(super) async fn ticker(shared: std::sync::Weak<Shared>) {
     let period = match shared.upgrade() {
-        Some(s) => (s.lease / 8).max(Duration::from_millis(10)),
+        Some(s) => (s.lease / 16).max(Duration::from_millis(10)),
         None => return,
     };
     loop {
         tokio::time::sleep(period).await;
         let Some(s) = shared.upgrade() else { return };
-        let due = s.not_asked_for(period);
-        let ticks = due
-            .iter()
-            .map(|p| {
-                let s = &s;
-                async move { (*p, s.lease_once(None, Some("\n"), *p).await) }
-            })
-            .collect();
-        for (p, r) in super::parts::join_all(ticks).await {
-            match r {
-                Ok(answer) => s.note(p, &answer),
-                Err(e) => tracing::debug!(error = %e, partition = p, "tick failed"),
+        for p in s.not_asked_for(period) {
+            if s.ticking[p].swap(true, Ordering::AcqRel) {
+                continue;
             }
+            let weak = std::sync::Arc::downgrade(&s);
+            tokio::spawn(async move {
+                let Some(s) = weak.upgrade() else { return };
+                match s.lease_once(None, Some("\n"), p).await {
+                    Ok(answer) => s.note(p, &answer),
+                    Err(e) => tracing::debug!(error = %e, partition = p, "tick failed"),
+                }
+                s.ticking[p].store(false, Ordering::Release);
+            });
         }
     }
 }

@@ -109,6 +109,8 @@ struct Shared {
     wait_skipped: AtomicU64,
     /// The poller's last round, when it found every partition empty (see `parts.rs`).
     quiet: Mutex<Option<Vec<parts::Quiet>>>,
+    /// Per partition, a tick in flight (see `heartbeat.rs`).
+    ticking: Vec<AtomicBool>,
     /// When the poller's last round began (one per poll interval at most).
     round_at: Mutex<Option<std::time::Instant>>,
     canon: Canonicalizer,
@@ -178,6 +180,7 @@ impl RedisFrontier {
             wait_skipped: AtomicU64::new(0),
             quiet: Mutex::default(),
             round_at: Mutex::default(),
+            ticking: (0..parts.len()).map(|_| AtomicBool::new(false)).collect(),
             parts,
             canon,
             scope: RwLock::new(scope),

@@ -57,7 +57,7 @@ pub(super) async fn open(
             (n, tags)
         }
     };
-    check_partitioned(&cfg, n)?;
+    check_partitioned(cfg, n)?;
     let partitions = |tags: &[u32]| {
         (0..n)
             .zip(tags)

@@ -99,6 +99,23 @@ impl Shared {
         call
     }
 
+    /// The `EVALSHA` of `script` on partition `p` as a command (to send in a pipeline), with
+    /// the arguments every script takes: the same call as [`Shared::invoke_on`]'s.
+    pub(super) fn script_cmd(&self, p: usize, script: &redis::Script) -> redis::Cmd {
+        let pol = &self.cfg.politeness;
+        let prefix = self.prefix(p);
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash())
+            .arg(1)
+            .arg(format!("{prefix}stats"))
+            .arg(prefix)
+            .arg(super::ms(pol.delay))
+            .arg(pol.max_per_host.max(1))
+            .arg(super::ms(pol.backoff_base))
+            .arg(super::ms(pol.max_backoff));
+        cmd
+    }
+
     /// The partitions to ask for a lease now, best first: those with a URL due (earliest
     /// first), then those not asked for a poll interval, from a rotating start so that the
     /// processes of a crawl do not all ask the same one.
