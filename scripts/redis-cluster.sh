@@ -5,6 +5,9 @@
 #
 #   scripts/redis-cluster.sh start [DIR] [BASE] [MASTERS]   # defaults: $TMPDIR/crawler-cluster 7100 3
 #   scripts/redis-cluster.sh stop  [DIR]
+#   REPLICAS=0 …   # masters only (any number from 1: slots assigned by hand, as redis-cli
+#                  # --cluster create wants at least 3 masters)
+#   AOF=no …       # no append-only file (benchmarks against a Redis without persistence)
 #
 # `start` prints the cluster's URL (any one node names it) once every slot is served.
 set -euo pipefail
@@ -13,12 +16,15 @@ cmd=${1:-start}
 dir=${2:-${TMPDIR:-/tmp}/crawler-cluster}
 base=${3:-7100}
 masters=${4:-3}
+replicas=${REPLICAS:-1}
+aof=${AOF:-yes}
 
 case $cmd in
 start)
     command -v redis-server >/dev/null || { echo "redis-server is missing (apt-get install redis-server)" >&2; exit 69; }
     addrs=()
-    for ((i = 0; i < 2 * masters; i++)); do
+    nodes=$((masters * (1 + replicas)))
+    for ((i = 0; i < nodes; i++)); do
         port=$((base + i))
         if redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1; then
             echo "port $port already answers: not a node this script started; choose another BASE" >&2
@@ -27,7 +33,7 @@ start)
         mkdir -p "$dir/$port"
         redis-server --port "$port" --bind 127.0.0.1 --dir "$dir/$port" \
             --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
-            --appendonly yes --save "" --repl-diskless-sync-delay 0 --daemonize yes \
+            --appendonly "$aof" --save "" --repl-diskless-sync-delay 0 --daemonize yes \
             --pidfile "$dir/$port/redis.pid" --logfile "$dir/$port/redis.log"
         addrs+=("127.0.0.1:$port")
     done
@@ -37,13 +43,23 @@ start)
             sleep 0.1
         done
     done
-    redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$dir/create.log"
+    if ((replicas == 0)); then
+        # Slots split evenly by hand, then every node introduced to the first.
+        for ((i = 0; i < masters; i++)); do
+            lo=$((16384 * i / masters)) hi=$((16384 * (i + 1) / masters - 1))
+            redis-cli -h 127.0.0.1 -p $((base + i)) cluster addslotsrange "$lo" "$hi" >/dev/null
+            ((i == 0)) || redis-cli -h 127.0.0.1 -p $((base + i)) cluster meet 127.0.0.1 "$base" >/dev/null
+        done
+    else
+        redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes >"$dir/create.log"
+    fi
     for _ in $(seq 300); do
         redis-cli -h 127.0.0.1 -p "$base" cluster info | grep -q '^cluster_state:ok' && break
         sleep 0.1
     done
     for _ in $(seq 300); do
-        [ "$(redis-cli -h 127.0.0.1 -p "$base" cluster nodes | grep -c slave)" -eq "$masters" ] && break
+        [ "$(redis-cli -h 127.0.0.1 -p "$base" cluster nodes | grep -c slave)" -eq $((masters * replicas)) ] &&
+            [ "$(redis-cli -h 127.0.0.1 -p "$base" cluster nodes | grep -c connected)" -eq "$nodes" ] && break
         sleep 0.1
     done
     # A replica that never synced does not take over: wait for every replica's link.

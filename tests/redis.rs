@@ -104,6 +104,18 @@ fn finish(mut child: Child, limit: Duration) -> String {
     err
 }
 
+/// Kills every child and returns what each wrote to stderr (a test's diagnosis when a crawl
+/// stalls).
+pub(crate) fn kill_all(children: Vec<Child>) -> Vec<String> {
+    children
+        .into_iter()
+        .map(|mut c| {
+            let _ = c.kill();
+            c.wait_with_output().map(|o| stderr(&o)).unwrap_or_default()
+        })
+        .collect()
+}
+
 /// A test site of `pages` pages on `hosts` hosts, answering each page after `latency_ms`,
 /// and `n` crawler processes sharing the crawl in `redis_url` (`politeness`: their
 /// `[politeness]` lines), started.

@@ -332,9 +332,35 @@ async fn a_pages_links_are_on_a_replica_before_its_fence_answers() {
     f.complete(lease, Outcome::Done).await.unwrap();
     let stats = f.stats().await.unwrap();
     assert_eq!(stats.extra["wait_skipped"], 0);
+    // Each failed offer was sent again before it failed (its `WAIT`s unanswered).
+    let retried = stats.extra["wait_retried"];
+    assert!(retried >= 2 * 4, "sent again {retried} times");
     assert_eq!(
         stats.admitted,
         1 + 12 - 1 + 2,
         "a.test/0 was the leased page"
     );
+
+    // Replicas slower than one `WAIT` (stopped until the offer was sent again) hold it up,
+    // no more: it goes through, its URLs admitted and counted once.
+    for r in &replicas {
+        cluster.node(*r).unwrap().pause().unwrap();
+    }
+    let slow = async {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while f.stats().await.unwrap().extra["wait_retried"] == retried
+            && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for r in &replicas {
+            cluster.node(*r).unwrap().resume().unwrap();
+        }
+    };
+    let (answers, ()) = tokio::join!(f.offer(None, links("f.test", 3)), slow);
+    let answers = answers.expect("admitted once a replica acknowledged");
+    assert!(answers.iter().all(|a| *a == frontier::Admission::Admitted));
+    let after = f.stats().await.unwrap();
+    assert!(after.extra["wait_retried"] > retried);
+    assert_eq!(after.admitted, stats.admitted + 3);
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use frontier::{Admission, Entry, FrontierConfig, FrontierError, Link, Order, OutOfScope};
 
 use super::Shared;
+use crate::conn::Conn;
 use crate::errors::frontier_error;
 
 pub(super) type Near = bloom::ScalableBloomFilter<str, bloom::StringFunnel>;
@@ -258,6 +259,50 @@ impl Shared {
             }
             has
         };
+        let call = self.admit_cmd(p, batch, near_dups, counted, requeue, fence);
+        if !wait {
+            return self.send_admission(&call).await;
+        }
+        // A replica slower than a `WAIT`: the same admission again (idempotent; the client's
+        // counts not again, its URLs counted as duplicates of themselves) and `WAIT` again.
+        // A URL the first send admitted answers "seen" the next time: the answers are merged.
+        let again = self.admit_cmd(p, batch, 0, &[], requeue, fence);
+        let mut first: Option<Vec<u8>> = None;
+        let mut tries = 0;
+        loop {
+            let mut pipe = redis::pipe();
+            pipe.add_command(if tries == 0 {
+                call.clone()
+            } else {
+                again.clone()
+            })
+            .cmd("WAIT")
+            .arg(1)
+            .arg(super::durable::WAIT_MS);
+            tries += 1;
+            let (codes, acked) = self.send_admission::<_, (Vec<u8>, u64)>(&pipe).await?;
+            let codes = merge_answers(first.take(), codes, fence.is_some());
+            if acked > 0 {
+                return Ok(codes);
+            }
+            if tries >= super::durable::WAIT_TRIES {
+                return self.unacked(p).await.map(|()| codes);
+            }
+            self.wait_retried.fetch_add(1, Ordering::Relaxed);
+            first = Some(codes);
+        }
+    }
+
+    /// The admission script's call (see [`admit_call`](Self::admit_call)).
+    fn admit_cmd(
+        &self,
+        p: usize,
+        batch: &[Admitting],
+        near_dups: u64,
+        counted: &[(OutOfScope, u64)],
+        requeue: bool,
+        fence: Option<u64>,
+    ) -> redis::Cmd {
         let hosts = 1 + batch.windows(2).filter(|w| w[0].host != w[1].host).count();
         let hosts = if batch.is_empty() { 0 } else { hosts };
         let exact = self.cfg.dedup == frontier::Dedup::Exact;
@@ -316,25 +361,20 @@ impl Shared {
                 .arg(super::ms(self.lease))
                 .arg(id);
         }
+        call
+    }
+
+    /// Sends an admission (`call`: its script alone, or with a `WAIT` after it), loading the
+    /// script on every node once when a node lacks it (restarted, or a replica promoted).
+    async fn send_admission<C, T>(&self, call: &C) -> redis::RedisResult<T>
+    where
+        C: Sendable,
+        T: redis::FromRedisValue,
+    {
         let mut conn = self.conn.clone();
         let mut loaded = false;
         loop {
-            let reply = if wait {
-                let mut pipe = redis::pipe();
-                pipe.add_command(call.clone())
-                    .cmd("WAIT")
-                    .arg(1)
-                    .arg(super::durable::WAIT_MS);
-                match pipe.query_async::<(Vec<u8>, u64)>(&mut conn).await {
-                    Ok((codes, 0)) => self.unacked(p).await.map(|()| codes),
-                    other => other.map(|(codes, _)| codes),
-                }
-            } else {
-                call.query_async::<Vec<u8>>(&mut conn).await
-            };
-            match reply {
-                // A node without the script (restarted, or a replica promoted): loaded on
-                // every node, then sent again.
+            match call.send(&mut conn).await {
                 Err(e)
                     if !loaded
                         && e.kind()
@@ -367,5 +407,54 @@ impl Shared {
             }
         }
         frontier_error(e)
+    }
+}
+
+/// The answers of an admission sent again after an unacknowledged `WAIT`: a URL admitted by
+/// either send is admitted (the second finds it seen); the fence's answer (last, when
+/// `fenced`) is the latest.
+fn merge_answers(first: Option<Vec<u8>>, mut latest: Vec<u8>, fenced: bool) -> Vec<u8> {
+    let Some(first) = first else { return latest };
+    let urls = latest.len() - usize::from(fenced && !latest.is_empty());
+    for (new, old) in latest[..urls].iter_mut().zip(&first) {
+        if *old == 1 {
+            *new = 1;
+        }
+    }
+    latest
+}
+
+/// An admission as sent: the script alone, or in a pipeline with its `WAIT`.
+pub(super) trait Sendable {
+    /// Sends it on `conn`, reading the reply as `T`.
+    async fn send<T: redis::FromRedisValue>(&self, conn: &mut Conn) -> redis::RedisResult<T>;
+}
+
+impl Sendable for redis::Cmd {
+    async fn send<T: redis::FromRedisValue>(&self, conn: &mut Conn) -> redis::RedisResult<T> {
+        self.query_async(conn).await
+    }
+}
+
+impl Sendable for redis::Pipeline {
+    async fn send<T: redis::FromRedisValue>(&self, conn: &mut Conn) -> redis::RedisResult<T> {
+        self.query_async(conn).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_answers;
+
+    #[test]
+    fn a_url_admitted_by_the_first_send_stays_admitted() {
+        // The first send admitted URL 0 and was refused URL 2 for its budget; the second
+        // finds URL 0 seen and the fence now lost.
+        assert_eq!(
+            merge_answers(Some(vec![1, 0, 2, 1]), vec![0, 0, 2, 0], true),
+            [1, 0, 2, 0]
+        );
+        assert_eq!(merge_answers(Some(vec![1, 0]), vec![0, 1], false), [1, 1]);
+        assert_eq!(merge_answers(None, vec![0, 1], false), [0, 1]);
     }
 }

@@ -18,9 +18,12 @@
 //! lost connection, as one — the answer always covers the admission it follows. A master
 //! without a replica online (`INFO replication`, read again every few seconds; a node that
 //! is not a master is taken to have one) is not waited for — nothing can fail over to it —
-//! and counted (`wait_skipped`). No replica acknowledging within [`WAIT_MS`] fails the offer
-//! as unavailable: the engine offers the page's links again (admission is idempotent) and
-//! waits again, and the page's record is not written meanwhile.
+//! and counted (`wait_skipped`). No replica acknowledging within [`WAIT_MS`]: the pipeline is
+//! sent again (admission is idempotent; the client's counts are not sent twice, the resent
+//! URLs count as duplicates of themselves; `wait_retried`), up to [`WAIT_TRIES`] sends — a
+//! replica merely slow under load holds nothing up for long. None of them acknowledged fails
+//! the offer as unavailable: the engine offers the page's links again and waits again, and
+//! the page's record is not written meanwhile.
 
 use std::time::{Duration, Instant};
 
@@ -30,6 +33,11 @@ use super::Shared;
 /// short, because a waiting `WAIT` holds up this process' other calls to that master (one
 /// connection per node), lease renewals among them.
 pub(super) const WAIT_MS: u64 = 200;
+
+/// How many times an admission is sent with its `WAIT` before it fails as unavailable (each
+/// send holds this process' other calls to that master up for at most [`WAIT_MS`], and they
+/// go between sends).
+pub(super) const WAIT_TRIES: u32 = 5;
 
 /// How long a master's replica count is trusted.
 const RECHECK: Duration = Duration::from_secs(5);

@@ -107,6 +107,8 @@ struct Shared {
     replicas: Mutex<Vec<durable::ReplicaSeen>>,
     /// Admissions not waited for: their master had no replica.
     wait_skipped: AtomicU64,
+    /// Admissions sent again: no replica acknowledged the last send in time.
+    wait_retried: AtomicU64,
     /// The poller's last round, when it found every partition empty (see `parts.rs`).
     quiet: Mutex<Option<Vec<parts::Quiet>>>,
     /// Per partition, a tick in flight (see `heartbeat.rs`).
@@ -178,6 +180,7 @@ impl RedisFrontier {
             rotor: AtomicUsize::new(std::process::id() as usize),
             replicas: Mutex::new(vec![None; parts.len()]),
             wait_skipped: AtomicU64::new(0),
+            wait_retried: AtomicU64::new(0),
             quiet: Mutex::default(),
             round_at: Mutex::default(),
             ticking: (0..parts.len()).map(|_| AtomicBool::new(false)).collect(),

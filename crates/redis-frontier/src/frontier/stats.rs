@@ -80,6 +80,9 @@ impl Shared {
             stats
                 .extra
                 .insert("wait_skipped", self.wait_skipped.load(Ordering::Relaxed));
+            stats
+                .extra
+                .insert("wait_retried", self.wait_retried.load(Ordering::Relaxed));
         }
         // Address groups (politeness per address), as the local scheduler counts them.
         for (ours, theirs) in [

@@ -14,8 +14,9 @@
 //!   the crawl ran for longer than `clock.step` (a quarter of a lease). While Redis is down or
 //!   stopped, and every process is cut off, the clock stands still, so leases expire by the
 //!   time the crawl could renew them: an outage longer than a lease does not hand live
-//!   holders' leases to others. After an outage no lease expires for one lease (`grace`), so
-//!   a process that reconnects later than the others keeps its leases too. A process paused
+//!   holders' leases to others. After an outage no lease expires for one lease plus the
+//!   outage's length (at most four leases in all: `grace`), so a process that reconnects
+//!   later than the others keeps its leases too. A process paused
 //!   alone while others run does lose its leases.
 //!
 //! Keys (all under the crawl's prefix `crawl:{ID}:`, one hash slot):
@@ -45,7 +46,7 @@
 //!   in place of each process' configured one;
 //! - `clock` — the crawl clock (`last`: server ms of the last script, `off`: ms not counted,
 //!   `step`: the longest gap counted whole, a quarter of a lease; `grace`: the crawl time
-//!   before which no lease expires, one lease after the last outage).
+//!   before which no lease expires, one lease and the outage's length after the last outage).
 //!
 //! Every script takes `ARGV[1..5]` = prefix, default delay (ms), default `max_per_host`,
 //! back-off base (ms), most back-off (ms); its own arguments follow.
@@ -82,11 +83,14 @@ local function now_ms()
   local gap = server - last
   SERVER_MS = server
   -- A silence longer than a step is an outage: only a step of it counts, and no lease
-  -- expires for a whole lease (four steps) after it, so a process that reconnects later
-  -- than another still renews in time. A server clock set back does not take the crawl's back.
+  -- expires for a whole lease (four steps) plus as long as the outage lasted (at most three
+  -- more leases) after it, so a process that reconnects later than another — its client
+  -- still retrying the old node, or backing off — still renews in time. A server clock set
+  -- back does not take the crawl's back.
   if gap > step then
     off = off + gap - step
-    redis.call('HSET', P .. 'clock', 'last', I(server), 'off', I(off), 'grace', I(server - off + 4 * step))
+    local grace = 4 * step + math.min(gap, 12 * step)
+    redis.call('HSET', P .. 'clock', 'last', I(server), 'off', I(off), 'grace', I(server - off + grace))
   else
     if gap < 0 then off = off + gap end
     redis.call('HSET', P .. 'clock', 'last', I(server), 'off', I(off))
