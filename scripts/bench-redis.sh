@@ -28,7 +28,11 @@ rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); 
 redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >/dev/null 2>&1 &
 redis=$!
 server=
-cleanup() { kill $redis ${server:-} 2>/dev/null || true; rm -rf "$work"; }
+cleanup() {
+    kill $redis ${server:-} 2>/dev/null || true
+    for d in "$work"/cluster/*/; do [[ -d $d ]] && scripts/redis-cluster.sh stop "$d"; done
+    rm -rf "$work"
+}
 trap cleanup EXIT
 until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.1; done
 redis_url="redis://127.0.0.1:$rport/0"
@@ -126,9 +130,12 @@ while True:
     cluster() { # name masters replicas
         local name=$1 m=$2 r=$3
         mkdir -p "$cdir/$name"
-        REPLICAS=$r AOF=no scripts/redis-cluster.sh start "$cdir/$name" "$cbase" "$m"
+        REPLICAS=$r AOF=no scripts/redis-cluster.sh start "$cdir/$name" "$cbase" "$m" || {
+            tail -n 5 "$cdir/$name"/*/redis.log >&2
+            return 1
+        }
     }
-    uncluster() { scripts/redis-cluster.sh stop "$cdir/$1"; sleep 1; }
+    uncluster() { scripts/redis-cluster.sh stop "$cdir/$1"; }
     start_site "$pages" "$hosts"
     for r in $(seq 1 "$rounds"); do
         masters=("$rport") flushed=("$rport") frontier_extra= redis_url="redis://127.0.0.1:$rport/0"

@@ -53,9 +53,14 @@ start)
     else
         redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes >"$dir/create.log"
     fi
-    for _ in $(seq 300); do
-        redis-cli -h 127.0.0.1 -p "$base" cluster info | grep -q '^cluster_state:ok' && break
-        sleep 0.1
+    # Every node sees every slot served and knows every other node (a client may ask any).
+    for a in "${addrs[@]}"; do
+        for _ in $(seq 300); do
+            info=$(redis-cli -h 127.0.0.1 -p "${a##*:}" cluster info | tr -d '\r')
+            grep -q '^cluster_state:ok' <<<"$info" &&
+                grep -q "^cluster_known_nodes:$nodes\$" <<<"$info" && break
+            sleep 0.1
+        done
     done
     for _ in $(seq 300); do
         [ "$(redis-cli -h 127.0.0.1 -p "$base" cluster nodes | grep -c slave)" -eq $((masters * replicas)) ] &&
@@ -73,8 +78,17 @@ start)
     echo "redis+cluster://127.0.0.1:$base"
     ;;
 stop)
+    pids=()
     for pid in "$dir"/*/redis.pid; do
-        [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
+        [ -f "$pid" ] && pids+=("$(cat "$pid")")
+    done
+    kill "${pids[@]}" 2>/dev/null || true
+    # Gone before this returns, so that the ports can be used again at once.
+    for p in "${pids[@]}"; do
+        for _ in $(seq 100); do
+            kill -0 "$p" 2>/dev/null || break
+            sleep 0.1
+        done
     done
     ;;
 *)
