@@ -266,19 +266,19 @@ impl Shared {
         // A replica slower than a `WAIT`: the same admission again (idempotent; the client's
         // counts not again, its URLs counted as duplicates of themselves) and `WAIT` again.
         // A URL the first send admitted answers "seen" the next time: the answers are merged.
-        let again = self.admit_cmd(p, batch, 0, &[], requeue, fence);
+        // The resend (without the counts) is built only once a `WAIT` went unanswered.
+        let mut call = call;
         let mut first: Option<Vec<u8>> = None;
         let mut tries = 0;
         loop {
+            if tries == 1 {
+                call = self.admit_cmd(p, batch, 0, &[], requeue, fence);
+            }
             let mut pipe = redis::pipe();
-            pipe.add_command(if tries == 0 {
-                call.clone()
-            } else {
-                again.clone()
-            })
-            .cmd("WAIT")
-            .arg(1)
-            .arg(super::durable::WAIT_MS);
+            pipe.add_command(call.clone())
+                .cmd("WAIT")
+                .arg(1)
+                .arg(super::durable::WAIT_MS);
             tries += 1;
             let (codes, acked) = self.send_admission::<_, (Vec<u8>, u64)>(&pipe).await?;
             let codes = merge_answers(first.take(), codes, fence.is_some());

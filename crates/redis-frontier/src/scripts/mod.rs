@@ -45,8 +45,8 @@
 //! - `politeness` — `delay`: an operator's default delay (ms) for every host without its own,
 //!   in place of each process' configured one;
 //! - `clock` — the crawl clock (`last`: server ms of the last script, `off`: ms not counted,
-//!   `step`: the longest gap counted whole, a quarter of a lease; `grace`: the crawl time
-//!   before which no lease expires, one lease and the outage's length after the last outage).
+//!   `step`: the longest gap counted whole, a quarter of a lease; `grace`: no lease expires
+//!   before this crawl time, a lease and the outage's length after the last outage).
 //!
 //! Every script takes `ARGV[1..5]` = prefix, default delay (ms), default `max_per_host`,
 //! back-off base (ms), most back-off (ms); its own arguments follow.
@@ -83,10 +83,9 @@ local function now_ms()
   local gap = server - last
   SERVER_MS = server
   -- A silence longer than a step is an outage: only a step of it counts, and no lease
-  -- expires for a whole lease (four steps) plus as long as the outage lasted (at most three
-  -- more leases) after it, so a process that reconnects later than another — its client
-  -- still retrying the old node, or backing off — still renews in time. A server clock set
-  -- back does not take the crawl's back.
+  -- expires for a lease (four steps) plus the outage's length (at most three more leases)
+  -- after it, so a process that reconnects later than another still renews in time. A
+  -- server clock set back does not take the crawl's back.
   if gap > step then
     off = off + gap - step
     local grace = 4 * step + math.min(gap, 12 * step)
