@@ -8,9 +8,11 @@ use std::time::{Duration, Instant};
 
 use test_support::redis_cluster::RedisCluster;
 
+use testsite::{SiteConfig, TestSite};
+
 use crate::redis::{
     assert_whole, finish_all, refused_start, start_shared_with, stats,
-    three_crawl_once_and_politely, Process,
+    three_crawl_once_and_politely, union, Process,
 };
 
 /// The crawl's keys (crawl id `shared`, as [`Process`] names it) all sit in this key's slot.
@@ -84,6 +86,38 @@ async fn three_processes_crawl_the_site_once_and_politely_on_a_cluster() {
         per_master.push(here.len());
     }
     assert_eq!(per_master, [2, 2, 2], "partitions per master");
+
+    three_share_one_page_budget(&cluster.url()).await;
+}
+
+/// Three processes on a crawl of 6 partitions with `crawl.max_pages = 300`: 300 pages
+/// recorded in all, each once, and every process stopped by the budget.
+async fn three_share_one_page_budget(redis_url: &str) {
+    let site = TestSite::start(SiteConfig {
+        pages: 2_000,
+        hosts: 20,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let seed = site.site().seed_url();
+    let procs: Vec<Process> = (0..3)
+        .map(|_| Process::with_frontier(redis_url, "delay_ms = 0", "partitions = 6"))
+        .collect();
+    let env = [
+        ("CRAWLER_CRAWL_MAX_PAGES", "300"),
+        ("CRAWLER_FRONTIER_CRAWL_ID", "budget"),
+    ];
+    let children = procs.iter().map(|p| p.spawn_with(&seed, &env)).collect();
+    let errs = finish_all(children).await;
+    let (_, extra, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
+    assert!(extra.is_empty() && twice.is_empty(), "{extra:?} {twice:?}");
+    let counts: Vec<usize> = procs.iter().map(Process::line_count).collect();
+    println!("records per process under a budget of 300: {counts:?}");
+    assert_eq!(counts.iter().sum::<usize>(), 300, "{errs:?}");
+    for p in &procs {
+        assert_eq!(stats(&p.out)["stopped_by"], "max_pages");
+    }
 }
 
 /// The key prefixes of crawl `id`'s partitions, from the tags its first process recorded.

@@ -4,9 +4,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use frontier::{reschedule, End, Entry, FrontierError, Lease, Next, Outcome, Politeness};
+use frontier::{reschedule, End, Entry, FrontierError, Lease, Next, Outcome};
 use redis::Value;
 
+use super::completion::{hint_ms, unix_now, Again, Completion};
 use super::parts::Quiet;
 use super::{ms, Shared, IDLE};
 
@@ -25,6 +26,9 @@ pub(super) enum Leased {
         wake: Option<u64>,
         /// The partition's newest lease id and admitted count (the end's double collect).
         quiet: Quiet,
+        /// A URL was due but the partition's share of the page budget is spent (see
+        /// `budget.rs`).
+        starved: bool,
     },
 }
 
@@ -43,6 +47,37 @@ impl Leased {
         }
     }
 
+    /// A wait answer of a partition whose share of the budget is spent.
+    pub(super) fn starved(&self) -> bool {
+        matches!(self, Leased::Wait { starved: true, .. })
+    }
+
+    /// A starved answer, its due URL put off by `after` (no share free until then).
+    pub(super) fn due_after(self, after: Duration) -> Self {
+        match self {
+            Leased::Wait {
+                starved: true,
+                now,
+                queued,
+                leases,
+                scheduled,
+                wake,
+                quiet,
+                ..
+            } => Leased::Wait {
+                due: Some(now + ms(after)),
+                queued,
+                leases,
+                now,
+                scheduled,
+                wake,
+                quiet,
+                starved: true,
+            },
+            other => other,
+        }
+    }
+
     /// When a wait answer says a URL is due, from now (`None`: nothing due).
     fn due_in(&self) -> Option<Duration> {
         match self {
@@ -58,85 +93,6 @@ impl Leased {
     }
 }
 
-/// A completion as the scripts take it: lease id, kind, the server's wait hint (for `done`,
-/// the fetch's latency term: see [`frontier::PaceTerms`]), the entry
-/// to queue for a retry (encoded; empty for none) and, under a recrawl schedule, the entry
-/// with its next visit and the seconds until it is due (empty and 0 for none).
-pub(super) struct Completion {
-    id: u64,
-    kind: &'static str,
-    hint: Option<Duration>,
-    retry: Vec<u8>,
-    again: Vec<u8>,
-    again_secs: u64,
-    /// The URL's bucket and field in the `dueat` index (see [`Shared::due_index`]).
-    index: (String, Vec<u8>),
-}
-
-impl Completion {
-    fn of(lease: Lease, outcome: Outcome, again: Option<Again>, p: &Politeness) -> Self {
-        let id = lease.token();
-        let (again, again_secs, index) = match again {
-            Some(a) => (a.entry, a.secs, (a.bucket.to_string(), a.field.to_vec())),
-            None => Default::default(),
-        };
-        let (kind, hint, retry) = match outcome {
-            Outcome::Done => (
-                "done",
-                lease.elapsed().and_then(|d| p.latency_term(d)),
-                None,
-            ),
-            Outcome::Skipped => ("skip", None, None),
-            Outcome::HostError { retry_after } => ("error", retry_after, None),
-            Outcome::Retry { after } => {
-                let mut e = lease.into_entry();
-                e.attempt = e.attempt.saturating_add(1);
-                ("retry", after, Some(e))
-            }
-            Outcome::Released => ("release", None, None),
-        };
-        let mut bytes = Vec::new();
-        if let Some(e) = retry {
-            e.encode(&mut bytes);
-        }
-        Self {
-            id,
-            kind,
-            hint,
-            retry: bytes,
-            again,
-            again_secs,
-            index,
-        }
-    }
-}
-
-/// The scripts' `hint` argument (ms): the server's wait for an error or retry (0: none); for
-/// `done` the fetch's latency term, -1 when the fetcher said no duration (the term stays).
-fn hint_ms(kind: &str, hint: Option<Duration>) -> i64 {
-    match hint {
-        Some(d) => i64::try_from(ms(d)).unwrap_or(i64::MAX),
-        None if kind == "done" => -1,
-        None => 0,
-    }
-}
-
-/// A URL's next visit as the scripts take it: its entry (encoded), the seconds until it is
-/// due, and its place in the `dueat` index.
-pub(super) struct Again {
-    entry: Vec<u8>,
-    secs: u64,
-    bucket: u64,
-    field: [u8; 8],
-}
-
-/// Now, in Unix seconds of this machine's clock.
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 impl Shared {
     /// One call of the lease script, making `completion` first if given.
     /// One call of the lease script on partition `p` (the completion's, if given).
@@ -149,7 +105,7 @@ impl Shared {
         let mut call = self.invoke_on(p, &self.scripts.lease);
         call.arg(self.holder.as_str())
             .arg(ms(self.lease))
-            .arg(self.cfg.max_pages.unwrap_or(0))
+            .arg(self.budget_arg())
             .arg(only.unwrap_or(""));
         if let Some(c) = completion {
             call.arg(self.untoken(c.id).1)
@@ -214,7 +170,8 @@ impl Shared {
                 ))
             }
             Some(b"budget") => Ok(Leased::Budget),
-            Some(b"wait") if reply.len() == 9 => {
+            Some(answer @ (b"wait" | b"quota")) if reply.len() == 9 => {
+                let starved = answer == b"quota";
                 let n = |i: usize| int(&reply[i]).ok_or_else(bad);
                 Ok(Leased::Wait {
                     due: u64::try_from(n(1)?).ok(),
@@ -227,6 +184,7 @@ impl Shared {
                         lease_seq: u64::try_from(n(7)?).unwrap_or(0),
                         admitted: u64::try_from(n(8)?).unwrap_or(0),
                     },
+                    starved,
                 })
             }
             _ => Err(bad()),
@@ -344,6 +302,8 @@ impl Shared {
     /// Takes `id` out of the heartbeat's set before its completion is sent (a renewal
     /// crossing it would report it lost); whether it was in.
     fn unhold(&self, id: u64) -> bool {
+        // A completion may give a page of the budget back: shares are worth asking for.
+        *self.dry_until.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.held
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -421,6 +381,10 @@ impl Shared {
                     }
                     Err(e) => return Err((e, pending.is_none())),
                 };
+                let leased = match self.with_share(leased, None, p, true).await {
+                    Ok(l) => l,
+                    Err(e) => return Err((e, true)),
+                };
                 self.note(p, &leased);
                 match leased {
                     Leased::Lease(l) => {
@@ -470,6 +434,7 @@ impl Shared {
         let mut quiet = Vec::with_capacity(self.parts());
         for p in 0..self.parts() {
             let leased = self.lease_once(None, None, p).await?;
+            let leased = self.with_share(leased, None, p, true).await?;
             self.note(p, &leased);
             match leased {
                 Leased::Lease(l) => {
@@ -484,19 +449,26 @@ impl Shared {
                 Leased::Wait { .. } => quiet.extend(leased.empty()),
             }
         }
-        let mut last = self.quiet.lock().unwrap_or_else(|e| e.into_inner());
-        if quiet.len() < self.parts() {
-            *last = None;
+        let ended = {
+            let mut last = self.quiet.lock().unwrap_or_else(|e| e.into_inner());
+            let ended =
+                quiet.len() == self.parts() && last.as_ref() == Some(&quiet) && !self.cfg.keep_open;
+            if !ended {
+                *last = (quiet.len() == self.parts()).then_some(quiet);
+            }
+            ended
+        };
+        if !ended {
             return Ok(None);
         }
-        if last.as_ref() == Some(&quiet) && !self.cfg.keep_open {
-            // The other waiting workers' next round ends too (unless something changed).
-            drop(last);
-            self.wake.notify_waiters();
-            return Ok(Some(Next::End(End::Finished)));
-        }
-        *last = Some(quiet);
-        Ok(None)
+        // The other waiting workers' next round ends too (unless something changed).
+        self.wake.notify_waiters();
+        let end = if self.budget_spent().await? {
+            End::Budget
+        } else {
+            End::Finished
+        };
+        Ok(Some(Next::End(end)))
     }
 
     pub(super) async fn try_next(&self) -> Result<Option<Lease>, FrontierError> {
@@ -523,6 +495,7 @@ impl Shared {
         };
         for p in order {
             let leased = self.lease_once(None, host, p).await?;
+            let leased = self.with_share(leased, host, p, false).await?;
             self.note(p, &leased);
             match leased {
                 Leased::Lease(l) => return Ok(Some(l)),

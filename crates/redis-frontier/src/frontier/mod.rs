@@ -36,6 +36,8 @@ use crate::conn::Conn;
 use crate::scripts::Scripts;
 
 mod admit;
+mod budget;
+mod completion;
 mod durable;
 mod heartbeat;
 mod lease;
@@ -115,6 +117,8 @@ struct Shared {
     ticking: Vec<AtomicBool>,
     /// When the poller's last round began (one per poll interval at most).
     round_at: Mutex<Option<std::time::Instant>>,
+    /// Until when no share of the page budget is asked for (none was free; `budget.rs`).
+    dry_until: Mutex<Option<std::time::Instant>>,
     canon: Canonicalizer,
     scope: RwLock<Scope>,
     cfg: FrontierConfig,
@@ -183,6 +187,7 @@ impl RedisFrontier {
             wait_retried: AtomicU64::new(0),
             quiet: Mutex::default(),
             round_at: Mutex::default(),
+            dry_until: Mutex::default(),
             ticking: (0..parts.len()).map(|_| AtomicBool::new(false)).collect(),
             parts,
             canon,

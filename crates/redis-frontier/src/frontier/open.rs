@@ -119,23 +119,16 @@ pub(crate) fn check_crawl_id(id: &str) -> Result<(), RedisFrontierError> {
     }
 }
 
-/// What a crawl of several partitions does not do yet: a crawl-wide page budget (one
-/// partition's lease script decides it) and politeness per address (an address' hosts may
-/// lie in different partitions).
+/// What a crawl of several partitions does not do yet: politeness per address (an
+/// address' hosts may lie in different partitions).
 fn check_partitioned(cfg: &FrontierConfig, parts: u32) -> Result<(), RedisFrontierError> {
-    if parts <= 1 {
+    let p = &cfg.politeness;
+    if parts <= 1 || (p.ip_delay.is_zero() && p.max_per_ip == 0) {
         return Ok(());
     }
-    let p = &cfg.politeness;
-    let what = if cfg.max_pages.is_some() {
-        "a crawl-wide page budget (max_pages)"
-    } else if !p.ip_delay.is_zero() || p.max_per_ip > 0 {
-        "politeness per address (politeness.ip_delay_ms, politeness.max_per_ip)"
-    } else {
-        return Ok(());
-    };
     Err(RedisFrontierError::Unsupported(format!(
-        "{what} needs a crawl of one partition; this crawl has {parts} (frontier.partitions)"
+        "politeness per address (politeness.ip_delay_ms, politeness.max_per_ip) needs a crawl \
+         of one partition; this crawl has {parts} (frontier.partitions)"
     )))
 }
 

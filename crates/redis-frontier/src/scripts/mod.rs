@@ -51,8 +51,10 @@
 //! Every script takes `ARGV[1..5]` = prefix, default delay (ms), default `max_per_host`,
 //! back-off base (ms), most back-off (ms); its own arguments follow.
 
+mod budget;
 mod groups;
 mod hosts;
+mod robots;
 mod schedule;
 
 /// Helpers every script starts with.
@@ -196,6 +198,8 @@ local function finish(id, kind, hint, retry_entry, now, holder, again, again_s, 
     push_front(host, retry_entry)
   else
     push_front(host, entry)
+    -- Given back with a wait (its address group had no room): the host waits that long.
+    if hint > 0 then redis.call('HSET', hk, 'next_at', I(math.max(hnum(hk, 'next_at', 0), now + hint))) end
   end
   if again and again ~= '' and (kind == 'done' or kind == 'skip' or kind == 'error') then
     sleep_until(host, again, math.ceil(SERVER_MS / 1000) + tonumber(again_s), at_b, at_f)
@@ -396,9 +400,21 @@ if max_pages > 0 then
     return {'wait', -1, queued, leases, now, tonumber(redis.call('HGET', P .. 'stats', 'scheduled') or 0), -1, seq, admitted}
   end
 end
+-- A budget over several partitions (`max_pages` < 0; see `budget.rs`): this partition's
+-- share is spent when its pages and leases out reach it, and a URL it would hand out then
+-- makes the answer `quota` (ask partition 0 for more) instead of `wait`.
+local spent, starved = false, false
+if max_pages < 0 then
+  local q = redis.call('HMGET', P .. 'quota', 'in', 'out')
+  spent = pages + leases >= tonumber(q[1] or 0) - tonumber(q[2] or 0)
+end
 -- The lease of `host`'s next URL (the host is ready; `g` its address group, or nil), or false
--- when its queue was empty.
+-- when its queue was empty or the partition's share is spent.
 local function take(host, g)
+  if spent then
+    starved = true
+    return false
+  end
   local hk = hkey(host)
   leave_line(host, g)
   local entry = redis.call('LPOP', P .. 'q:' .. host)
@@ -445,7 +461,7 @@ elseif only ~= '' then
 else
   for _ = 1, 16 do
     local r = redis.call('ZRANGE', P .. 'ready', '-inf', I(now), 'BYSCORE', 'LIMIT', 0, 1)
-    if #r == 0 then break end
+    if #r == 0 or starved then break end
     local g = redis.call('HGET', hkey(r[1]), 'ipg')
     if not held_by_group(r[1], g, now) then
       local got = take(r[1], g)
@@ -461,7 +477,9 @@ local soonest = redis.call('ZRANGE', P .. 'duez', 0, 0, 'WITHSCORES')
 local wake = -1
 if #soonest > 0 then wake = math.max(0, tonumber(soonest[2]) * 1000 - (SERVER_MS - now)) end
 local seq, admitted = versions()
-return {'wait', due, queued, leases, now, sleeping, wake, seq, admitted}
+local answer = 'wait'
+if starved then answer = 'quota' end
+return {answer, due, queued, leases, now, sleeping, wake, seq, admitted}
 ";
 
 /// Gives a lease back. ARGV: id, kind (done, error, skip, retry, release), the hint (ms: for
@@ -516,26 +534,6 @@ return 0
 /// that dies there loses its URL to the others after this many leases instead of one.
 pub(crate) const WRITE_PIN: u64 = 10;
 
-/// A robots.txt verdict other processes stored, or the claim to fetch it. ARGV: origin,
-/// holder, claim (ms). Returns the record, 1 (fetch it: the claim is this holder's) or 0
-/// (another process holds the claim).
-const ROBOTS_GET: &str = r"
-local r = redis.call('GET', P .. 'robots:' .. ARGV[6])
-if r then return r end
-now_ms()
-if redis.call('SET', P .. 'robots-claim:' .. ARGV[6], ARGV[7], 'NX', 'PX', ARGV[8]) then return 1 end
-if redis.call('GET', P .. 'robots-claim:' .. ARGV[6]) == ARGV[7] then return 1 end
-return 0
-";
-
-/// Stores a verdict (ARGV: origin, record, ttl ms) and drops the claim.
-const ROBOTS_PUT: &str = r"
-now_ms()
-redis.call('SET', P .. 'robots:' .. ARGV[6], ARGV[7], 'PX', ARGV[8])
-redis.call('DEL', P .. 'robots-claim:' .. ARGV[6])
-return 1
-";
-
 /// The scripts, hashed once.
 #[derive(Debug)]
 pub(crate) struct Scripts {
@@ -555,6 +553,8 @@ pub(crate) struct Scripts {
     pub schedule: redis::Script,
     pub recrawl: redis::Script,
     pub place: redis::Script,
+    pub quota: redis::Script,
+    pub grant: redis::Script,
 }
 
 impl Scripts {
@@ -591,8 +591,10 @@ impl Scripts {
             delete_queue: s(&format!("{}{}", hosts::CREATED_OF, hosts::DELETE_QUEUE)),
             drop_asleep: s(&format!("{}{}", hosts::CREATED_OF, schedule::DROP_ASLEEP)),
             set_default_delay: s(hosts::SET_DEFAULT_DELAY),
-            robots_get: s(ROBOTS_GET),
-            robots_put: s(ROBOTS_PUT),
+            robots_get: s(robots::GET),
+            robots_put: s(robots::PUT),
+            quota: s(budget::QUOTA),
+            grant: s(budget::GRANT),
             schedule: s(schedule::FIGURES),
             recrawl: s(schedule::RECRAWL),
             place: s(groups::PLACE),

@@ -22,6 +22,7 @@ use frontier::{HostControls, HostPage, HostQuery, HostSort};
 use frontier::{HostScope, OutOfScope, ScopeConfig};
 
 mod backoff;
+mod budget;
 mod client;
 mod groups;
 mod hosts;
@@ -151,6 +152,7 @@ pub async fn run_all(h: &dyn Harness) {
     a_success_ends_the_back_off_at_once(h).await;
     end_of_crawl_and_close(h).await;
     budgets(h).await;
+    budget::a_budget_spans_every_host(h).await;
     restore(h).await;
     seeds_widen_the_scope(h).await;
     released_leases_and_leases_without_waiting(h).await;
@@ -182,9 +184,9 @@ pub async fn run_all(h: &dyn Harness) {
 }
 
 /// Every check a frontier split into partitions keeps today (the Redis frontier's
-/// `frontier.partitions` > 1): all but a crawl-wide page budget (`budgets`, `restore`) and
-/// politeness per address, which such a frontier refuses; a restart across partitions
-/// instead of `restore`.
+/// `frontier.partitions` > 1): all but politeness per address, which such a frontier
+/// refuses; a budget spent over many hosts' partitions and a restart across partitions on
+/// top.
 pub async fn run_partitioned(h: &dyn Harness) {
     exactly_once_under_concurrent_offers(h).await;
     politeness_delay_and_in_flight_limit(h).await;
@@ -192,6 +194,9 @@ pub async fn run_partitioned(h: &dyn Harness) {
     failures_in_flight_together_back_off_once(h).await;
     a_success_ends_the_back_off_at_once(h).await;
     end_of_crawl_and_close(h).await;
+    budgets(h).await;
+    budget::a_budget_spans_every_host(h).await;
+    restore(h).await;
     a_restart_serves_what_was_not_done(h).await;
     seeds_widen_the_scope(h).await;
     released_leases_and_leases_without_waiting(h).await;
