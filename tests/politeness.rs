@@ -210,13 +210,25 @@ async fn host_names_on_one_address_share_its_budget() {
 /// its leases expire — the others finish the crawl, nothing lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_on_redis_share_an_addresss_budget() {
-    use crate::redis::{finish_all, redis, start_shared, union, Process};
+    three_share_an_address("").await;
+}
+
+/// As above, the crawl split into 6 partitions: the 20 hosts lie in different partitions,
+/// and the address' group lives in one of them (its home), which every fetch asks for a turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_share_an_addresss_budget_across_partitions() {
+    three_share_an_address("partitions = 6").await;
+}
+
+async fn three_share_an_address(frontier: &str) {
+    use crate::redis::{finish_all, redis, start_shared_with, union, Process};
     let Some(server) = redis(&[]) else { return };
-    let (site, procs, mut children) = start_shared(
+    let (site, procs, mut children) = start_shared_with(
         &server.url(),
         (300, 20, 20),
         3,
         "delay_ms = 0\nmax_per_host = 4\nip_delay_ms = 5\nmax_per_ip = 2",
+        frontier,
     )
     .await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);

@@ -230,15 +230,6 @@ async fn a_partitioned_crawl_is_spread_exported_agreed_and_deleted_whole() {
         .await
         .unwrap();
     assert_eq!(g.partitions(), 6);
-    // Politeness per address needs one partition (for now): refused, not run over.
-    let mut by_address = cfg.clone();
-    by_address.politeness.max_per_ip = 2;
-    let e = RedisFrontier::connect(by_address, parted(&curl, "parted", 0), &[])
-        .await
-        .unwrap_err();
-    assert!(matches!(e, RedisFrontierError::Unsupported(_)), "{e}");
-    assert!(!e.is_unavailable());
-
     // A named crawl's delete removes every partition's keys.
     assert_eq!(
         create_crawl(&curl, "svc", "wide").await.unwrap(),

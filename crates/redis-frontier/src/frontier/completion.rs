@@ -85,3 +85,12 @@ pub(super) fn unix_now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
+
+impl Completion {
+    /// A lease given back because its address group had no room: its host waits `wait`.
+    pub(super) fn defer(&mut self, wait: Option<Duration>) {
+        if self.kind == "release" && wait.is_some() {
+            self.hint = wait;
+        }
+    }
+}

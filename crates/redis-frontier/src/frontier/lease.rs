@@ -286,7 +286,8 @@ impl Shared {
         outcome: Outcome,
     ) -> Result<Next, FrontierError> {
         let again = self.next_visit(&lease, &outcome);
-        let completion = Completion::of(lease, outcome, again, &self.cfg.politeness);
+        let mut completion = Completion::of(lease, outcome, again, &self.cfg.politeness);
+        completion.defer(self.end_turn(completion.id).await);
         let was_held = self.unhold(completion.id);
         self.next_after(Some(&completion))
             .await
@@ -536,6 +537,7 @@ impl Shared {
         {
             self.lost.fetch_add(1, Ordering::Relaxed);
         }
+        self.forget_turn(id);
         tracing::debug!(
             lease = id,
             "a lease expired before its record was written; another process fetches the URL"
@@ -548,7 +550,8 @@ impl Shared {
         outcome: Outcome,
     ) -> Result<(), FrontierError> {
         let again = self.next_visit(&lease, &outcome);
-        let c = Completion::of(lease, outcome, again, &self.cfg.politeness);
+        let mut c = Completion::of(lease, outcome, again, &self.cfg.politeness);
+        c.defer(self.end_turn(c.id).await);
         let was_held = self.unhold(c.id);
         // A completion that comes back after the lease expired changes nothing (`false`):
         // the URL was handed to another process, which completes it.

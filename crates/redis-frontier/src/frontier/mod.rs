@@ -35,6 +35,7 @@ use url::Url;
 use crate::conn::Conn;
 use crate::scripts::Scripts;
 
+mod address_home;
 mod admit;
 mod budget;
 mod completion;
@@ -117,6 +118,11 @@ struct Shared {
     ticking: Vec<AtomicBool>,
     /// When the poller's last round began (one per poll interval at most).
     round_at: Mutex<Option<std::time::Instant>>,
+    /// Turns at address groups held by this process' leases, by lease id: the group's home
+    /// partition and key (several partitions; `address_home.rs`).
+    turns: Mutex<HashMap<u64, (usize, String)>>,
+    /// Waits (ms) address groups asked of leases they refused, by lease id.
+    deferred: Mutex<HashMap<u64, u64>>,
     /// Until when no share of the page budget is asked for (none was free; `budget.rs`).
     dry_until: Mutex<Option<std::time::Instant>>,
     canon: Canonicalizer,
@@ -188,6 +194,8 @@ impl RedisFrontier {
             quiet: Mutex::default(),
             round_at: Mutex::default(),
             dry_until: Mutex::default(),
+            turns: Mutex::default(),
+            deferred: Mutex::default(),
             ticking: (0..parts.len()).map(|_| AtomicBool::new(false)).collect(),
             parts,
             canon,
@@ -396,6 +404,9 @@ impl Frontier for RedisFrontier {
             let p = &s.cfg.politeness;
             if p.ip_delay.is_zero() && p.max_per_ip == 0 {
                 return Ok(true);
+            }
+            if s.parts() > 1 {
+                return s.acquire_turn(lease, key).await;
             }
             let args = [
                 key.to_string(),

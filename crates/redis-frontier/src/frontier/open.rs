@@ -57,7 +57,6 @@ pub(super) async fn open(
             (n, tags)
         }
     };
-    check_partitioned(cfg, n)?;
     let partitions = |tags: &[u32]| {
         (0..n)
             .zip(tags)
@@ -117,19 +116,6 @@ pub(crate) fn check_crawl_id(id: &str) -> Result<(), RedisFrontierError> {
     } else {
         Err(RedisFrontierError::CrawlId(id.to_owned()))
     }
-}
-
-/// What a crawl of several partitions does not do yet: politeness per address (an
-/// address' hosts may lie in different partitions).
-fn check_partitioned(cfg: &FrontierConfig, parts: u32) -> Result<(), RedisFrontierError> {
-    let p = &cfg.politeness;
-    if parts <= 1 || (p.ip_delay.is_zero() && p.max_per_ip == 0) {
-        return Ok(());
-    }
-    Err(RedisFrontierError::Unsupported(format!(
-        "politeness per address (politeness.ip_delay_ms, politeness.max_per_ip) needs a crawl \
-         of one partition; this crawl has {parts} (frontier.partitions)"
-    )))
 }
 
 /// The scripts need Redis 6.2 or later (`ZRANGE … BYSCORE`).

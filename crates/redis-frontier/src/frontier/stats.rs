@@ -40,7 +40,13 @@ impl Shared {
         for f in figures {
             let (c, l, h, s) = f?;
             for (k, v) in c {
-                *counters.entry(k).or_default() += v;
+                let n = counters.entry(k.clone()).or_default();
+                // A group lives in one partition: the most hosts of any is the largest.
+                if k == "ip_group_hosts_max" {
+                    *n = (*n).max(v);
+                } else {
+                    *n += v;
+                }
             }
             leases += l;
             hosts += h;

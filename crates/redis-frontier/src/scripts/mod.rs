@@ -51,11 +51,16 @@
 //! Every script takes `ARGV[1..5]` = prefix, default delay (ms), default `max_per_host`,
 //! back-off base (ms), most back-off (ms); its own arguments follow.
 
+mod address_home;
 mod budget;
 mod groups;
 mod hosts;
+mod renew;
 mod robots;
 mod schedule;
+
+pub(crate) use renew::WRITE_PIN;
+use renew::{HOLD, RENEW};
 
 /// Helpers every script starts with.
 const HELPERS: &str = r"
@@ -496,44 +501,6 @@ end
 return 0
 ";
 
-/// Renews this holder's leases. ARGV: holder, lease (ms), then lease ids. Returns the ids
-/// no longer held (expired and handed to someone else, or completed). A renewal never
-/// shortens a lease (`GT`): one pinned for its record's write (`HOLD`) keeps its pin.
-const RENEW: &str = r"
-local holder, lease_ms = ARGV[6], tonumber(ARGV[7])
-local now = now_ms()
-local lost = {}
-for i = 8, #ARGV do
-  local blob = redis.call('HGET', P .. 'leased', ARGV[i])
-  if blob and string.sub(blob, 1, #holder + 1) == holder .. '\n' then
-    redis.call('ZADD', P .. 'leases', 'XX', 'GT', I(now + lease_ms), ARGV[i])
-  else
-    lost[#lost + 1] = ARGV[i]
-  end
-end
-return lost
-";
-
-/// Whether this holder still holds lease `id` — the fence before its record is written —,
-/// pinning it for [`WRITE_PIN`] leases: between this answer and the completion, the holder
-/// writes the record, and a pause there (shorter than the pin) must not hand the URL to
-/// another fetcher, which would record it too. ARGV: holder, lease (ms), id. Returns 1, or 0
-/// (it expired and went to another fetcher, or was completed).
-const HOLD: &str = r"
-local holder, lease_ms, id = ARGV[6], tonumber(ARGV[7]), ARGV[8]
-local now = now_ms()
-local blob = redis.call('HGET', P .. 'leased', id)
-if blob and string.sub(blob, 1, #holder + 1) == holder .. '\n' then
-  redis.call('ZADD', P .. 'leases', 'XX', 'GT', I(now + lease_ms * WRITE_PIN), id)
-  return 1
-end
-return 0
-";
-
-/// Leases a lease is pinned for once its holder writes its record (see `HOLD`): a holder
-/// that dies there loses its URL to the others after this many leases instead of one.
-pub(crate) const WRITE_PIN: u64 = 10;
-
 /// The scripts, hashed once.
 #[derive(Debug)]
 pub(crate) struct Scripts {
@@ -553,6 +520,8 @@ pub(crate) struct Scripts {
     pub schedule: redis::Script,
     pub recrawl: redis::Script,
     pub place: redis::Script,
+    pub acquire: redis::Script,
+    pub free: redis::Script,
     pub quota: redis::Script,
     pub grant: redis::Script,
 }
@@ -593,6 +562,8 @@ impl Scripts {
             set_default_delay: s(hosts::SET_DEFAULT_DELAY),
             robots_get: s(robots::GET),
             robots_put: s(robots::PUT),
+            acquire: s(address_home::ACQUIRE),
+            free: s(address_home::FREE),
             quota: s(budget::QUOTA),
             grant: s(budget::GRANT),
             schedule: s(schedule::FIGURES),

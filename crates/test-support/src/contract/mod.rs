@@ -21,6 +21,7 @@ use frontier::{FrontierConfig, Politeness};
 use frontier::{HostControls, HostPage, HostQuery, HostSort};
 use frontier::{HostScope, OutOfScope, ScopeConfig};
 
+mod address_turns;
 mod backoff;
 mod budget;
 mod client;
@@ -173,6 +174,7 @@ pub async fn run_all(h: &dyn Harness) {
     a_held_back_host_does_not_hold_its_group(h).await;
     a_waiting_host_asked_for_by_name_is_served_when_its_group_has_room(h).await;
     the_groups_are_counted(h).await;
+    address_turns::an_address_holds_its_fetches(h).await;
     a_kept_open_frontier_waits_for_seeds(h).await;
     a_requeued_url_is_served_again(h).await;
     entries_carry_how_they_were_found(h).await;
@@ -183,10 +185,11 @@ pub async fn run_all(h: &dyn Harness) {
     an_operator_moves_a_schedule(h).await;
 }
 
-/// Every check a frontier split into partitions keeps today (the Redis frontier's
-/// `frontier.partitions` > 1): all but politeness per address, which such a frontier
-/// refuses; a budget spent over many hosts' partitions and a restart across partitions on
-/// top.
+/// Every check a frontier split into partitions keeps (the Redis frontier's
+/// `frontier.partitions` > 1), with politeness per address held at the fetch (a group's
+/// hosts lie in different partitions, so the hand-outs are not held: the checks of groups'
+/// lines do not apply), a budget spent over many hosts' partitions and a restart across
+/// partitions.
 pub async fn run_partitioned(h: &dyn Harness) {
     exactly_once_under_concurrent_offers(h).await;
     politeness_delay_and_in_flight_limit(h).await;
@@ -212,6 +215,7 @@ pub async fn run_partitioned(h: &dyn Harness) {
     a_default_delay_paces_hosts_without_their_own(h).await;
     a_host_delay_counts_from_its_last_fetch(h).await;
     a_fetch_duration_paces_its_host(h).await;
+    address_turns::an_address_holds_its_fetches(h).await;
     a_kept_open_frontier_waits_for_seeds(h).await;
     a_requeued_url_is_served_again(h).await;
     entries_carry_how_they_were_found(h).await;
