@@ -27,7 +27,8 @@ pub fn run(cmd: BloomCommand) -> Result<(), Failure> {
 
 /// `bloom export`: the shared visited set of a crawl in Redis, as a Guava file — one per
 /// partition for a crawl of several (`OUT.0` … `OUT.N-1`), with `OUT.json` saying how a
-/// reader finds a URL's file.
+/// reader finds a URL's file, or with `--merged` one file of every partition's bits while
+/// their fill allows (`--max-fpp`).
 fn export(args: ExportArgs) -> Result<(), Failure> {
     use redis_frontier::RedisFrontierError as E;
     let runtime = crate::crawl_cmd::runtime()?;
@@ -50,6 +51,24 @@ fn export(args: ExportArgs) -> Result<(), Failure> {
     };
     if let [one] = &files[..] {
         return write(&args.out, one);
+    }
+    if args.merged {
+        let (merged, fpp) = redis_frontier::merge_partitions(&files)
+            .map_err(|e| Failure::new(DATA, format!("bloom export --merged: {e}")))?;
+        if args.max_fpp.is_nan() || fpp > args.max_fpp {
+            return Err(Failure::new(
+                DATA,
+                format!(
+                    "bloom export --merged: the {} partitions' bits together would answer \
+                     \"maybe\" for {:.2}% of URLs never seen (above --max-fpp {}); export one \
+                     file per partition (without --merged)",
+                    files.len(),
+                    fpp * 100.0,
+                    args.max_fpp
+                ),
+            ));
+        }
+        return write(&args.out, &merged);
     }
     let name = |suffix: String| {
         let mut p = args.out.clone().into_os_string();

@@ -87,6 +87,14 @@ pub struct ExportArgs {
     /// Where to write the filter (replaced atomically).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// A crawl of several partitions: one file of every partition's bits OR-ed (a URL of any
+    /// partition is found in it), refused when its fill gives a false positive rate above
+    /// --max-fpp. Without it: one file per partition.
+    #[arg(long)]
+    pub merged: bool,
+    /// The highest false positive rate a --merged file may have.
+    #[arg(long, value_name = "P", default_value_t = 0.01, requires = "merged")]
+    pub max_fpp: f64,
 }
 
 #[derive(Debug, Args)]

@@ -354,6 +354,67 @@ async fn bloom_export_equals_the_local_filter_of_the_same_urls() {
     assert_eq!(out.status.code(), Some(66), "{}", stderr(&out));
 }
 
+/// A crawl of 4 partitions: `bloom export --merged` writes one Guava filter in which every
+/// URL of every partition is found, and refuses (65) a merge whose fill is above --max-fpp.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merged_export_finds_every_partitions_urls() {
+    use frontier::{Frontier, FrontierConfig, Link};
+    let Some(server) = redis(&[]) else { return };
+    let urls: Vec<String> = (0..600)
+        .map(|i| format!("http://h{}.test/p/{i}", i % 12))
+        .collect();
+    let cfg = FrontierConfig {
+        expected_urls: 5000,
+        fpp: 0.01,
+        ..test_support::contract::base_config()
+    };
+    let settings = redis_frontier::RedisConfig {
+        url: server.url(),
+        crawl_id: "merged".into(),
+        lease: Duration::from_secs(30),
+        holder: None,
+        partitions: 4,
+    };
+    let f = redis_frontier::RedisFrontier::connect(cfg, settings, &[])
+        .await
+        .unwrap();
+    let links = urls
+        .iter()
+        .map(|u| Link::new(url::Url::parse(u).unwrap(), 1))
+        .collect();
+    f.offer(None, links).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let merged = dir.path().join("merged");
+    let export = |extra: &[&str]| {
+        crawler()
+            .args(["bloom", "export", "--redis", &server.url()])
+            .args(["--crawl-id", "merged", "--merged"])
+            .args(["--out", merged.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = export(&[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!dir.path().join("merged.0").exists(), "one file");
+    let keys = urls.join("\n") + "\n";
+    let out = crate::util::run(
+        &["bloom", "query", merged.to_str().unwrap()],
+        keys.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answers = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(answers.lines().count(), urls.len());
+    assert!(answers.lines().all(|a| a == "1"), "a URL missing");
+    let out = export(&["--max-fpp", "1e-12"]);
+    assert_eq!(out.status.code(), Some(65), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("without --merged"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 pub(crate) fn stats(out: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("stats.json")).unwrap()).unwrap()
 }

@@ -278,6 +278,32 @@ pub async fn export_partitions(
     Ok(out)
 }
 
+/// One Guava filter of every partition's URLs: the partitions' filters (as
+/// [`export_partitions`] gives them: one shape, one index function) with their bits OR-ed, so
+/// a URL of any partition is found in it. Returns the file and its false positive rate as
+/// its fill gives it (`fill^k`): the merged filter has one partition's size and every URL, so
+/// it is only of use while the crawl holds about one partition's share of `expected_urls`.
+pub fn merge_partitions(files: &[Vec<u8>]) -> Result<(Vec<u8>, f64), RedisFrontierError> {
+    let bad = || RedisFrontierError::Unsupported("the partitions' filters differ in shape".into());
+    let first = files.first().ok_or_else(bad)?;
+    if first.len() < 6 || (first.len() - 6) % 8 != 0 {
+        return Err(bad());
+    }
+    let mut out = first.clone();
+    for f in &files[1..] {
+        if f.len() != out.len() || f[..6] != out[..6] {
+            return Err(bad());
+        }
+        for (o, b) in out[6..].iter_mut().zip(&f[6..]) {
+            *o |= b;
+        }
+    }
+    let bits = ((out.len() - 6) * 8) as f64;
+    let set: u64 = out[6..].iter().map(|b| u64::from(b.count_ones())).sum();
+    let fpp = (set as f64 / bits.max(1.0)).powi(i32::from(out[1]));
+    Ok((out, fpp))
+}
+
 /// Guava's bytes of a filter of `bits` bits and `hashes` hash functions whose bits are the
 /// Redis bitmap `bitmap` (shorter than `bits / 8` where its high bits were never set).
 fn guava_bytes(bits: u64, hashes: u8, bitmap: &[u8]) -> Vec<u8> {
@@ -299,6 +325,19 @@ fn guava_bytes(bits: u64, hashes: u8, bitmap: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_merged_filter_has_every_partitions_bits_and_says_its_fill() {
+        let a = guava_bytes(128, 2, &[0x80]);
+        let b = guava_bytes(128, 2, &[0, 0, 0, 0, 0, 0, 0, 0, 0x01]);
+        let (m, fpp) = merge_partitions(&[a.clone(), b]).unwrap();
+        let word = |i: usize| u64::from_be_bytes(m[6 + 8 * i..14 + 8 * i].try_into().unwrap());
+        assert_eq!((word(0), word(1)), (1, 1 << 7));
+        assert!((fpp - (2.0f64 / 128.0).powi(2)).abs() < 1e-12);
+        // Filters of different shapes are not merged.
+        let c = guava_bytes(64, 2, &[]);
+        assert!(merge_partitions(&[a, c]).is_err());
+    }
 
     #[test]
     fn redis_bit_i_is_guava_bit_i() {

@@ -42,7 +42,7 @@ mod visited;
 
 pub use crate::frontier::{RedisConfig, RedisFrontier};
 pub use crawls::{create_crawl, delete_crawl, join_crawl, named_crawl_id, named_crawls, Created};
-pub use export::{export_guava, export_partitions};
+pub use export::{export_guava, export_partitions, merge_partitions};
 pub use rules::agree_rules;
 pub use visited::{partition_of, partition_prefix, Visited};
 
