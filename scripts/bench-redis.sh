@@ -15,6 +15,11 @@
 #     masters and of 3 masters with a replica each (every admission waited for on it), the
 #     crawl in PARTITIONS partitions (default 6) on the clusters; with each master's CPU
 #     seconds over the crawl (`INFO cpu`), the busiest being where a crawl stops scaling.
+#   LIMITS=1 …: only D. the 10^5-page site, 1 process at concurrency 64 on one Redis at
+#     PARTITIONS partitions (default 6), ROUNDS rounds alternating: no crawl-wide limit, a
+#     page budget never reached (`max_pages`, split into shares), politeness per address that
+#     never holds (`max_per_ip` = 1000: every fetch asks its address' home partition for a
+#     turn) — what the limits cost when they hold nothing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 pages=${1:-100000} hosts=${2:-100}
@@ -37,7 +42,7 @@ trap cleanup EXIT
 until redis-cli -p "$rport" ping >/dev/null 2>&1; do sleep 0.1; done
 redis_url="redis://127.0.0.1:$rport/0"
 # The crawl's servers: the ports whose `INFO cpu` is read, every one flushed before a crawl.
-masters=("$rport") flushed=("$rport") frontier_extra=
+masters=("$rport") flushed=("$rport") frontier_extra= crawl_extra= politeness_extra=
 cpu_of() { # port: user + sys CPU seconds of that server
     redis-cli -p "$1" info cpu | tr -d '\r' |
         awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%.2f", s}'
@@ -59,9 +64,11 @@ config() { # file concurrency backend
 concurrency = $2
 progress_secs = 3600
 persist = false
+$crawl_extra
 [politeness]
 delay_ms = 0
 max_per_host = $2
+$politeness_extra
 [frontier]
 scope = "any"
 backend = "$3"
@@ -154,6 +161,21 @@ while True:
             crawl "$name" 1 64 redis
             uncluster "$name"
         done
+    done
+    stop_site
+    exit 0
+fi
+if [[ ${LIMITS:-0} == 1 ]]; then
+    # D. Crawl-wide limits over partitions that hold nothing, against none.
+    start_site "$pages" "$hosts"
+    frontier_extra="partitions = ${PARTITIONS:-6}"
+    for r in $(seq 1 "$rounds"); do
+        crawl_extra= politeness_extra=
+        crawl "no-limits-$r" 1 64 redis
+        crawl_extra="max_pages = 1000000000"
+        crawl "max-pages-$r" 1 64 redis
+        crawl_extra= politeness_extra="max_per_ip = 1000"
+        crawl "per-address-$r" 1 64 redis
     done
     stop_site
     exit 0

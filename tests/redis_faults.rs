@@ -10,7 +10,9 @@
 //! - settings that must agree: a given value that differs from the crawl's is refused (64),
 //!   naming it; a default one takes the crawl's;
 //! - no room at the start: one exit code (69), with what is needed, and nothing recorded;
-//! - Redis refusing for good (a password, a key of another type): the crawl stops with 69.
+//! - Redis refusing for good (a password, a key of another type): the crawl stops with 69;
+//! - a process SIGKILLed under a page budget split over partitions: the others fetch the
+//!   budget to its end (the dead process's leases give their pages back as they expire).
 
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -431,4 +433,49 @@ async fn redis_refusing_for_good_stops_the_crawl_with_69() {
     assert_eq!(code, Some(69), "{err}");
     assert!(err.to_ascii_lowercase().contains("auth"), "{err}");
     site.stop().await;
+}
+
+/// `crawl.max_pages = 600` over 4 partitions, three processes, one SIGKILLed mid-crawl: the
+/// other two reach the budget (its shares held by the dead process's leases come back when
+/// they expire — none is lost with it), and only what it had in flight (8 workers) may be
+/// recorded twice or past the budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_killed_under_a_split_budget_loses_no_page_of_it() {
+    use testsite::{SiteConfig, TestSite};
+    let Some(server) = redis(&[]) else { return };
+    let site = TestSite::start(SiteConfig {
+        pages: 3_000,
+        hosts: 20,
+        latency_ms: 10,
+        ..SiteConfig::default()
+    })
+    .await
+    .unwrap();
+    let seed = site.site().seed_url();
+    let procs: Vec<Process> = (0..3)
+        .map(|_| Process::with_frontier(&server.url(), "delay_ms = 0", "partitions = 4"))
+        .collect();
+    let env = [("CRAWLER_CRAWL_MAX_PAGES", "600")];
+    let mut children: Vec<Child> = procs.iter().map(|p| p.spawn_with(&seed, &env)).collect();
+    assert!(until(Duration::from_secs(60), || procs[0].line_count() >= 50).await);
+    let mut victim = children.remove(0);
+    victim.kill().unwrap(); // SIGKILL
+    victim.wait().unwrap();
+    let errs = finish_all(children).await;
+    let (_, extra, twice) = union(&site, &procs.iter().collect::<Vec<_>>());
+    assert!(extra.is_empty(), "not in the ground truth: {extra:?}");
+    assert!(twice.len() <= 8, "recorded twice: {twice:?}");
+    let unique: std::collections::BTreeSet<String> = procs
+        .iter()
+        .flat_map(|p| p.lines().into_iter().map(|(url, _)| url))
+        .collect();
+    println!("{} URLs recorded under a budget of 600", unique.len());
+    assert!(
+        (600..=608).contains(&unique.len()),
+        "{} URLs recorded\n{errs:?}",
+        unique.len()
+    );
+    for p in &procs[1..] {
+        assert_eq!(stats(&p.out)["stopped_by"], "max_pages");
+    }
 }

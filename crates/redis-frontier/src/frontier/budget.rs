@@ -10,6 +10,7 @@
 //! whichever partition has URLs. A process that found no share anywhere asks again only
 //! after [`DRY`], so waiting workers do not make every partition give back in a loop.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use frontier::FrontierError;
@@ -70,7 +71,23 @@ impl Shared {
             if waiting && dry.is_some_and(|t| Instant::now() < t) {
                 break;
             }
-            match self.share(p).await? {
+            // Workers starved together ask once: one that waited for another's share asks
+            // the partition again instead (else each would take its own share, and the first
+            // partition asked would hold most of the budget).
+            let got = self.shares_got[p].load(Ordering::Acquire);
+            let share = {
+                let _asking = self.share_lock.lock().await;
+                if self.shares_got[p].load(Ordering::Acquire) != got {
+                    Share::Granted
+                } else {
+                    let share = self.share(p).await?;
+                    if matches!(share, Share::Granted) {
+                        self.shares_got[p].fetch_add(1, Ordering::AcqRel);
+                    }
+                    share
+                }
+            };
+            match share {
                 Share::Granted => leased = self.lease_once(None, only, p).await?,
                 Share::Spent => return Ok(Leased::Budget),
                 Share::None => {

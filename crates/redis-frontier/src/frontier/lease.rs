@@ -462,13 +462,15 @@ impl Shared {
         if !ended {
             return Ok(None);
         }
-        // The other waiting workers' next round ends too (unless something changed).
-        self.wake.notify_waiters();
         let end = if self.budget_spent().await? {
             End::Budget
         } else {
             End::Finished
         };
+        // The other waiting workers' next round ends too (unless something changed). Woken
+        // only now: one woken while this poller still held its lock would sleep a whole idle
+        // interval before its round.
+        self.wake.notify_waiters();
         Ok(Some(Next::End(end)))
     }
 

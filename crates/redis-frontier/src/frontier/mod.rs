@@ -125,6 +125,10 @@ struct Shared {
     deferred: Mutex<HashMap<u64, u64>>,
     /// Until when no share of the page budget is asked for (none was free; `budget.rs`).
     dry_until: Mutex<Option<std::time::Instant>>,
+    /// Held while this process asks for a share, so that its workers starved together ask
+    /// once; per partition, the shares this process got for it.
+    share_lock: tokio::sync::Mutex<()>,
+    shares_got: Vec<AtomicU64>,
     canon: Canonicalizer,
     scope: RwLock<Scope>,
     cfg: FrontierConfig,
@@ -197,6 +201,8 @@ impl RedisFrontier {
             turns: Mutex::default(),
             deferred: Mutex::default(),
             ticking: (0..parts.len()).map(|_| AtomicBool::new(false)).collect(),
+            share_lock: tokio::sync::Mutex::new(()),
+            shares_got: (0..parts.len()).map(|_| AtomicU64::new(0)).collect(),
             parts,
             canon,
             scope: RwLock::new(scope),
