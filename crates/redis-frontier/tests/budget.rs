@@ -72,3 +72,45 @@ async fn a_share_held_unused_in_one_partition_goes_to_another() {
     let s = a.stats().await.unwrap();
     assert_eq!((s.pages, s.queued, s.in_flight), (2, 1, 0));
 }
+
+/// Partition 0's record of the shares lost (its master failed over and the replica had not
+/// the last grants): the next grant takes the partitions' own totals back first, so the
+/// budget is not granted twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shares_lost_at_partition_0_are_not_granted_again() {
+    let Some(server) = redis(&[]) else { return };
+    let hosts: Vec<String> = {
+        let mut seen = Vec::new();
+        let mut hosts = Vec::new();
+        for h in (0..).map(|i| format!("s{i}.test")) {
+            let p = partition_of(&h, 4);
+            if !seen.contains(&p) {
+                seen.push(p);
+                hosts.push(h);
+            }
+            if hosts.len() == 3 {
+                break;
+            }
+        }
+        hosts
+    };
+    let a = process(&server, "a").await;
+    let urls: Vec<String> = hosts.iter().map(|h| format!("http://{h}/1")).collect();
+    a.offer(None, links(&urls)).await.unwrap();
+    let first = a.try_next_from(&hosts[0]).await.unwrap().expect("a share");
+    let second = a.try_next_from(&hosts[1]).await.unwrap().expect("a share");
+    server
+        .command(&["DEL", "crawl:{budget}:budget"])
+        .expect("the record dropped");
+    assert!(
+        a.try_next_from(&hosts[2]).await.unwrap().is_none(),
+        "a third page within a budget of 2"
+    );
+    a.complete(first, Outcome::Done).await.unwrap();
+    a.complete(second, Outcome::Done).await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(30), a.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(end, Next::End(End::Budget));
+}

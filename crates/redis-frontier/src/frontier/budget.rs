@@ -1,6 +1,7 @@
 //! The crawl-wide page budget over several partitions, the client's side: a partition whose
 //! share is spent answers `quota` when it would hand out a URL, and this process asks
-//! partition 0 for a share (the scripts' design is in `scripts/budget.rs`). When partition 0
+//! partition 0 for a share (the scripts' design is in `scripts/budget.rs`), sending every
+//! partition's totals with it (a few calls, a few hundred times a crawl). When partition 0
 //! has none left, every other partition gives back what it holds unused, and the grant is
 //! asked again; when the pages of every partition reach the budget, the crawl ends
 //! (`End::Budget`).
@@ -100,28 +101,44 @@ impl Shared {
         Ok(leased.due_after(DRY))
     }
 
-    /// Asks partition 0 for a share for partition `p`; when none is left, takes back what
-    /// every other partition holds unused and asks again.
+    /// Asks partition 0 for a share for partition `p`, with every partition's totals (so
+    /// partition 0 first takes back what a failover of its master lost of them); when none
+    /// is left, takes back what every other partition holds unused and asks again.
     async fn share(&self, p: usize) -> Result<Share, FrontierError> {
         let max = self.shared_budget().unwrap_or(0);
-        if self.grant(p, &[]).await? {
-            return Ok(Share::Granted);
-        }
-        let mut reports = Vec::with_capacity(self.parts());
-        let mut pages = 0;
-        for q in 0..self.parts() {
-            let (qin, qout, q_pages) = self.quota(q, (0, 0), q != p).await?;
-            pages += q_pages;
-            reports.push((q, qin, qout));
-        }
+        let (reports, pages) = self.reports(p, false).await?;
         if pages >= max {
             return Ok(Share::Spent);
         }
+        if self.grant(p, &reports).await? {
+            return Ok(Share::Granted);
+        }
+        let (reports, _) = self.reports(p, true).await?;
         Ok(if self.grant(p, &reports).await? {
             Share::Granted
         } else {
             Share::None
         })
+    }
+
+    /// Every partition's totals (asked together) and their pages; with `give_back`, every
+    /// partition but `p` gives back what it holds unused first.
+    async fn reports(
+        &self,
+        p: usize,
+        give_back: bool,
+    ) -> Result<(Vec<Report>, u64), FrontierError> {
+        let asked = (0..self.parts())
+            .map(|q| self.quota(q, (0, 0), give_back && q != p))
+            .collect();
+        let mut reports = Vec::with_capacity(self.parts());
+        let mut pages = 0;
+        for (q, answer) in super::parts::join_all(asked).await.into_iter().enumerate() {
+            let (qin, qout, q_pages) = answer?;
+            pages += q_pages;
+            reports.push((q, qin, qout));
+        }
+        Ok((reports, pages))
     }
 
     /// One grant for partition `p` (recording `reports` first), and `p` told its totals.
@@ -137,11 +154,10 @@ impl Shared {
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(|e| self.failed(e))?;
-        if n == 0 {
-            return Ok(false);
-        }
+        // Told even when nothing was granted: a partition whose master lost its totals in a
+        // failover learns them again.
         self.quota(p, (g, r), false).await?;
-        Ok(true)
+        Ok(n > 0)
     }
 
     /// Partition `q` told its totals as partition 0 has them (`(0, 0)`: none known), giving
@@ -167,10 +183,6 @@ impl Shared {
         let Some(max) = self.shared_budget() else {
             return Ok(false);
         };
-        let mut pages = 0;
-        for q in 0..self.parts() {
-            pages += self.quota(q, (0, 0), false).await?.2;
-        }
-        Ok(pages >= max)
+        Ok(self.reports(0, false).await?.1 >= max)
     }
 }
