@@ -275,33 +275,11 @@ fn an_unreachable_redis_is_69_naming_it() {
 /// writes a local filter of the same shape from the same URLs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bloom_export_equals_the_local_filter_of_the_same_urls() {
-    use frontier::{Frontier, FrontierConfig, Link};
     let Some(server) = redis(&[]) else { return };
     let urls: Vec<String> = (0..3000)
         .map(|i| format!("http://h{}.test/p/{i}", i % 7))
         .collect();
-    let cfg = FrontierConfig {
-        expected_urls: 5000,
-        fpp: 0.01,
-        ..test_support::contract::base_config()
-    };
-    let settings = redis_frontier::RedisConfig {
-        url: server.url(),
-        crawl_id: "exported".into(),
-        lease: Duration::from_secs(30),
-        holder: None,
-        partitions: 0,
-    };
-    let f = redis_frontier::RedisFrontier::connect(cfg, settings, &[])
-        .await
-        .unwrap();
-    for page in urls.chunks(100) {
-        let links = page
-            .iter()
-            .map(|u| Link::new(url::Url::parse(u).unwrap(), 1))
-            .collect();
-        f.offer(None, links).await.unwrap();
-    }
+    admitted(&server, "exported", 0, &urls).await;
     let dir = tempfile::tempdir().unwrap();
     let (exported, built) = (dir.path().join("exported"), dir.path().join("built"));
     let out = crawler()
@@ -354,15 +332,10 @@ async fn bloom_export_equals_the_local_filter_of_the_same_urls() {
     assert_eq!(out.status.code(), Some(66), "{}", stderr(&out));
 }
 
-/// A crawl of 4 partitions: `bloom export --merged` writes one Guava filter in which every
-/// URL of every partition is found, and refuses (65) a merge whose fill is above --max-fpp.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_merged_export_finds_every_partitions_urls() {
+/// Crawl `id` in `partitions` partitions (0: one), sized for 5,000 URLs at 1%, with `urls`
+/// admitted in pages of 100.
+async fn admitted(server: &RedisServer, id: &str, partitions: u32, urls: &[String]) {
     use frontier::{Frontier, FrontierConfig, Link};
-    let Some(server) = redis(&[]) else { return };
-    let urls: Vec<String> = (0..600)
-        .map(|i| format!("http://h{}.test/p/{i}", i % 12))
-        .collect();
     let cfg = FrontierConfig {
         expected_urls: 5000,
         fpp: 0.01,
@@ -370,19 +343,32 @@ async fn a_merged_export_finds_every_partitions_urls() {
     };
     let settings = redis_frontier::RedisConfig {
         url: server.url(),
-        crawl_id: "merged".into(),
+        crawl_id: id.into(),
         lease: Duration::from_secs(30),
         holder: None,
-        partitions: 4,
+        partitions,
     };
     let f = redis_frontier::RedisFrontier::connect(cfg, settings, &[])
         .await
         .unwrap();
-    let links = urls
-        .iter()
-        .map(|u| Link::new(url::Url::parse(u).unwrap(), 1))
+    for page in urls.chunks(100) {
+        let links = page
+            .iter()
+            .map(|u| Link::new(url::Url::parse(u).unwrap(), 1))
+            .collect();
+        f.offer(None, links).await.unwrap();
+    }
+}
+
+/// A crawl of 4 partitions: `bloom export --merged` writes one Guava filter in which every
+/// URL of every partition is found, and refuses (65) a merge whose fill is above --max-fpp.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merged_export_finds_every_partitions_urls() {
+    let Some(server) = redis(&[]) else { return };
+    let urls: Vec<String> = (0..600)
+        .map(|i| format!("http://h{}.test/p/{i}", i % 12))
         .collect();
-    f.offer(None, links).await.unwrap();
+    admitted(&server, "merged", 4, &urls).await;
     let dir = tempfile::tempdir().unwrap();
     let merged = dir.path().join("merged");
     let export = |extra: &[&str]| {
@@ -487,13 +473,21 @@ pub(crate) async fn three_crawl_once_and_politely(redis_url: &str, frontier: &st
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_process_loses_no_url_its_leases_go_to_the_others() {
     let Some(server) = redis(&[]) else { return };
+    killed_process_loses_no_url(&server.url(), "").await;
+}
+
+/// Three processes on the crawl at `redis_url` (`frontier`: more lines of their `[frontier]`
+/// section), the first SIGKILLed after 200 records: none lost, only what it had in flight
+/// recorded twice, and its leases expired and went to the others.
+pub(crate) async fn killed_process_loses_no_url(redis_url: &str, frontier: &str) {
     // Pages answer after 100 ms: 24 workers for 40 host slots, so every worker of the victim
     // holds a lease when it is killed.
-    let (site, procs, mut children) = start_shared(
-        &server.url(),
+    let (site, procs, mut children) = start_shared_with(
+        redis_url,
         (2_000, 10, 100),
         3,
         "delay_ms = 5\nmax_per_host = 4",
+        frontier,
     )
     .await;
     // Kill the first once it has recorded some pages.

@@ -1,6 +1,7 @@
 //! `crawler crawl` processes sharing one frontier on a private Redis Cluster (3 masters with
 //! a replica each, `redis+cluster://`): together they crawl the test site to its ground
-//! truth with every URL recorded once, and the master holding the crawl killed mid-crawl —
+//! truth with every URL recorded once (a page budget split over partitions: exactly the
+//! budget), a process killed loses no URL, and the master holding the crawl killed mid-crawl —
 //! its replica promoted by the cluster, no operator — loses no URL; only leases out on it
 //! may be fetched twice.
 
@@ -88,6 +89,14 @@ async fn three_processes_crawl_the_site_once_and_politely_on_a_cluster() {
     assert_eq!(per_master, [2, 2, 2], "partitions per master");
 
     three_share_one_page_budget(&cluster.url()).await;
+
+    // A process killed: as on one Redis, its leases expire in every partition (on the
+    // masters' clocks) and go to the others. The crawl `shared` again, from nothing.
+    for addr in cluster.addrs() {
+        // Replicas refuse the flush (read-only): their masters' is replicated to them.
+        let _ = cluster.node(addr).unwrap().command(&["FLUSHALL"]);
+    }
+    crate::redis::killed_process_loses_no_url(&cluster.url(), "partitions = 6").await;
 }
 
 /// Three processes on a crawl of 6 partitions with `crawl.max_pages = 300`: 300 pages

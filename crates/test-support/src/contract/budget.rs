@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use frontier::{End, FrontierConfig, Lease, Next, Outcome};
+use frontier::{End, Frontier, FrontierConfig, Lease, Next, Outcome};
+use tokio::task::JoinHandle;
 
 use super::{base_config, complete, lease, next, offer, Harness, HANG};
 
@@ -27,15 +28,7 @@ pub async fn a_budget_spans_every_host(h: &dyn Harness) {
     for _ in 0..7 {
         out.push(lease(&*f).await);
     }
-    let waiting = {
-        let f = Arc::clone(&f);
-        tokio::spawn(async move { next(&*f).await })
-    };
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(
-        !waiting.is_finished(),
-        "an eighth lease within a budget of 7"
-    );
+    let waiting = held_next(&f).await;
     for l in out.drain(..3) {
         complete(&*f, l, Outcome::Skipped).await;
     }
@@ -47,15 +40,7 @@ pub async fn a_budget_spans_every_host(h: &dyn Harness) {
     out.push(lease(&*f).await);
     let urls: BTreeSet<_> = out.iter().map(|l| l.entry().url.clone()).collect();
     assert_eq!(urls.len(), 7, "seven different URLs out");
-    let waiting = {
-        let f = Arc::clone(&f);
-        tokio::spawn(async move { next(&*f).await })
-    };
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(
-        !waiting.is_finished(),
-        "an eighth lease within a budget of 7"
-    );
+    let waiting = held_next(&f).await;
     for l in out {
         complete(&*f, l, Outcome::Done).await;
     }
@@ -63,4 +48,18 @@ pub async fn a_budget_spans_every_host(h: &dyn Harness) {
     assert_eq!(end, Next::End(End::Budget));
     let s = f.stats().await.unwrap();
     assert_eq!((s.pages, s.in_flight, s.queued), (7, 0, 22));
+}
+
+/// A `next` still waiting after 200 ms: the budget holds it.
+async fn held_next(f: &Arc<dyn Frontier>) -> JoinHandle<Next> {
+    let waiting = {
+        let f = Arc::clone(f);
+        tokio::spawn(async move { next(&*f).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !waiting.is_finished(),
+        "an eighth lease within a budget of 7"
+    );
+    waiting
 }
