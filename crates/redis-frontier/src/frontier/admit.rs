@@ -36,6 +36,19 @@ struct Admitting {
     due: Option<u64>,
 }
 
+/// One admission call into partition `p`: `batch` (that partition's URLs, grouped by host),
+/// counting `near_dups` and `counted` (the client's counts, sent with one call only), with
+/// the fence of lease `fence` (an id of this partition).
+#[derive(Clone, Copy)]
+struct AdmitCall<'a> {
+    p: usize,
+    batch: &'a [Admitting],
+    near_dups: u64,
+    counted: &'a [(OutOfScope, u64)],
+    requeue: bool,
+    fence: Option<u64>,
+}
+
 impl Shared {
     /// Canonicalises and scope-checks `links`, then admits the rest in one script.
     /// `requeue`: queue them even though seen (no scope, no budget).
@@ -171,15 +184,15 @@ impl Shared {
                     .enumerate()
                     .map(|(i, (p, group))| {
                         let first = i == 0;
-                        let fenced = fence.and_then(|(_, (fp, id))| (fp == *p).then_some(id));
-                        self.admit_call(
-                            *p,
-                            group,
-                            if first { near_dups } else { 0 },
-                            if first { &counted[..] } else { &[] },
+                        let call = AdmitCall {
+                            p: *p,
+                            batch: group,
+                            near_dups: if first { near_dups } else { 0 },
+                            counted: if first { &counted[..] } else { &[] },
                             requeue,
-                            fenced,
-                        )
+                            fence: fence.and_then(|(_, (fp, id))| (fp == *p).then_some(id)),
+                        };
+                        async move { self.admit_call(&call).await }
                     })
                     .collect(),
             )
@@ -238,18 +251,9 @@ impl Shared {
         Ok((out, held))
     }
 
-    /// One admission call into partition `p` of `batch` (that partition's URLs, grouped by
-    /// host), counting `near_dups` and `counted`, with the fence of lease `fence` (an id of
-    /// this partition).
-    async fn admit_call(
-        &self,
-        p: usize,
-        batch: &[Admitting],
-        near_dups: u64,
-        counted: &[(OutOfScope, u64)],
-        requeue: bool,
-        fence: Option<u64>,
-    ) -> Result<Vec<u8>, redis::RedisError> {
+    /// One admission call (see [`AdmitCall`]).
+    async fn admit_call(&self, a: &AdmitCall<'_>) -> Result<Vec<u8>, redis::RedisError> {
+        let (p, batch, fence) = (a.p, a.batch, a.fence);
         // On a cluster, links are waited for on a replica in the same pipeline (see
         // `durable.rs`); not a call that carries only counts or a fence.
         let wait = !batch.is_empty() && self.conn.is_cluster() && {
@@ -259,7 +263,7 @@ impl Shared {
             }
             has
         };
-        let call = self.admit_cmd(p, batch, near_dups, counted, requeue, fence);
+        let call = self.admit_cmd(a);
         if !wait {
             return self.send_admission(&call).await;
         }
@@ -272,7 +276,11 @@ impl Shared {
         let mut tries = 0;
         loop {
             if tries == 1 {
-                call = self.admit_cmd(p, batch, 0, &[], requeue, fence);
+                call = self.admit_cmd(&AdmitCall {
+                    near_dups: 0,
+                    counted: &[],
+                    ..*a
+                });
             }
             let mut pipe = redis::pipe();
             pipe.add_command(call.clone())
@@ -294,15 +302,15 @@ impl Shared {
     }
 
     /// The admission script's call (see [`admit_call`](Self::admit_call)).
-    fn admit_cmd(
-        &self,
-        p: usize,
-        batch: &[Admitting],
-        near_dups: u64,
-        counted: &[(OutOfScope, u64)],
-        requeue: bool,
-        fence: Option<u64>,
-    ) -> redis::Cmd {
+    fn admit_cmd(&self, a: &AdmitCall<'_>) -> redis::Cmd {
+        let AdmitCall {
+            p,
+            batch,
+            near_dups,
+            counted,
+            requeue,
+            fence,
+        } = *a;
         let hosts = 1 + batch.windows(2).filter(|w| w[0].host != w[1].host).count();
         let hosts = if batch.is_empty() { 0 } else { hosts };
         let exact = self.cfg.dedup == frontier::Dedup::Exact;

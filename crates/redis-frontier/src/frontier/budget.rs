@@ -146,7 +146,7 @@ impl Shared {
     async fn grant(&self, p: usize, reports: &[Report]) -> Result<bool, FrontierError> {
         let max = self.shared_budget().unwrap_or(0);
         let mut call = self.invoke_on(0, &self.scripts.grant);
-        call.arg(max).arg(p).arg(2 * self.parts()).arg(1);
+        call.arg(max).arg(p).arg(2 * self.parts());
         for (q, qin, qout) in reports {
             call.arg(*q).arg(*qin).arg(*qout);
         }
@@ -170,7 +170,7 @@ impl Shared {
     ) -> Result<(u64, u64, u64), FrontierError> {
         let mut call = self.invoke_on(q, &self.scripts.quota);
         call.arg(g).arg(r).arg(u8::from(give_back));
-        let (qin, qout, pages, _leases): (u64, u64, u64, u64) = call
+        let (qin, qout, pages): (u64, u64, u64) = call
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(|e| self.failed(e))?;

@@ -58,6 +58,13 @@ impl Completion {
             index,
         }
     }
+
+    /// A lease given back because its address group had no room: its host waits `wait`.
+    pub(super) fn defer(&mut self, wait: Option<Duration>) {
+        if self.kind == "release" && wait.is_some() {
+            self.hint = wait;
+        }
+    }
 }
 
 /// The scripts' `hint` argument (ms): the server's wait for an error or retry (0: none); for
@@ -84,13 +91,4 @@ pub(super) fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-impl Completion {
-    /// A lease given back because its address group had no room: its host waits `wait`.
-    pub(super) fn defer(&mut self, wait: Option<Duration>) {
-        if self.kind == "release" && wait.is_some() {
-            self.hint = wait;
-        }
-    }
 }

@@ -16,7 +16,7 @@
 
 /// A partition learns its share's totals and, asked to, gives back what it holds but does
 /// not use. ARGV: granted total, given-back total (what partition 0 recorded; 0: nothing
-/// known), give back (1/0). Returns `{in, out, pages, leases out}`.
+/// known), give back (1/0). Returns `{in, out, pages}`.
 pub(super) const QUOTA: &str = r"
 now_ms()
 local q = redis.call('HMGET', P .. 'quota', 'in', 'out')
@@ -29,18 +29,18 @@ if ARGV[8] == '1' then
   if spare > 0 then qout = qout + spare end
 end
 redis.call('HSET', P .. 'quota', 'in', I(qin), 'out', I(qout))
-return {qin, qout, pages, leases}
+return {qin, qout, pages}
 ";
 
 /// Partition 0 records what partitions reported and grants partition p a share. ARGV: the
 /// budget, p, the divisor of a share (a share is the unspent budget over it, at least 1),
-/// whether to grant (1/0), then triples (partition, its `in`, its `out`). Returns
+/// then triples (partition, its `in`, its `out`). Returns
 /// `{p's granted total, p's given-back total, units granted now}`.
 pub(super) const GRANT: &str = r"
 now_ms()
-local max, p, div, grant = tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8]), ARGV[9] == '1'
+local max, p, div = tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
 local B = P .. 'budget'
-for i = 10, #ARGV - 2, 3 do
+for i = 9, #ARGV - 2, 3 do
   local q = ARGV[i]
   if tonumber(ARGV[i + 1]) > hnum(B, 'g:' .. q, 0) then redis.call('HSET', B, 'g:' .. q, ARGV[i + 1]) end
   if tonumber(ARGV[i + 2]) > hnum(B, 'r:' .. q, 0) then redis.call('HSET', B, 'r:' .. q, ARGV[i + 2]) end
@@ -55,7 +55,7 @@ for i = 1, #all, 2 do
   end
 end
 local n = 0
-if grant and max - out > 0 then
+if max - out > 0 then
   n = math.max(1, math.floor((max - out) / div))
   redis.call('HSET', B, 'g:' .. p, I(hnum(B, 'g:' .. p, 0) + n))
 end

@@ -5,18 +5,11 @@
 
 use std::time::Duration;
 
-use frontier::{AddressKey, End, Frontier, Next, Outcome};
+use frontier::{End, Next, Outcome};
 
-use super::{base_config, complete, lease, next, offer, Harness, Lacks};
+use super::{base_config, complete, lease, next, test_address, two_urls_each, Harness, Lacks};
 
 const PLACED: &str = "place";
-
-async fn two_hosts(f: &dyn Frontier, hosts: [&str; 2]) {
-    for host in hosts {
-        let urls: Vec<String> = (1..=2).map(|i| format!("http://{host}/{i}")).collect();
-        offer(f, None, &urls).await;
-    }
-}
 
 /// `max_per_ip = 1`: one fetch of the address at a time, every URL served; `ip_delay` of an
 /// hour: after one fetch of the address, every lease of it is refused.
@@ -24,11 +17,11 @@ pub async fn an_address_holds_its_fetches(h: &dyn Harness) {
     if h.lacks(Lacks::AddressGroups) {
         return;
     }
-    let key = AddressKey::of("192.0.2.1".parse().expect("an address"));
+    let key = test_address();
     let mut cfg = base_config();
     cfg.politeness.max_per_ip = 1;
     let f = h.open(cfg, &[]);
-    two_hosts(&*f, ["ta.test", "tb.test"]).await;
+    two_urls_each(&*f, ["ta.test", "tb.test"]).await;
     let (a, b) = (lease(&*f).await, lease(&*f).await);
     assert!(f.place_host(&a, key).await.expect(PLACED));
     assert!(
@@ -77,7 +70,7 @@ pub async fn an_address_holds_its_fetches(h: &dyn Harness) {
     let mut cfg = base_config();
     cfg.politeness.ip_delay = Duration::from_secs(3600);
     let f = h.open(cfg, &[]);
-    two_hosts(&*f, ["tc.test", "td.test"]).await;
+    two_urls_each(&*f, ["tc.test", "td.test"]).await;
     let (a, b) = (lease(&*f).await, lease(&*f).await);
     assert!(f.place_host(&a, key).await.expect(PLACED));
     assert!(!f.place_host(&b, key).await.expect(PLACED), "the gap");

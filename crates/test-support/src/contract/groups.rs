@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use frontier::{AddressKey, Frontier, HostControls, Lease, Outcome};
+use frontier::{Frontier, HostControls, Lease, Outcome};
 
 use super::{base_config, complete, offer, Harness, Lacks};
 
@@ -20,7 +20,7 @@ async fn one_out_two_waiting(h: &dyn Harness) -> (std::sync::Arc<dyn Frontier>, 
     let mut cfg = base_config();
     cfg.politeness.max_per_ip = 1;
     let f = h.open(cfg, &[]);
-    let key = AddressKey::of("192.0.2.1".parse().expect("an address"));
+    let key = super::test_address();
     let urls: Vec<String> = ["a", "b", "c"]
         .iter()
         .map(|h| format!("http://{h}.test/1"))

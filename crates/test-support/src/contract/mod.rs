@@ -133,6 +133,23 @@ async fn next(f: &dyn Frontier) -> Next {
         .expect("next")
 }
 
+/// The address the checks of address groups place their hosts at.
+fn test_address() -> frontier::AddressKey {
+    frontier::AddressKey::of("192.0.2.1".parse().expect("an address"))
+}
+
+/// Two URLs of each of `hosts` (`http://HOST/1` and `/2`) offered.
+async fn two_urls_each(f: &dyn Frontier, hosts: [&str; 2]) {
+    for host in hosts {
+        offer(
+            f,
+            None,
+            &[format!("http://{host}/1"), format!("http://{host}/2")],
+        )
+        .await;
+    }
+}
+
 async fn lease(f: &dyn Frontier) -> Lease {
     match next(f).await {
         Next::Lease(l) => l,

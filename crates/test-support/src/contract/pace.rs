@@ -4,7 +4,7 @@
 
 use super::backoff::host_of;
 use super::*;
-use frontier::{AddressKey, DelayReason};
+use frontier::DelayReason;
 
 /// With a delay factor, a fetch that went through paces its host: the next fetch waits the
 /// factor times its duration (at most `max_delay`) from the last start, the listing gives
@@ -95,14 +95,11 @@ pub async fn hosts_on_one_address_share_its_limits(h: &dyn Harness) {
     if h.lacks(Lacks::AddressGroups) {
         return;
     }
-    let key = AddressKey::of("192.0.2.1".parse().expect("an address"));
+    let key = super::test_address();
     let mut cfg = base_config();
     cfg.politeness.max_per_ip = 1;
     let f = h.open(cfg, &[]);
-    for host in ["ga.test", "gb.test"] {
-        let urls: Vec<String> = (1..=2).map(|i| format!("http://{host}/{i}")).collect();
-        offer(&*f, None, &urls).await;
-    }
+    super::two_urls_each(&*f, ["ga.test", "gb.test"]).await;
     // Not placed yet, hosts take fetches as their own limits allow; placed, the second
     // finds the group full.
     let (a, b) = (lease(&*f).await, lease(&*f).await);
@@ -144,14 +141,7 @@ pub async fn hosts_on_one_address_share_its_limits(h: &dyn Harness) {
     let mut cfg = base_config();
     cfg.politeness.ip_delay = Duration::from_secs(3600);
     let f = h.open(cfg, &[]);
-    for host in ["gc.test", "gd.test"] {
-        offer(
-            &*f,
-            None,
-            &[format!("http://{host}/1"), format!("http://{host}/2")],
-        )
-        .await;
-    }
+    super::two_urls_each(&*f, ["gc.test", "gd.test"]).await;
     let (a, b) = (lease(&*f).await, lease(&*f).await);
     assert!(f.place_host(&a, key).await.expect("place"));
     assert!(!f.place_host(&b, key).await.expect("place"), "the gap");
